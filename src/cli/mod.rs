@@ -1,0 +1,75 @@
+//! The command line (clap derive): one file per subcommand, no logic beyond wiring.
+
+pub mod envelopes;
+pub mod run;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::error::Result;
+
+#[derive(Debug, Parser)]
+#[command(name = "tracefault", version, about = "Deterministic trace replay and chaos testing for LLM agents' error envelopes")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run scenario files or folders: every scenario × strategy × run; write reports; check gates.
+    Run(RunArgs),
+    /// Render one failure under every strategy in every provider format, and run the portability checks.
+    Envelopes(EnvelopesArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Scenario files or folders (searched for *.toml and *.json).
+    #[arg(default_value = "scenarios/")]
+    pub paths: Vec<PathBuf>,
+    /// Where reports go (default: reports/; with --run, no reports unless given).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Root seed for every scenario (default: each scenario's `seed`).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Runs per scenario and strategy (default: each scenario's `runs`).
+    #[arg(long)]
+    pub runs: Option<u64>,
+    /// Only these strategies (repeatable).
+    #[arg(long = "strategy", value_name = "NAME")]
+    pub strategies: Vec<String>,
+    /// Worker threads (default: the number of cores). Never changes the output.
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Run only run number N (0-based) and print it; with --trace-out, write its event log.
+    #[arg(long = "run", value_name = "N")]
+    pub run: Option<u64>,
+    /// With --run: write the run's events as a native trace (JSONL) to FILE.
+    #[arg(long, value_name = "FILE", requires = "run")]
+    pub trace_out: Option<PathBuf>,
+    /// Run the suite twice (with different --jobs) and fail unless every report is byte-identical.
+    #[arg(long)]
+    pub check_determinism: bool,
+    /// Do not write runs.csv.
+    #[arg(long)]
+    pub no_runs_csv: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct EnvelopesArgs {
+    /// The failure to render: an HTTP status (400, 401, 429, 503, …) or timeout, reset,
+    /// truncated_json, code_fenced_json, ambiguous, no_progress.
+    #[arg(long, default_value = "503")]
+    pub fault: String,
+}
+
+/// Runs a parsed command; returns the exit code.
+pub fn execute(cli: Cli) -> Result<i32> {
+    match cli.command {
+        Command::Run(args) => run::execute(args),
+        Command::Envelopes(args) => envelopes::execute(args),
+    }
+}

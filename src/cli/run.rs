@@ -1,0 +1,239 @@
+//! `tracefault run`: load the suite, run it, write reports, print the summary, check gates.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::RunArgs;
+use crate::engine::rng::fnv1a64;
+use crate::error::{Error, Result, exit};
+use crate::metrics::summary::SUMMARY_COLUMNS;
+use crate::report::{self, Report};
+use crate::scenario::Scenario;
+use crate::scenario::load::load_suite;
+use crate::suite::{self, FileRuns, RunOptions, RunsSink, ScenarioResult};
+use crate::trace::record::Recorder;
+
+pub fn execute(args: RunArgs) -> Result<i32> {
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if jobs == 0 {
+        return Err(Error::Usage("--jobs must be at least 1".into()));
+    }
+    if args.runs == Some(0) {
+        return Err(Error::Usage("--runs must be at least 1".into()));
+    }
+    let opts = RunOptions { jobs, seed: args.seed, runs: args.runs, strategies: args.strategies.clone() };
+    let mut suite = load_suite(&args.paths)?;
+    suite::apply_overrides(&mut suite, &opts)?;
+    suite.retain(|sc| !sc.strategies.is_empty());
+
+    if let Some(run) = args.run {
+        return single_run(&suite, run, args.trace_out.as_deref());
+    }
+
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports"));
+    std::fs::create_dir_all(&out).map_err(|e| Error::io(&out, e))?;
+    let total: u64 = suite.iter().map(|sc| sc.runs * sc.strategies.len() as u64).sum();
+    let bar = progress_bar(total);
+    let progress = |n: u64| bar.inc(n);
+
+    let with_rows = !args.no_runs_csv;
+    let runs_tmp = tempfile::Builder::new().prefix(".runs.csv.").tempfile_in(&out).map_err(|e| Error::io(&out, e))?;
+    let mut sink = Tee { files: FileRuns::new(std::io::BufWriter::new(runs_tmp), &out), hash: HashRuns::default() };
+    use std::io::Write;
+    sink.files.out.write_all(&report::csv::runs_header()).map_err(|e| Error::io(&out, e))?;
+    let results = suite::run_suite(&suite, &opts, &mut sink, with_rows, &progress).map_err(|e| Error::io(&out, e))?;
+    bar.finish_and_clear();
+
+    let rep = Report { results: &results };
+    let files = report::render_all(&rep).map_err(|e| Error::io(&out, e))?;
+    for (name, bytes) in &files {
+        report::write_atomic(&out, name, bytes).map_err(|e| Error::io(&out.join(name), e))?;
+    }
+    if with_rows {
+        let runs_file = sink.files.out.into_inner().map_err(|e| Error::io(&out, e.into_error()))?;
+        runs_file.persist(out.join("runs.csv")).map_err(|e| Error::io(&out.join("runs.csv"), e.error))?;
+    }
+    print_summary(&results);
+    for r in &results {
+        for w in &r.warnings {
+            eprintln!("warning: {}: {w}", r.scenario.name);
+        }
+    }
+    let mut names: Vec<&str> = files.iter().map(|f| f.0).collect();
+    if with_rows {
+        names.insert(1, "runs.csv");
+    }
+    println!("reports written to {}/ ({})", out.display(), names.join(", "));
+
+    let mut code = if rep.passed() { exit::OK } else { exit::FAILED };
+    if args.check_determinism {
+        let other_jobs = if jobs == 1 { 2 } else { 1 };
+        let mut again = HashRuns::default();
+        let opts2 = RunOptions { jobs: other_jobs, ..opts };
+        let results2 = suite::run_suite(&suite, &opts2, &mut again, with_rows, &|_| {}).map_err(|e| Error::io(&out, e))?;
+        let files2 = report::render_all(&Report { results: &results2 }).map_err(|e| Error::io(&out, e))?;
+        let same_runs = again.total == sink.hash.total;
+        let diff: Vec<&str> = files.iter().zip(&files2).filter(|(a, b)| a.1 != b.1).map(|(a, _)| a.0).collect();
+        if diff.is_empty() && same_runs {
+            println!("determinism check: identical bytes with --jobs {jobs} and --jobs {other_jobs}");
+        } else {
+            let mut bad = diff.join(", ");
+            if !same_runs {
+                bad.push_str(" runs.csv");
+            }
+            println!("determinism check FAILED: {bad} differ between --jobs {jobs} and --jobs {other_jobs}");
+            code = exit::FAILED;
+        }
+    }
+    report_outcome(&rep);
+    Ok(code)
+}
+
+fn progress_bar(total: u64) -> ProgressBar {
+    let show = std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
+    let bar = ProgressBar::with_draw_target(Some(total), if show { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() });
+    if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} runs {eta}") {
+        bar.set_style(style);
+    }
+    bar
+}
+
+fn report_outcome(rep: &Report<'_>) {
+    let failed: Vec<String> = rep
+        .results
+        .iter()
+        .flat_map(|r| &r.gates)
+        .filter(|g| !g.passed)
+        .map(|g| format!("{} / {}: {} = {} is not {}", g.scenario, g.strategy, g.metric, g.value, report::gate_bounds(g.min, g.max)))
+        .collect();
+    for f in &failed {
+        println!("GATE FAILED {f}");
+    }
+    for s in rep.silent_scenarios() {
+        println!("CHECK FAILED {s}: no fault fired in any run");
+    }
+    let gates: usize = rep.results.iter().map(|r| r.gates.len()).sum();
+    if rep.passed() {
+        println!("PASS: {gates} gates passed");
+    } else {
+        println!("FAIL: {} of {gates} gates failed, {} scenario(s) where no fault fired", failed.len(), rep.silent_scenarios().len());
+    }
+}
+
+fn print_summary(results: &[ScenarioResult]) {
+    let col = |m: &str| SUMMARY_COLUMNS[2..].iter().position(|c| *c == m).unwrap_or(0);
+    for r in results {
+        let sc = &r.scenario;
+        println!("\n{} (seed {}, {} runs)", sc.name, r.seed, r.runs);
+        let width = r.rows.iter().map(|row| row.strategy.len()).max().unwrap_or(8).max(8);
+        println!(
+            "  {:<width$}  {:>7}  {:>7}  {:>8}  {:>9}  {:>7}",
+            "strategy", "success", "loops", "calls", "wasted", "trips"
+        );
+        for row in &r.rows {
+            println!(
+                "  {:<width$}  {:>7}  {:>7}  {:>8}  {:>9}  {:>7}",
+                row.strategy,
+                row.formatted(col("success_rate")),
+                row.formatted(col("loop_rate")),
+                row.formatted(col("calls_mean")),
+                row.formatted(col("wasted_retries")),
+                row.formatted(col("breaker_trips")),
+            );
+        }
+        let failed = r.gates.iter().filter(|g| !g.passed).count();
+        if !r.gates.is_empty() {
+            println!("  gates: {} passed, {failed} failed", r.gates.len() - failed);
+        }
+    }
+    println!();
+}
+
+/// `--run N`: one run per selected (scenario, strategy), printed; `--trace-out` writes its log.
+fn single_run(suite: &[Scenario], run: u64, trace_out: Option<&Path>) -> Result<i32> {
+    let pairs: Vec<(&Scenario, usize)> =
+        suite.iter().flat_map(|sc| (0..sc.strategies.len()).map(move |s| (sc, s))).collect();
+    if trace_out.is_some() && pairs.len() != 1 {
+        return Err(Error::Usage(format!(
+            "--trace-out needs exactly one scenario and one strategy (got {}): add --strategy NAME",
+            pairs.len()
+        )));
+    }
+    for (sc, s) in pairs {
+        if run >= sc.runs {
+            return Err(Error::Usage(format!("--run {run}: {} has runs 0 to {}", sc.name, sc.runs - 1)));
+        }
+        let mut rec = Recorder::new(sc, &sc.strategies[s].name, run);
+        let m = suite::run_one(sc, s, run, &mut rec);
+        println!(
+            "{} / {} run {} (seed {}): {} after {} calls ({} model, {} tool), {} wasted retries, {} orchestrator retries, {} breaker trips, {} tokens, {} virtual ms",
+            sc.name,
+            sc.strategies[s].name,
+            run,
+            sc.seed,
+            m.terminated_by().name(),
+            m.calls(),
+            m.model_calls,
+            m.tool_calls,
+            m.wasted_retries,
+            m.orchestrator_retries,
+            m.breaker_trips,
+            m.tokens,
+            m.virtual_ms
+        );
+        if let Some(path) = trace_out {
+            let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| Error::Usage("--trace-out needs a file name".into()))?;
+            report::write_atomic(dir, name, rec.trace.to_jsonl().as_bytes()).map_err(|e| Error::io(path, e))?;
+            println!("trace written to {}", path.display());
+        }
+    }
+    Ok(exit::OK)
+}
+
+/// Hashes runs rows in the order they are laid out (per scenario, strategy by strategy).
+#[derive(Default)]
+pub struct HashRuns {
+    parts: Vec<u64>,
+    pub total: u64,
+}
+
+impl RunsSink for HashRuns {
+    fn rows(&mut self, strategy: usize, bytes: &[u8]) -> std::io::Result<()> {
+        if self.parts.len() <= strategy {
+            self.parts.resize(strategy + 1, fnv1a64(b""));
+        }
+        let h = &mut self.parts[strategy];
+        for &b in bytes {
+            *h ^= u64::from(b);
+            *h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        Ok(())
+    }
+
+    fn end_scenario(&mut self) -> std::io::Result<()> {
+        for p in self.parts.drain(..) {
+            self.total = crate::engine::rng::splitmix64(self.total ^ p);
+        }
+        Ok(())
+    }
+}
+
+struct Tee<W: std::io::Write> {
+    files: FileRuns<W>,
+    hash: HashRuns,
+}
+
+impl<W: std::io::Write> RunsSink for Tee<W> {
+    fn rows(&mut self, strategy: usize, bytes: &[u8]) -> std::io::Result<()> {
+        self.hash.rows(strategy, bytes)?;
+        self.files.rows(strategy, bytes)
+    }
+
+    fn end_scenario(&mut self) -> std::io::Result<()> {
+        self.hash.end_scenario()?;
+        self.files.end_scenario()
+    }
+}

@@ -1,0 +1,175 @@
+//! Circuit breaker per tool: `consecutive` (open after N failures in a row) or `rate`
+//! (failure ratio over a sliding window), then open for `open_ms`, then half-open probes.
+
+use std::collections::VecDeque;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BreakerMode {
+    Consecutive { failures: u32 },
+    Rate { window_ms: u64, min_calls: u32, failure_ratio: f64 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BreakerConfig {
+    pub mode: BreakerMode,
+    pub open_ms: u64,
+    /// Calls let through at once while half-open.
+    pub probes: u32,
+    /// Successful probes that close it again.
+    pub close_after: u32,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        BreakerConfig { mode: BreakerMode::Consecutive { failures: 3 }, open_ms: 30_000, probes: 1, close_after: 2 }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    Closed,
+    Open { until_ms: u64 },
+    HalfOpen { in_flight: u32, successes: u32 },
+}
+
+/// Whether a call may go through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admit {
+    Yes,
+    Probe,
+    /// Rejected; the breaker stays open this much longer.
+    Reject { remaining_ms: u64 },
+}
+
+#[derive(Clone, Debug)]
+pub struct Breaker {
+    pub state: State,
+    consecutive: u32,
+    window: VecDeque<(u64, bool)>,
+}
+
+impl Default for Breaker {
+    fn default() -> Self {
+        Breaker { state: State::Closed, consecutive: 0, window: VecDeque::new() }
+    }
+}
+
+impl Breaker {
+    pub fn reset(&mut self) {
+        self.state = State::Closed;
+        self.consecutive = 0;
+        self.window.clear();
+    }
+
+    pub fn admit(&mut self, cfg: &BreakerConfig, now_ms: u64) -> Admit {
+        if let State::Open { until_ms } = self.state {
+            if now_ms < until_ms {
+                return Admit::Reject { remaining_ms: until_ms - now_ms };
+            }
+            self.state = State::HalfOpen { in_flight: 0, successes: 0 };
+        }
+        match &mut self.state {
+            State::Closed => Admit::Yes,
+            State::HalfOpen { in_flight, .. } if *in_flight < cfg.probes => {
+                *in_flight += 1;
+                Admit::Probe
+            }
+            // Half-open with every probe slot taken: reject until a probe returns.
+            _ => Admit::Reject { remaining_ms: 0 },
+        }
+    }
+
+    /// Records the outcome of an admitted call; returns true on a closed→open transition.
+    pub fn record(&mut self, cfg: &BreakerConfig, now_ms: u64, failed: bool, probe: bool) -> bool {
+        match self.state {
+            State::HalfOpen { in_flight, successes } if probe => {
+                if failed {
+                    self.state = State::Open { until_ms: now_ms + cfg.open_ms };
+                } else if successes + 1 >= cfg.close_after {
+                    self.state = State::Closed;
+                    self.consecutive = 0;
+                    self.window.clear();
+                } else {
+                    self.state = State::HalfOpen { in_flight: in_flight.saturating_sub(1), successes: successes + 1 };
+                }
+                false
+            }
+            State::Closed => {
+                let trip = match cfg.mode {
+                    BreakerMode::Consecutive { failures } => {
+                        self.consecutive = if failed { self.consecutive + 1 } else { 0 };
+                        self.consecutive >= failures
+                    }
+                    BreakerMode::Rate { window_ms, min_calls, failure_ratio } => {
+                        self.window.push_back((now_ms, failed));
+                        while self.window.front().is_some_and(|&(t, _)| t + window_ms <= now_ms) {
+                            self.window.pop_front();
+                        }
+                        let calls = self.window.len() as u32;
+                        let fails = self.window.iter().filter(|w| w.1).count() as f64;
+                        calls >= min_calls && fails / f64::from(calls) >= failure_ratio
+                    }
+                };
+                if trip {
+                    self.state = State::Open { until_ms: now_ms + cfg.open_ms };
+                    self.consecutive = 0;
+                    self.window.clear();
+                }
+                trip
+            }
+            // A call admitted before the breaker opened, returning while it is open or
+            // half-open: its outcome no longer changes the state.
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_defaults_trip_hold_probe_close() {
+        let cfg = BreakerConfig::default();
+        let mut b = Breaker::default();
+        assert!(!b.record(&cfg, 0, true, false));
+        assert!(!b.record(&cfg, 0, true, false));
+        assert!(b.record(&cfg, 0, true, false), "third failure opens");
+        assert_eq!(b.admit(&cfg, 29_999), Admit::Reject { remaining_ms: 1 });
+        assert_eq!(b.admit(&cfg, 30_000), Admit::Probe);
+        assert_eq!(b.admit(&cfg, 30_000), Admit::Reject { remaining_ms: 0 }, "one probe at a time");
+        b.record(&cfg, 30_100, false, true);
+        assert_eq!(b.admit(&cfg, 30_100), Admit::Probe);
+        b.record(&cfg, 30_200, false, true);
+        assert_eq!(b.state, State::Closed);
+    }
+
+    #[test]
+    fn failed_probe_reopens_without_counting_a_trip() {
+        let cfg = BreakerConfig::default();
+        let mut b = Breaker::default();
+        for _ in 0..3 {
+            b.record(&cfg, 0, true, false);
+        }
+        assert_eq!(b.admit(&cfg, 30_000), Admit::Probe);
+        assert!(!b.record(&cfg, 30_000, true, true));
+        assert_eq!(b.state, State::Open { until_ms: 60_000 });
+    }
+
+    #[test]
+    fn rate_mode() {
+        let cfg = BreakerConfig {
+            mode: BreakerMode::Rate { window_ms: 10_000, min_calls: 4, failure_ratio: 0.5 },
+            ..BreakerConfig::default()
+        };
+        let mut b = Breaker::default();
+        assert!(!b.record(&cfg, 0, true, false));
+        assert!(!b.record(&cfg, 1, false, false));
+        assert!(!b.record(&cfg, 2, false, false));
+        assert!(b.record(&cfg, 3, true, false), "2 of 4 failed");
+        let mut c = Breaker::default();
+        c.record(&cfg, 0, true, false);
+        c.record(&cfg, 1, true, false);
+        assert!(!c.record(&cfg, 20_000, false, false), "old failures left the window");
+    }
+}

@@ -1,0 +1,114 @@
+//! What a run emits. Metrics, the trace writer and tests consume these events; adding a kind
+//! fails to compile until every consumer decides what to do with it.
+
+use super::faults::ErrorClass;
+
+/// How a run ended (design 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TerminatedBy {
+    Answer,
+    GaveUp,
+    StepCap,
+    LoopGuard,
+    TokenBudget,
+    TimeBudget,
+    BreakerAbort,
+    ProtocolError,
+}
+
+impl TerminatedBy {
+    pub const ALL: [TerminatedBy; 8] = [
+        TerminatedBy::Answer,
+        TerminatedBy::GaveUp,
+        TerminatedBy::StepCap,
+        TerminatedBy::LoopGuard,
+        TerminatedBy::TokenBudget,
+        TerminatedBy::TimeBudget,
+        TerminatedBy::BreakerAbort,
+        TerminatedBy::ProtocolError,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TerminatedBy::Answer => "answer",
+            TerminatedBy::GaveUp => "gave_up",
+            TerminatedBy::StepCap => "step_cap",
+            TerminatedBy::LoopGuard => "loop_guard",
+            TerminatedBy::TokenBudget => "token_budget",
+            TerminatedBy::TimeBudget => "time_budget",
+            TerminatedBy::BreakerAbort => "breaker_abort",
+            TerminatedBy::ProtocolError => "protocol_error",
+        }
+    }
+
+    /// `loop` = terminated by the step cap or the loop guard.
+    pub fn is_loop(self) -> bool {
+        matches!(self, TerminatedBy::StepCap | TerminatedBy::LoopGuard)
+    }
+}
+
+/// Who sent an attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum By {
+    /// The model's first issue of this call.
+    Model,
+    /// The orchestrator retrying a failed attempt.
+    Orchestrator,
+    /// The model issuing the call again (identical or with changed arguments).
+    ModelReissue,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Event<'a> {
+    /// One attempt at the model (provider). `status` 200 or the injected fault's status.
+    ModelCall { turn: u32, t_ms: u64, status: u16, tokens_in: u64, tokens_out: u64, retry: bool, rule: Option<u16>, ends: bool },
+    /// The model asks for a tool call.
+    ToolCall { turn: u32, call_id: u32, tool: &'a str, args: &'a str, variant: u32 },
+    /// One attempt that reached the tool.
+    Attempt {
+        call_id: u32,
+        tool: u16,
+        attempt: u32,
+        by: By,
+        t_ms: u64,
+        class: Option<ErrorClass>,
+        status: Option<u16>,
+        /// The fault rule behind it, and whether its trigger fired now (not a sticky repeat).
+        rule: Option<u16>,
+        fired: bool,
+        wasted: bool,
+    },
+    /// An open breaker answered instead of the tool.
+    Rejected { call_id: u32, tool: u16 },
+    BreakerTrip { tool: u16, t_ms: u64 },
+    /// The one result the model gets for a call.
+    ToolResult { call_id: u32, class: Option<ErrorClass>, content: &'a str, raw_leak: bool, latency_ms: u64 },
+    /// A model turn started while a call of the previous turn lacked exactly one result.
+    ProtocolViolation { call_id: u32 },
+    End { by: TerminatedBy, t_ms: u64, text: &'a str },
+}
+
+/// A consumer of run events.
+pub trait Observer {
+    fn event(&mut self, e: &Event<'_>);
+}
+
+impl Observer for () {
+    #[inline]
+    fn event(&mut self, _: &Event<'_>) {}
+}
+
+impl<A: Observer, B: Observer> Observer for (A, B) {
+    #[inline]
+    fn event(&mut self, e: &Event<'_>) {
+        self.0.event(e);
+        self.1.event(e);
+    }
+}
+
+impl<T: Observer + ?Sized> Observer for &mut T {
+    #[inline]
+    fn event(&mut self, e: &Event<'_>) {
+        (**self).event(e);
+    }
+}

@@ -1,0 +1,350 @@
+//! Fault rules (target × trigger × fault) and the seeded injector that decides each attempt.
+//!
+//! A decision depends only on (root seed, scenario, run, target, attempt number) plus the
+//! virtual time and the target's history, never on the strategy: strategies meet the same
+//! faults at the same attempts.
+
+use super::rng::{LazyStream, domain, fnv1a64, key};
+
+/// The true class of an outcome (design 3.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ErrorClass {
+    Transient,
+    RateLimited,
+    BadArgs,
+    Terminal,
+    Partial,
+}
+
+impl ErrorClass {
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorClass::Transient => "transient",
+            ErrorClass::RateLimited => "rate_limited",
+            ErrorClass::BadArgs => "bad_args",
+            ErrorClass::Terminal => "terminal",
+            ErrorClass::Partial => "partial",
+        }
+    }
+
+    /// Whether the orchestrator may retry it (the seeds' retryable set).
+    pub fn retryable(self) -> bool {
+        matches!(self, ErrorClass::Transient | ErrorClass::RateLimited)
+    }
+
+    /// Whether the call failed (a partial result is a 200 that only looks incomplete).
+    pub fn is_failure(self) -> bool {
+        !matches!(self, ErrorClass::Partial)
+    }
+}
+
+/// HTTP statuses a fault may carry, with their class.
+pub fn http_class(status: u16) -> Option<ErrorClass> {
+    match status {
+        429 => Some(ErrorClass::RateLimited),
+        408 | 409 | 500 | 502 | 503 | 504 | 529 => Some(ErrorClass::Transient),
+        400 | 422 => Some(ErrorClass::BadArgs),
+        401 | 402 | 403 | 404 | 413 => Some(ErrorClass::Terminal),
+        _ => None,
+    }
+}
+
+/// What a rule does to the attempt it fires on.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fault {
+    Http { status: u16, retry_after_ms: Option<u64>, param: Option<String>, message: Option<String> },
+    Timeout { after_ms: u64 },
+    Reset,
+    Ambiguous,
+    TruncatedJson,
+    CodeFencedJson,
+    NoProgress,
+}
+
+impl Fault {
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Fault::Http { status, .. } => http_class(*status).unwrap_or(ErrorClass::Terminal),
+            Fault::Timeout { .. } | Fault::Reset | Fault::TruncatedJson | Fault::CodeFencedJson => {
+                ErrorClass::Transient
+            }
+            Fault::Ambiguous | Fault::NoProgress => ErrorClass::Partial,
+        }
+    }
+
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Fault::Http { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// A short label for reports: `http 503`, `timeout`, `ambiguous`, …
+    pub fn label(&self) -> String {
+        match self {
+            Fault::Http { status, .. } => format!("http {status}"),
+            Fault::Timeout { after_ms } => format!("timeout {after_ms}ms"),
+            Fault::Reset => "reset".into(),
+            Fault::Ambiguous => "ambiguous".into(),
+            Fault::TruncatedJson => "truncated_json".into(),
+            Fault::CodeFencedJson => "code_fenced_json".into(),
+            Fault::NoProgress => "no_progress".into(),
+        }
+    }
+}
+
+/// Which calls a rule applies to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    Provider,
+    Tool(u16),
+    /// Every tool (not the provider).
+    AnyTool,
+}
+
+/// A token bucket: `per_s` tokens a second, at most `burst` banked.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RateLimit {
+    pub per_s: f64,
+    pub burst: f64,
+}
+
+/// When a rule fires; every present trigger must hold.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Trigger {
+    /// 1-based attempt numbers on the target, sorted.
+    pub at: Option<Vec<u32>>,
+    pub probability: Option<f64>,
+    /// `[t0, t1)` in virtual milliseconds.
+    pub window_ms: Option<(u64, u64)>,
+    /// Fires once the target has had this many successes.
+    pub after_successes: Option<u32>,
+    pub rate_limit: Option<RateLimit>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct FaultRule {
+    pub target: Target,
+    pub trigger: Trigger,
+    pub fault: Fault,
+    /// A description for reports, e.g. `search at [1, 2]: http 503`.
+    pub label: String,
+}
+
+impl FaultRule {
+    /// The wait a fault announces itself (`retry_after_s` on an HTTP fault).
+    pub fn fault_retry_after(&self) -> Option<u64> {
+        match self.fault {
+            Fault::Http { retry_after_ms, .. } => retry_after_ms,
+            _ => None,
+        }
+    }
+}
+
+/// The fault plan of a scenario, plus its per-run state.
+#[derive(Clone, Debug)]
+pub struct FaultPlan {
+    pub rules: Vec<FaultRule>,
+    /// Number of targets: tools, then the provider at index `tools`.
+    targets: usize,
+}
+
+/// One fired rule: which, and for rate limits the wait the server announces.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Fired {
+    pub rule: u16,
+    pub retry_after_ms: Option<u64>,
+}
+
+/// The injector's per-run memory: rate-limit buckets and one stream per target.
+#[derive(Clone, Default)]
+pub struct Injector {
+    buckets: Vec<(f64, u64)>,
+    streams: Vec<LazyStream>,
+    rules: usize,
+}
+
+impl FaultPlan {
+    pub fn new(rules: Vec<FaultRule>, tools: usize) -> Self {
+        FaultPlan { rules, targets: tools + 1 }
+    }
+
+    pub fn provider_target(&self) -> usize {
+        self.targets - 1
+    }
+
+    /// Prepares `inj` for a new run keyed by `(root, scenario, run)`.
+    pub fn reset(&self, inj: &mut Injector, root: u64, scenario: u64, run: u64, target_names: &[u64]) {
+        inj.rules = self.rules.len();
+        inj.buckets.clear();
+        for _ in 0..self.targets {
+            for rule in &self.rules {
+                let burst = rule.trigger.rate_limit.map_or(0.0, |r| r.burst);
+                inj.buckets.push((burst, 0));
+            }
+        }
+        inj.streams.resize_with(self.targets, LazyStream::default);
+        for (t, stream) in inj.streams.iter_mut().enumerate() {
+            let name = target_names.get(t).copied().unwrap_or(fnv1a64(b"provider"));
+            stream.reset(key(&[root, scenario, run, domain::FAULT, name]));
+        }
+    }
+
+    /// Decides attempt `attempt` (1-based) on `target` at `now_ms`. Every rate-limit bucket
+    /// of a matching rule is charged, as a real server counts every request; the first rule
+    /// (in file order) whose triggers all hold wins.
+    pub fn decide(
+        &self,
+        inj: &mut Injector,
+        target: usize,
+        attempt: u32,
+        now_ms: u64,
+        successes: u32,
+    ) -> Option<Fired> {
+        let is_provider = target == self.provider_target();
+        let mut fired = None;
+        for (i, rule) in self.rules.iter().enumerate() {
+            let applies = match rule.target {
+                Target::Provider => is_provider,
+                Target::Tool(t) => !is_provider && usize::from(t) == target,
+                Target::AnyTool => !is_provider,
+            };
+            if !applies {
+                continue;
+            }
+            let trig = &rule.trigger;
+            let mut holds = true;
+            let mut retry_after_ms = None;
+            if let Some(rl) = trig.rate_limit {
+                let bucket = &mut inj.buckets[target * inj.rules + i];
+                let elapsed_s = now_ms.saturating_sub(bucket.1) as f64 / 1000.0;
+                bucket.0 = (bucket.0 + elapsed_s * rl.per_s).min(rl.burst);
+                bucket.1 = now_ms;
+                if bucket.0 >= 1.0 {
+                    bucket.0 -= 1.0;
+                    holds = false;
+                } else {
+                    let wait_s = (1.0 - bucket.0) / rl.per_s;
+                    retry_after_ms = Some((wait_s * 1000.0).ceil() as u64);
+                }
+            }
+            if fired.is_some() {
+                continue;
+            }
+            if let Some(at) = &trig.at {
+                holds &= at.binary_search(&attempt).is_ok();
+            }
+            if let Some((t0, t1)) = trig.window_ms {
+                holds &= now_ms >= t0 && now_ms < t1;
+            }
+            if let Some(n) = trig.after_successes {
+                holds &= successes >= n;
+            }
+            if holds && let Some(p) = trig.probability {
+                let slot = u64::from(attempt) * inj.rules as u64 + i as u64;
+                holds &= inj.streams[target].unit(slot) < p;
+            }
+            if holds {
+                let retry_after_ms = match &rule.fault {
+                    Fault::Http { retry_after_ms: Some(ms), .. } => Some(*ms),
+                    _ => retry_after_ms,
+                };
+                fired = Some(Fired { rule: i as u16, retry_after_ms });
+            }
+        }
+        fired
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(target: Target, trigger: Trigger, fault: Fault) -> FaultRule {
+        FaultRule { target, trigger, fault, label: String::new() }
+    }
+
+    fn http(status: u16) -> Fault {
+        Fault::Http { status, retry_after_ms: None, param: None, message: None }
+    }
+
+    #[test]
+    fn at_trigger_fires_on_listed_attempts_only() {
+        let plan = FaultPlan::new(
+            vec![rule(Target::Tool(0), Trigger { at: Some(vec![1, 2]), ..Default::default() }, http(503))],
+            1,
+        );
+        let mut inj = Injector::default();
+        plan.reset(&mut inj, 1, 2, 3, &[9]);
+        let fired: Vec<bool> = (1..=4).map(|a| plan.decide(&mut inj, 0, a, 0, 0).is_some()).collect();
+        assert_eq!(fired, [true, true, false, false]);
+        assert!(plan.decide(&mut inj, 1, 1, 0, 0).is_none(), "provider is not a tool target");
+    }
+
+    #[test]
+    fn probability_is_common_to_all_observers() {
+        let plan = FaultPlan::new(
+            vec![rule(Target::AnyTool, Trigger { probability: Some(0.5), ..Default::default() }, http(503))],
+            2,
+        );
+        let run = |order: &[u32]| {
+            let mut inj = Injector::default();
+            plan.reset(&mut inj, 7, 8, 9, &[1, 2]);
+            let mut out: Vec<(u32, bool)> =
+                order.iter().map(|&a| (a, plan.decide(&mut inj, 0, a, 0, 0).is_some())).collect();
+            out.sort();
+            out
+        };
+        assert_eq!(run(&[1, 2, 3, 4, 5, 40]), run(&[40, 5, 4, 3, 2, 1]));
+        let fired = (1..=2000).filter(|&a| run(&[a])[0].1).count();
+        assert!((900..1100).contains(&fired), "{fired}");
+    }
+
+    #[test]
+    fn rate_limit_refills_in_virtual_time() {
+        let rl = RateLimit { per_s: 2.0, burst: 2.0 };
+        let plan = FaultPlan::new(
+            vec![rule(Target::Tool(0), Trigger { rate_limit: Some(rl), ..Default::default() }, http(429))],
+            1,
+        );
+        let mut inj = Injector::default();
+        plan.reset(&mut inj, 1, 1, 1, &[1]);
+        assert!(plan.decide(&mut inj, 0, 1, 0, 0).is_none());
+        assert!(plan.decide(&mut inj, 0, 2, 0, 0).is_none());
+        let third = plan.decide(&mut inj, 0, 3, 0, 0).expect("bucket empty");
+        assert_eq!(third.retry_after_ms, Some(500));
+        assert!(plan.decide(&mut inj, 0, 4, 500, 0).is_none(), "one token after 500 ms");
+    }
+
+    #[test]
+    fn window_and_after_successes() {
+        let plan = FaultPlan::new(
+            vec![
+                rule(Target::Tool(0), Trigger { window_ms: Some((1000, 2000)), ..Default::default() }, http(503)),
+                rule(Target::Tool(0), Trigger { after_successes: Some(2), ..Default::default() }, http(401)),
+            ],
+            1,
+        );
+        let mut inj = Injector::default();
+        plan.reset(&mut inj, 1, 1, 1, &[1]);
+        assert_eq!(plan.decide(&mut inj, 0, 1, 999, 0), None);
+        assert_eq!(plan.decide(&mut inj, 0, 2, 1000, 0).map(|f| f.rule), Some(0));
+        assert_eq!(plan.decide(&mut inj, 0, 3, 2000, 1), None);
+        assert_eq!(plan.decide(&mut inj, 0, 4, 2000, 2).map(|f| f.rule), Some(1));
+    }
+
+    #[test]
+    fn classes_follow_the_seeds_sets() {
+        for s in [408, 409, 500, 502, 503, 504, 529] {
+            assert_eq!(http_class(s), Some(ErrorClass::Transient));
+        }
+        assert_eq!(http_class(429), Some(ErrorClass::RateLimited));
+        for s in [400, 422] {
+            assert_eq!(http_class(s), Some(ErrorClass::BadArgs));
+        }
+        for s in [401, 402, 403, 404, 413] {
+            assert!(!http_class(s).unwrap().retryable());
+        }
+        assert_eq!(http_class(200), None);
+    }
+}

@@ -1,0 +1,14 @@
+//! The deterministic engine: pure, in-process, virtual time. No sockets, no sleeping, no
+//! wall clock; every random draw comes from a keyed [`rng::Stream`].
+
+pub mod breaker;
+pub mod events;
+pub mod faults;
+pub mod loop_guard;
+pub mod model;
+pub mod profile;
+pub mod retry;
+pub mod rng;
+pub mod run;
+pub mod strategy;
+pub mod task;

@@ -1,0 +1,116 @@
+//! The simulated model's two decisions per tool result: what it perceives, then what it does.
+
+use super::faults::ErrorClass;
+use super::profile::Profile;
+use crate::envelope::read::Signal;
+
+/// What the model believes a result was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Perceived {
+    Ok,
+    Partial,
+    Transient,
+    BadArgs,
+    Terminal,
+}
+
+/// What the model does about one call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// The call is done; move on.
+    Accept,
+    /// Issue the identical call again.
+    Repeat,
+    /// Issue the call with changed arguments.
+    FixArgs,
+    /// Stop the task with an answer that does not complete it.
+    GiveUp,
+}
+
+/// Reads a failed result: right with the signal's accuracy; a misread goes to transient or
+/// terminal, whichever is not the truth (50/50 for bad arguments). `u` and `v` are uniform draws.
+pub fn perceive_failure(profile: &Profile, signal: Signal, truth: ErrorClass, u: f64, v: f64) -> Perceived {
+    let right = match truth {
+        ErrorClass::Transient | ErrorClass::RateLimited => Perceived::Transient,
+        ErrorClass::BadArgs => Perceived::BadArgs,
+        ErrorClass::Terminal => Perceived::Terminal,
+        ErrorClass::Partial => return Perceived::Partial,
+    };
+    if u < profile.perception.accuracy(signal) {
+        return right;
+    }
+    match right {
+        Perceived::Transient => Perceived::Terminal,
+        Perceived::Terminal => Perceived::Transient,
+        _ if v < 0.5 => Perceived::Transient,
+        _ => Perceived::Terminal,
+    }
+}
+
+/// Per-call memory the decision needs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CallHistory {
+    /// Identical re-issues after transient or terminal readings.
+    pub model_retries: u32,
+    pub fix_attempts: u32,
+}
+
+/// Decides what to do after perceiving `p`; `u` is a uniform draw.
+pub fn act(profile: &Profile, p: Perceived, h: &CallHistory, u: f64) -> Action {
+    match p {
+        Perceived::Ok => Action::Accept,
+        Perceived::Partial => {
+            if u < profile.p_continue {
+                Action::Repeat
+            } else {
+                Action::Accept
+            }
+        }
+        Perceived::Transient => {
+            if h.model_retries < profile.max_model_retries && u < profile.p_retry_transient {
+                Action::Repeat
+            } else {
+                Action::GiveUp
+            }
+        }
+        Perceived::BadArgs => {
+            if h.fix_attempts < profile.max_fix_attempts {
+                Action::FixArgs
+            } else {
+                Action::GiveUp
+            }
+        }
+        Perceived::Terminal => {
+            if h.model_retries < profile.max_model_retries && u >= profile.p_give_up_terminal {
+                Action::Repeat
+            } else {
+                Action::GiveUp
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accurate_reads_and_misreads() {
+        let p = Profile::bundled_default();
+        assert_eq!(perceive_failure(&p, Signal::Envelope, ErrorClass::BadArgs, 0.5, 0.0), Perceived::BadArgs);
+        assert_eq!(perceive_failure(&p, Signal::Raw, ErrorClass::BadArgs, 0.7, 0.2), Perceived::Transient);
+        assert_eq!(perceive_failure(&p, Signal::Raw, ErrorClass::BadArgs, 0.7, 0.8), Perceived::Terminal);
+        assert_eq!(perceive_failure(&p, Signal::Raw, ErrorClass::RateLimited, 0.7, 0.0), Perceived::Terminal);
+        assert_eq!(perceive_failure(&p, Signal::Raw, ErrorClass::Terminal, 0.7, 0.0), Perceived::Transient);
+    }
+
+    #[test]
+    fn caps_bound_model_retries_and_fixes() {
+        let p = Profile::bundled_default();
+        let spent = CallHistory { model_retries: p.max_model_retries, fix_attempts: p.max_fix_attempts };
+        assert_eq!(act(&p, Perceived::Transient, &spent, 0.0), Action::GiveUp);
+        assert_eq!(act(&p, Perceived::BadArgs, &spent, 0.0), Action::GiveUp);
+        assert_eq!(act(&p, Perceived::BadArgs, &CallHistory::default(), 0.99), Action::FixArgs);
+        assert_eq!(act(&p, Perceived::Partial, &spent, 0.5), Action::Repeat, "partials are not capped by the model");
+    }
+}

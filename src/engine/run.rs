@@ -1,0 +1,588 @@
+//! The run loop: one agent under one strategy, as a discrete-event simulation over virtual
+//! time. A queue of timed events (model turns, tool attempts, their completions) drives it, so
+//! parallel calls overlap in time and more agents can share the queue later.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::breaker::{Admit, Breaker};
+use super::events::{By, Event, Observer, TerminatedBy};
+use super::faults::{ErrorClass, Fault, Injector};
+use super::loop_guard::LoopGuard;
+use super::model::{Action, CallHistory, Perceived, act, perceive_failure};
+use super::retry::{MAX_ATTEMPTS_LIMIT, RetryPolicy};
+use super::rng::{LazyStream, domain, key};
+use super::strategy::{Partials, Routing, Strategy};
+use super::task::MAX_PARALLEL_CALLS;
+use crate::envelope::read::{Reader, Signal};
+use crate::envelope::render::{Body, Renderer};
+use crate::envelope::{ErrorKind, ToolError};
+use crate::scenario::Scenario;
+
+/// Model-decision slots per turn: four draws per parallel call.
+const SLOTS_PER_TURN: u64 = 4 * MAX_PARALLEL_CALLS as u64;
+/// Jitter slots for provider retries start here, apart from tool calls.
+const PROVIDER_JITTER_BASE: u64 = 1 << 48;
+/// A run that needs more events than this is an engine bug, not a long run.
+const MAX_EVENTS_PER_RUN: u32 = 1_000_000;
+const NEVER: u32 = u32::MAX;
+pub const GIVE_UP_TEXT: &str = "I could not complete the task.";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    TurnStart,
+    ModelAttempt,
+    ToolAttempt(u32),
+    ToolDone(u32),
+}
+
+/// The outcome of the latest attempt of a call.
+#[derive(Clone, Copy, Debug, Default)]
+struct Outcome {
+    class: Option<ErrorClass>,
+    rule: Option<u16>,
+    retry_after_ms: Option<u64>,
+    circuit: bool,
+    probe: bool,
+}
+
+/// One call of the current step, with its memory across re-issues.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    call: u32,
+    call_id: u32,
+    variant: u32,
+    /// Arguments variant that sticks to a bad-arguments fault, and that fault's rule.
+    bad_variant: Option<u32>,
+    bad_rule: u16,
+    /// A partial result sticks to the call: asking again returns the same data.
+    partial_rule: Option<u16>,
+    hist: CallHistory,
+    active: bool,
+    by: By,
+    chain: u32,
+    chain_start_ms: u64,
+    prev_delay_ms: u64,
+    outcome: Outcome,
+    delivered: u32,
+    last_class: Option<ErrorClass>,
+    last_variant: u32,
+    retry_after_until: u64,
+    signal: Signal,
+    more_available: bool,
+}
+
+impl Slot {
+    fn new(call: u32) -> Slot {
+        Slot {
+            call,
+            call_id: 0,
+            variant: 0,
+            bad_variant: None,
+            bad_rule: 0,
+            partial_rule: None,
+            hist: CallHistory::default(),
+            active: true,
+            by: By::Model,
+            chain: 1,
+            chain_start_ms: 0,
+            prev_delay_ms: 0,
+            outcome: Outcome::default(),
+            delivered: 0,
+            last_class: None,
+            last_variant: 0,
+            retry_after_until: 0,
+            signal: Signal::Unmarked,
+            more_available: false,
+        }
+    }
+}
+
+/// Buffers reused across runs, so a run allocates nothing once they have grown.
+#[derive(Default)]
+pub struct Workspace {
+    queue: BinaryHeap<Reverse<(u64, u64, Ev)>>,
+    slots: Vec<Slot>,
+    attempts: Vec<u32>,
+    successes: Vec<u32>,
+    terminal: Vec<Option<u16>>,
+    breakers: Vec<Breaker>,
+    told_open: Vec<u32>,
+    injector: Injector,
+    guard: LoopGuard,
+    model: LazyStream,
+    jitter: LazyStream,
+    renderer: Renderer,
+    reader: Reader,
+}
+
+/// Runs run number `run` of `sc` under `strat` with root seed `root`, reporting to `obs`.
+pub fn simulate<O: Observer>(
+    sc: &Scenario,
+    strat: &Strategy,
+    run: u64,
+    root: u64,
+    ws: &mut Workspace,
+    obs: &mut O,
+) -> TerminatedBy {
+    let targets = sc.task.tools.len() + 1;
+    ws.queue.clear();
+    ws.slots.clear();
+    for v in [&mut ws.attempts, &mut ws.successes] {
+        v.clear();
+        v.resize(targets, 0);
+    }
+    ws.terminal.clear();
+    ws.terminal.resize(targets, None);
+    ws.told_open.clear();
+    ws.told_open.resize(targets, NEVER);
+    ws.breakers.resize_with(targets, Breaker::default);
+    ws.breakers.iter_mut().for_each(Breaker::reset);
+    ws.guard.reset();
+    sc.faults.reset(&mut ws.injector, root, sc.name_hash, run, &sc.target_hashes);
+    ws.model.reset(key(&[root, sc.name_hash, run, domain::MODEL]));
+    ws.jitter.reset(key(&[root, sc.name_hash, run, domain::JITTER]));
+
+    let mut sim = Sim {
+        sc,
+        strat,
+        retry: strat.retry.as_ref().unwrap_or(&sc.policy.retry),
+        ws,
+        obs,
+        now: 0,
+        seq: 0,
+        turn: 0,
+        next_step: 0,
+        next_call_id: 1,
+        tokens_used: 0,
+        context_tokens: u64::from(sc.profile.prompt_tokens),
+        pending: 0,
+        first_attempts: 0,
+        orchestrator_retries: 0,
+        provider_chain: 0,
+        provider_prev_delay: 0,
+        end: None,
+    };
+    sim.schedule(0, Ev::TurnStart);
+    let mut events = 0;
+    while sim.end.is_none() {
+        events += 1;
+        let Some(Reverse((t, _, ev))) = sim.ws.queue.pop() else {
+            sim.finish(TerminatedBy::ProtocolError);
+            break;
+        };
+        if events > MAX_EVENTS_PER_RUN {
+            sim.finish(TerminatedBy::ProtocolError);
+            break;
+        }
+        sim.now = t;
+        match ev {
+            Ev::TurnStart => sim.turn_start(),
+            Ev::ModelAttempt => sim.model_attempt(),
+            Ev::ToolAttempt(i) => sim.tool_attempt(i as usize),
+            Ev::ToolDone(i) => sim.tool_done(i as usize),
+        }
+    }
+    sim.end.unwrap_or(TerminatedBy::ProtocolError)
+}
+
+struct Sim<'a, O> {
+    sc: &'a Scenario,
+    strat: &'a Strategy,
+    retry: &'a RetryPolicy,
+    ws: &'a mut Workspace,
+    obs: &'a mut O,
+    now: u64,
+    seq: u64,
+    /// Model turns completed.
+    turn: u32,
+    next_step: usize,
+    next_call_id: u32,
+    tokens_used: u64,
+    context_tokens: u64,
+    pending: u32,
+    first_attempts: u32,
+    orchestrator_retries: u32,
+    provider_chain: u32,
+    provider_prev_delay: u64,
+    end: Option<TerminatedBy>,
+}
+
+impl<O: Observer> Sim<'_, O> {
+    fn schedule(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        self.ws.queue.push(Reverse((t, self.seq, ev)));
+    }
+
+    fn finish(&mut self, by: TerminatedBy) {
+        let text = match by {
+            TerminatedBy::Answer => self.sc.task.final_text.as_str(),
+            TerminatedBy::GaveUp => GIVE_UP_TEXT,
+            _ => "",
+        };
+        self.end = Some(by);
+        self.obs.event(&Event::End { by, t_ms: self.now, text });
+    }
+
+    fn turn_start(&mut self) {
+        for s in self.ws.slots.iter().filter(|s| s.active && s.delivered != 1) {
+            self.obs.event(&Event::ProtocolViolation { call_id: s.call_id });
+        }
+        let policy = &self.sc.policy;
+        if self.turn >= policy.max_steps {
+            return self.finish(TerminatedBy::StepCap);
+        }
+        if self.strat.budgets {
+            if policy.max_tokens.is_some_and(|max| self.tokens_used + self.context_tokens > max) {
+                return self.finish(TerminatedBy::TokenBudget);
+            }
+            if policy.max_virtual_ms.is_some_and(|max| self.now >= max) {
+                return self.finish(TerminatedBy::TimeBudget);
+            }
+        }
+        self.schedule(self.now, Ev::ModelAttempt);
+    }
+
+    fn model_attempt(&mut self) {
+        let sc = self.sc;
+        let plan = &sc.faults;
+        let prov = plan.provider_target();
+        self.ws.attempts[prov] += 1;
+        let attempt = self.ws.attempts[prov];
+        let is_retry = self.provider_chain > 0;
+        if let Some(f) = plan.decide(&mut self.ws.injector, prov, attempt, self.now, self.ws.successes[prov]) {
+            let fault = &plan.rules[usize::from(f.rule)].fault;
+            self.provider_chain += 1;
+            let latency = if let Fault::Timeout { after_ms } = fault { *after_ms } else { 0 };
+            let retry = self.retry.may_retry(fault.class(), self.provider_chain, f.retry_after_ms)
+                && self.retry.budget_allows(self.orchestrator_retries, self.first_attempts.max(1));
+            self.obs.event(&Event::ModelCall {
+                turn: self.turn + 1,
+                t_ms: self.now,
+                status: fault.status().unwrap_or(0),
+                tokens_in: 0,
+                tokens_out: 0,
+                retry: is_retry,
+                rule: Some(f.rule),
+                ends: !retry,
+            });
+            if retry {
+                let slot = PROVIDER_JITTER_BASE
+                    + u64::from(self.turn) * u64::from(MAX_ATTEMPTS_LIMIT)
+                    + u64::from(self.provider_chain);
+                let u = self.ws.jitter.unit(slot);
+                let delay = self.retry.delay_ms(self.provider_chain - 1, self.provider_prev_delay, u, f.retry_after_ms);
+                self.provider_prev_delay = delay;
+                self.orchestrator_retries += 1;
+                self.schedule(self.now + latency + delay, Ev::ModelAttempt);
+            } else {
+                self.now += latency;
+                self.finish(TerminatedBy::GaveUp);
+            }
+            return;
+        }
+        self.ws.successes[prov] += 1;
+        self.provider_chain = 0;
+        self.provider_prev_delay = 0;
+        self.turn += 1;
+        self.decide(is_retry);
+    }
+
+    /// The model reads every result of its last turn and decides the next one.
+    fn decide(&mut self, is_retry: bool) {
+        let profile = &self.sc.profile;
+        let base = u64::from(self.turn) * SLOTS_PER_TURN;
+        let mut give_up = false;
+        let mut reissue = false;
+        let Workspace { slots, model, .. } = &mut *self.ws;
+        for (i, s) in slots.iter_mut().enumerate().filter(|(_, s)| s.active) {
+            let slot = base + 4 * i as u64;
+            let perceived = match s.last_class {
+                None => Perceived::Ok,
+                Some(ErrorClass::Partial) if s.more_available => Perceived::Partial,
+                Some(ErrorClass::Partial) => Perceived::Ok,
+                Some(c) => perceive_failure(profile, s.signal, c, model.unit(slot), model.unit(slot + 1)),
+            };
+            let u = if perceived == Perceived::Ok { 0.0 } else { model.unit(slot + 2) };
+            match act(profile, perceived, &s.hist, u) {
+                Action::Accept => s.active = false,
+                Action::Repeat => {
+                    if matches!(perceived, Perceived::Transient | Perceived::Terminal) {
+                        s.hist.model_retries += 1;
+                    }
+                    s.by = By::ModelReissue;
+                    reissue = true;
+                }
+                Action::FixArgs => {
+                    s.hist.fix_attempts += 1;
+                    let old = s.variant;
+                    s.variant += 1;
+                    if s.bad_variant == Some(old) {
+                        s.bad_variant = if model.unit(slot + 3) < profile.p_fix_args { None } else { Some(s.variant) };
+                    }
+                    s.by = By::ModelReissue;
+                    reissue = true;
+                }
+                Action::GiveUp => give_up = true,
+            }
+        }
+        if give_up {
+            return self.final_turn(TerminatedBy::GaveUp, is_retry);
+        }
+        if !reissue {
+            if self.next_step == self.sc.task.steps.len() {
+                return self.final_turn(TerminatedBy::Answer, is_retry);
+            }
+            self.ws.slots.clear();
+            let step = &self.sc.task.steps[self.next_step];
+            self.ws.slots.extend(step.iter().map(|&c| Slot::new(c)));
+            self.next_step += 1;
+        }
+        self.issue(is_retry);
+    }
+
+    fn final_turn(&mut self, by: TerminatedBy, is_retry: bool) {
+        let text = if by == TerminatedBy::Answer { self.sc.task.final_text.len() } else { GIVE_UP_TEXT.len() };
+        self.model_call_done(is_retry, text as u64 / 4 + 8, true);
+        self.now += self.sc.profile.model_latency_ms;
+        self.finish(by);
+    }
+
+    fn model_call_done(&mut self, is_retry: bool, tokens_out: u64, ends: bool) {
+        let tokens_in = self.context_tokens;
+        self.tokens_used += tokens_in + tokens_out;
+        self.context_tokens += tokens_out;
+        self.obs.event(&Event::ModelCall {
+            turn: self.turn,
+            t_ms: self.now,
+            status: 200,
+            tokens_in,
+            tokens_out,
+            retry: is_retry,
+            rule: None,
+            ends,
+        });
+    }
+
+    /// Sends the active calls: one model turn that asks for them, then their attempts.
+    fn issue(&mut self, is_retry: bool) {
+        let sc = self.sc;
+        let calls = &sc.task.calls;
+        let tokens_out: u64 =
+            self.ws.slots.iter().filter(|s| s.active).map(|s| calls[s.call as usize].args.len() as u64 / 4 + 8).sum();
+        self.model_call_done(is_retry, tokens_out, false);
+        let at = self.now + sc.profile.model_latency_ms;
+        self.pending = 0;
+        for i in 0..self.ws.slots.len() {
+            let s = &mut self.ws.slots[i];
+            if !s.active {
+                continue;
+            }
+            s.call_id = self.next_call_id;
+            self.next_call_id += 1;
+            s.delivered = 0;
+            s.chain = 1;
+            s.chain_start_ms = at;
+            s.prev_delay_ms = 0;
+            let spec = &calls[s.call as usize];
+            self.obs.event(&Event::ToolCall {
+                turn: self.turn,
+                call_id: s.call_id,
+                tool: &sc.task.tools[usize::from(spec.tool)],
+                args: &spec.args,
+                variant: s.variant,
+            });
+            self.pending += 1;
+            self.schedule(at, Ev::ToolAttempt(i as u32));
+        }
+    }
+
+    fn tool_attempt(&mut self, i: usize) {
+        let now = self.now;
+        let sc = self.sc;
+        let plan = &sc.faults;
+        let spec = &sc.task.calls[self.ws.slots[i].call as usize];
+        let tool = usize::from(spec.tool);
+        let wasted = {
+            let s = &self.ws.slots[i];
+            match s.by {
+                By::Model => false,
+                By::Orchestrator => s.outcome.class.is_some_and(|c| !c.retryable()) || now < s.retry_after_until,
+                By::ModelReissue => {
+                    let identical = s.variant == s.last_variant;
+                    let hopeless = matches!(
+                        s.last_class,
+                        Some(ErrorClass::BadArgs | ErrorClass::Terminal | ErrorClass::Partial)
+                    );
+                    (identical && hopeless)
+                        || (s.last_class == Some(ErrorClass::RateLimited) && now < s.retry_after_until)
+                }
+            }
+        };
+        let mut probe = false;
+        if self.strat.breaker {
+            match self.ws.breakers[tool].admit(&sc.policy.breaker, now) {
+                Admit::Yes => {}
+                Admit::Probe => probe = true,
+                Admit::Reject { remaining_ms } => {
+                    let s = &mut self.ws.slots[i];
+                    s.outcome = Outcome {
+                        class: Some(ErrorClass::Transient),
+                        rule: None,
+                        retry_after_ms: Some(remaining_ms),
+                        circuit: true,
+                        probe: false,
+                    };
+                    let call_id = s.call_id;
+                    self.obs.event(&Event::Rejected { call_id, tool: spec.tool });
+                    let told = self.ws.told_open[tool];
+                    if told != NEVER && told < self.turn {
+                        return self.finish(TerminatedBy::BreakerAbort);
+                    }
+                    self.ws.told_open[tool] = self.turn;
+                    return self.schedule(now, Ev::ToolDone(i as u32));
+                }
+            }
+        }
+        if self.ws.slots[i].by == By::Model {
+            self.first_attempts += 1;
+        }
+        let Workspace { slots, attempts, successes, terminal, injector, .. } = &mut *self.ws;
+        attempts[tool] += 1;
+        let attempt = attempts[tool];
+        let s = &mut slots[i];
+        let (rule, fired, retry_after_ms) = if let Some(r) = terminal[tool] {
+            (Some(r), false, plan.rules[usize::from(r)].fault_retry_after())
+        } else if s.bad_variant == Some(s.variant) {
+            (Some(s.bad_rule), false, None)
+        } else if let Some(r) = s.partial_rule {
+            (Some(r), false, None)
+        } else {
+            match plan.decide(injector, tool, attempt, now, successes[tool]) {
+                Some(f) => (Some(f.rule), true, f.retry_after_ms),
+                None => (None, false, None),
+            }
+        };
+        let fault = rule.map(|r| &plan.rules[usize::from(r)].fault);
+        let class = fault.map(Fault::class);
+        if let (true, Some(r), Some(c)) = (fired, rule, class) {
+            match c {
+                ErrorClass::Terminal => terminal[tool] = Some(r),
+                ErrorClass::BadArgs => {
+                    s.bad_variant = Some(s.variant);
+                    s.bad_rule = r;
+                }
+                ErrorClass::Partial => s.partial_rule = Some(r),
+                ErrorClass::Transient | ErrorClass::RateLimited => {}
+            }
+        }
+        s.outcome = Outcome { class, rule, retry_after_ms, circuit: false, probe };
+        let latency = match fault {
+            Some(Fault::Timeout { after_ms }) => *after_ms,
+            _ => spec.latency_ms.unwrap_or(sc.profile.tool_latency_ms),
+        };
+        let ev = Event::Attempt {
+            call_id: s.call_id,
+            tool: spec.tool,
+            attempt,
+            by: s.by,
+            t_ms: now,
+            class,
+            status: fault.and_then(Fault::status),
+            rule,
+            fired,
+            wasted,
+        };
+        self.obs.event(&ev);
+        self.schedule(now + latency, Ev::ToolDone(i as u32));
+    }
+
+    fn tool_done(&mut self, i: usize) {
+        let now = self.now;
+        let s = self.ws.slots[i];
+        let o = s.outcome;
+        let tool = usize::from(self.sc.task.calls[s.call as usize].tool);
+        if self.strat.breaker && !o.circuit {
+            let failed = matches!(o.class, Some(ErrorClass::Transient | ErrorClass::RateLimited | ErrorClass::Terminal));
+            if self.ws.breakers[tool].record(&self.sc.policy.breaker, now, failed, o.probe) {
+                self.ws.told_open[tool] = NEVER;
+                self.obs.event(&Event::BreakerTrip { tool: tool as u16, t_ms: now });
+            }
+        }
+        if !o.class.is_some_and(ErrorClass::is_failure) && !o.circuit {
+            self.ws.successes[tool] += 1;
+        }
+        if let Some(c) = o.class
+            && !o.circuit
+            && self.strat.routing == Routing::Orchestrator
+            && self.retry.may_retry(c, s.chain, o.retry_after_ms)
+            && self.retry.budget_allows(self.orchestrator_retries, self.first_attempts)
+        {
+            let u = self.ws.jitter.unit(u64::from(s.call_id) * u64::from(MAX_ATTEMPTS_LIMIT) + u64::from(s.chain));
+            let delay = self.retry.delay_ms(s.chain - 1, s.prev_delay_ms, u, o.retry_after_ms);
+            let s = &mut self.ws.slots[i];
+            s.prev_delay_ms = delay;
+            s.chain += 1;
+            s.by = By::Orchestrator;
+            s.retry_after_until = o.retry_after_ms.map_or(0, |ms| now + ms);
+            self.orchestrator_retries += 1;
+            return self.schedule(now + delay, Ev::ToolAttempt(i as u32));
+        }
+        self.deliver(i);
+    }
+
+    /// Hands the call's one result to the model, rendered as the model will see it.
+    fn deliver(&mut self, i: usize) {
+        let now = self.now;
+        let sc = self.sc;
+        let Workspace { slots, renderer, reader, guard, .. } = &mut *self.ws;
+        let s = &mut slots[i];
+        let o = s.outcome;
+        let spec = &sc.task.calls[s.call as usize];
+        let tool_name = &sc.task.tools[usize::from(spec.tool)];
+        let body = match o.class {
+            None => Body::Ok { json: &spec.result_json, text: &spec.result_text },
+            Some(ErrorClass::Partial) => {
+                Body::Partial { json: &spec.result_json, stated_complete: self.strat.partials == Partials::Terminal }
+            }
+            Some(class) => {
+                let kind = match o.rule {
+                    Some(r) if !o.circuit => ErrorKind::Fault(&sc.faults.rules[usize::from(r)].fault),
+                    _ => ErrorKind::CircuitOpen,
+                };
+                let err = ToolError { kind, class, tool: tool_name, attempts: s.chain, retry_after_ms: o.retry_after_ms };
+                Body::Error { err, encoding: self.strat.encoding }
+            }
+        };
+        let bytes = renderer.render(sc.format, s.call_id, tool_name, body);
+        let failed = o.class.is_some_and(ErrorClass::is_failure);
+        s.signal = if failed { reader.signal(bytes) } else { Signal::Unmarked };
+        s.more_available = o.class == Some(ErrorClass::Partial) && reader.says_more_available(bytes);
+        let raw_leak = failed && reader.has_stack_trace(bytes);
+        self.context_tokens += bytes.len() as u64 / 4;
+        self.obs.event(&Event::ToolResult {
+            call_id: s.call_id,
+            class: o.class,
+            content: bytes,
+            raw_leak,
+            latency_ms: now - s.chain_start_ms,
+        });
+        s.delivered += 1;
+        s.last_class = o.class;
+        s.last_variant = s.variant;
+        s.retry_after_until = match (o.class, o.retry_after_ms) {
+            (Some(ErrorClass::RateLimited), Some(ms)) => now + ms,
+            _ => 0,
+        };
+        if self.strat.loop_guard
+            && let Some(c) = o.class
+            && guard.hit(spec.tool, spec.args_id, s.variant, c) >= sc.policy.loop_guard_k
+        {
+            return self.finish(TerminatedBy::LoopGuard);
+        }
+        self.pending -= 1;
+        if self.pending == 0 {
+            self.schedule(now, Ev::TurnStart);
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! The task an agent must complete (steps of tool calls and a final answer) and the run-wide
+//! policy: what the engine simulates, independent of where it came from (TOML or a trace).
+
+use super::breaker::BreakerConfig;
+use super::retry::RetryPolicy;
+
+/// One tool call the task needs, with the result a correct call gets.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallSpec {
+    pub tool: u16,
+    /// Canonical JSON of the arguments (keys sorted, no insignificant whitespace).
+    pub args: String,
+    /// Interned id of `(tool, args)`: equal ids mean identical calls.
+    pub args_id: u32,
+    /// The successful result as JSON text.
+    pub result_json: String,
+    /// The successful result as tool content: a JSON string result unquoted, else `result_json`.
+    pub result_text: String,
+    pub latency_ms: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Task {
+    /// Tool names; a call's `tool` indexes this.
+    pub tools: Vec<String>,
+    /// Each step is one model turn: the indices of its calls in `calls`.
+    pub steps: Vec<Vec<u32>>,
+    pub calls: Vec<CallSpec>,
+    pub final_text: String,
+}
+
+/// At most this many parallel calls in one step (random slots are laid out for them).
+pub const MAX_PARALLEL_CALLS: usize = 32;
+
+impl Task {
+    /// Adds a call, interning its canonical arguments.
+    pub fn push_call(&mut self, tool: &str, args: &serde_json::Value, result: &serde_json::Value, latency_ms: Option<u64>) -> u32 {
+        let tool_idx = match self.tools.iter().position(|t| t == tool) {
+            Some(i) => i,
+            None => {
+                self.tools.push(tool.to_owned());
+                self.tools.len() - 1
+            }
+        } as u16;
+        let args = canonical_json(args);
+        let args_id = self
+            .calls
+            .iter()
+            .find(|c| c.tool == tool_idx && c.args == args)
+            .map_or(self.calls.len() as u32, |c| c.args_id);
+        let result_json = canonical_json(result);
+        let result_text = match result {
+            serde_json::Value::String(s) => s.clone(),
+            _ => result_json.clone(),
+        };
+        self.calls.push(CallSpec { tool: tool_idx, args, args_id, result_json, result_text, latency_ms });
+        (self.calls.len() - 1) as u32
+    }
+}
+
+/// JSON with object keys sorted and no insignificant whitespace (serde_json's map is a
+/// BTreeMap without the `preserve_order` feature, so keys come out sorted).
+pub fn canonical_json(v: &serde_json::Value) -> String {
+    serde_json::to_string(v).expect("a Value always serializes")
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Policy {
+    /// Model turns allowed (every strategy).
+    pub max_steps: u32,
+    /// Token budget (strategies with budgets).
+    pub max_tokens: Option<u64>,
+    /// Virtual-time budget (strategies with budgets).
+    pub max_virtual_ms: Option<u64>,
+    pub retry: RetryPolicy,
+    pub breaker: BreakerConfig,
+    /// Deliveries of the same outcome for the same call that stop the run (strategies with a loop guard).
+    pub loop_guard_k: u32,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            max_steps: 25,
+            max_tokens: None,
+            max_virtual_ms: None,
+            retry: RetryPolicy::default(),
+            breaker: BreakerConfig::default(),
+            loop_guard_k: 3,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn canonical_args_intern_identical_calls() {
+        let mut t = Task::default();
+        let a = t.push_call("search", &json!({"b": 1, "a": "x"}), &json!({"ok": true}), None);
+        let b = t.push_call("search", &json!({"a": "x", "b": 1}), &json!("done"), None);
+        let c = t.push_call("other", &json!({"a": "x", "b": 1}), &json!(1), None);
+        assert_eq!(t.calls[a as usize].args, r#"{"a":"x","b":1}"#);
+        assert_eq!(t.calls[a as usize].args_id, t.calls[b as usize].args_id);
+        assert_ne!(t.calls[a as usize].args_id, t.calls[c as usize].args_id);
+        assert_eq!(t.calls[b as usize].result_text, "done");
+        assert_eq!(t.calls[b as usize].result_json, r#""done""#);
+    }
+}

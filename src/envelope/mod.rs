@@ -1,0 +1,150 @@
+//! Error envelopes: one internal [`ToolError`] (the five fields), the encodings a strategy
+//! can choose, and one small serializer per provider format ([`render`]). [`read`] is the
+//! simulated model's side: it looks only at the serialized bytes.
+
+pub mod read;
+pub mod render;
+
+use crate::engine::faults::{ErrorClass, Fault};
+
+/// The wire format the model sees.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Format {
+    OpenAiChat,
+    OpenAiResponses,
+    Anthropic,
+    Gemini,
+    GeminiOpenAi,
+}
+
+impl Format {
+    pub const ALL: [Format; 5] =
+        [Format::OpenAiChat, Format::OpenAiResponses, Format::Anthropic, Format::Gemini, Format::GeminiOpenAi];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::OpenAiChat => "openai-chat",
+            Format::OpenAiResponses => "openai-responses",
+            Format::Anthropic => "anthropic",
+            Format::Gemini => "gemini",
+            Format::GeminiOpenAi => "gemini-openai",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.name() == s)
+    }
+
+    /// Whether the format has a structural error flag (only Anthropic's `is_error`).
+    pub fn has_error_flag(self) -> bool {
+        self == Format::Anthropic
+    }
+}
+
+/// How a failed call is shown to the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Encoding {
+    /// The tool client's exception text, stack line included.
+    Raw,
+    /// `ERROR: <one sentence>`.
+    Prefix,
+    /// Anthropic `is_error: true` plus one sentence (dropped where the format has no flag).
+    Flag,
+    /// `{"error": "<one sentence>"}`.
+    Object,
+    /// The five fields as JSON, plus `is_error` on Anthropic.
+    Envelope,
+}
+
+impl Encoding {
+    pub const ALL: [Encoding; 5] =
+        [Encoding::Raw, Encoding::Prefix, Encoding::Flag, Encoding::Object, Encoding::Envelope];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::Raw => "raw",
+            Encoding::Prefix => "prefix",
+            Encoding::Flag => "flag",
+            Encoding::Object => "object",
+            Encoding::Envelope => "envelope",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Encoding> {
+        Encoding::ALL.into_iter().find(|e| e.name() == s)
+    }
+
+    /// Whether the strategy promises JSON tool content for failures.
+    pub fn is_json(self) -> bool {
+        matches!(self, Encoding::Object | Encoding::Envelope)
+    }
+}
+
+/// Where a failure came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    Tool,
+    Orchestrator,
+}
+
+/// What went wrong, in the terms the envelope needs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ErrorKind<'a> {
+    Fault(&'a Fault),
+    CircuitOpen,
+}
+
+/// The one internal error type: every encoding and format is rendered from it.
+#[derive(Clone, Copy, Debug)]
+pub struct ToolError<'a> {
+    pub kind: ErrorKind<'a>,
+    pub class: ErrorClass,
+    pub tool: &'a str,
+    /// Attempts the orchestrator made before handing this to the model.
+    pub attempts: u32,
+    /// A server-announced or breaker wait, when known.
+    pub retry_after_ms: Option<u64>,
+}
+
+impl ToolError<'_> {
+    pub fn retryable(&self) -> bool {
+        self.class.retryable()
+    }
+
+    pub fn source(&self) -> Source {
+        match self.kind {
+            ErrorKind::Fault(_) => Source::Tool,
+            ErrorKind::CircuitOpen => Source::Orchestrator,
+        }
+    }
+
+    pub fn status(&self) -> Option<u16> {
+        match self.kind {
+            ErrorKind::Fault(f) => f.status(),
+            ErrorKind::CircuitOpen => None,
+        }
+    }
+
+    /// The short stable token code branches on.
+    pub fn code(&self) -> &'static str {
+        match self.kind {
+            ErrorKind::CircuitOpen => "CIRCUIT_OPEN",
+            ErrorKind::Fault(f) => match f {
+                Fault::Http { status, .. } => match status {
+                    429 => "RATE_LIMITED",
+                    400 | 422 => "INVALID_ARGS",
+                    401 => "UNAUTHORIZED",
+                    402 => "PAYMENT_REQUIRED",
+                    403 => "FORBIDDEN",
+                    404 => "NOT_FOUND",
+                    413 => "PAYLOAD_TOO_LARGE",
+                    _ => "TRANSPORT",
+                },
+                Fault::Timeout { .. } => "TIMEOUT",
+                Fault::Reset => "TRANSPORT",
+                Fault::TruncatedJson | Fault::CodeFencedJson => "BAD_RESPONSE",
+                Fault::Ambiguous | Fault::NoProgress => "PARTIAL",
+            },
+        }
+    }
+}

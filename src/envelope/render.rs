@@ -1,0 +1,420 @@
+//! Serializers: one [`ToolError`] or result, rendered as the exact object a model would see in
+//! each provider format. Writes into reusable buffers; no allocation once they have grown.
+
+use super::{Encoding, ErrorKind, Format, ToolError};
+use crate::engine::faults::Fault;
+
+/// What one tool call returned, as the orchestrator hands it to the model.
+#[derive(Clone, Copy, Debug)]
+pub enum Body<'a> {
+    /// A success: `json` is the result as JSON text; `text` the same as a plain string
+    /// (a JSON string result is shown unquoted in string-content formats).
+    Ok { json: &'a str, text: &'a str },
+    /// A result that is complete in truth; `stated_complete` is the `partials = "terminal"`
+    /// strategy, otherwise it says more may be available.
+    Partial { json: &'a str, stated_complete: bool },
+    Error { err: ToolError<'a>, encoding: Encoding },
+}
+
+/// Note attached to ambiguous partial results (the phrase the seeds warn about).
+pub const MORE_AVAILABLE: &str = "More results may be available.";
+
+#[derive(Default)]
+pub struct Renderer {
+    payload: String,
+    out: String,
+    num: itoa::Buffer,
+}
+
+impl Renderer {
+    /// Renders the result of call `call_id` of `tool` in `format`; returns the bytes.
+    pub fn render(&mut self, format: Format, call_id: u32, tool: &str, body: Body<'_>) -> &str {
+        self.payload.clear();
+        self.out.clear();
+        if format == Format::Gemini {
+            self.render_gemini(call_id, tool, body);
+            return &self.out;
+        }
+        let flagged = match body {
+            Body::Ok { text, .. } => {
+                self.payload.push_str(text);
+                false
+            }
+            Body::Partial { json, stated_complete } => {
+                partial_payload(&mut self.payload, json, stated_complete);
+                false
+            }
+            Body::Error { err, encoding } => {
+                error_payload(&mut self.payload, &mut self.num, &err, encoding);
+                format.has_error_flag() && matches!(encoding, Encoding::Flag | Encoding::Envelope)
+            }
+        };
+        let out = &mut self.out;
+        match format {
+            Format::OpenAiChat | Format::GeminiOpenAi => {
+                out.push_str(r#"{"role":"tool","tool_call_id":"call_"#);
+                out.push_str(self.num.format(call_id));
+                out.push_str(r#"","content":"#);
+            }
+            Format::OpenAiResponses => {
+                out.push_str(r#"{"type":"function_call_output","call_id":"call_"#);
+                out.push_str(self.num.format(call_id));
+                out.push_str(r#"","output":"#);
+            }
+            Format::Anthropic => {
+                out.push_str(r#"{"type":"tool_result","tool_use_id":"toolu_"#);
+                out.push_str(self.num.format(call_id));
+                out.push_str(r#"","content":"#);
+            }
+            Format::Gemini => unreachable!("handled above"),
+        }
+        push_json_str(out, &self.payload);
+        if flagged {
+            out.push_str(r#","is_error":true"#);
+        }
+        out.push('}');
+        &self.out
+    }
+
+    fn render_gemini(&mut self, call_id: u32, tool: &str, body: Body<'_>) {
+        let out = &mut self.out;
+        out.push_str(r#"{"functionResponse":{"id":"fc_"#);
+        out.push_str(self.num.format(call_id));
+        out.push_str(r#"","name":"#);
+        push_json_str(out, tool);
+        out.push_str(r#","response":"#);
+        match body {
+            Body::Ok { json, .. } => {
+                out.push_str(r#"{"output":"#);
+                out.push_str(json);
+                out.push('}');
+            }
+            Body::Partial { json, stated_complete } => {
+                out.push_str(r#"{"output":"#);
+                partial_payload(out, json, stated_complete);
+                out.push('}');
+            }
+            Body::Error { err, encoding } => match encoding {
+                Encoding::Envelope => five_fields(out, &mut self.payload, &mut self.num, &err),
+                Encoding::Object => {
+                    sentence(&mut self.payload, &mut self.num, &err);
+                    out.push_str(r#"{"error":"#);
+                    push_json_str(out, &self.payload);
+                    out.push('}');
+                }
+                Encoding::Raw | Encoding::Prefix | Encoding::Flag => {
+                    error_payload(&mut self.payload, &mut self.num, &err, encoding);
+                    out.push_str(r#"{"output":"#);
+                    push_json_str(out, &self.payload);
+                    out.push('}');
+                }
+            },
+        }
+        out.push_str("}}");
+    }
+}
+
+fn partial_payload(out: &mut String, json: &str, stated_complete: bool) {
+    out.push_str(r#"{"data":"#);
+    out.push_str(json);
+    if stated_complete {
+        out.push_str(r#","complete":true}"#);
+    } else {
+        out.push_str(r#","note":""#);
+        out.push_str(MORE_AVAILABLE);
+        out.push_str(r#""}"#);
+    }
+}
+
+/// The text of a failed result in a string-content format.
+fn error_payload(out: &mut String, num: &mut itoa::Buffer, err: &ToolError<'_>, encoding: Encoding) {
+    match encoding {
+        Encoding::Raw => raw_exception(out, num, err),
+        Encoding::Prefix => {
+            out.push_str("ERROR: ");
+            sentence(out, num, err);
+        }
+        Encoding::Flag => sentence(out, num, err),
+        Encoding::Object => {
+            let mut s = String::new();
+            sentence(&mut s, num, err);
+            out.push_str(r#"{"error":"#);
+            push_json_str(out, &s);
+            out.push('}');
+        }
+        Encoding::Envelope => {
+            let mut scratch = String::new();
+            five_fields(out, &mut scratch, num, err);
+        }
+    }
+}
+
+/// `{"code","message","retryable","details","source"}`; `scratch` holds the sentence.
+fn five_fields(out: &mut String, scratch: &mut String, num: &mut itoa::Buffer, err: &ToolError<'_>) {
+    scratch.clear();
+    sentence(scratch, num, err);
+    out.push_str(r#"{"code":""#);
+    out.push_str(err.code());
+    out.push_str(r#"","message":"#);
+    push_json_str(out, scratch);
+    out.push_str(if err.retryable() { r#","retryable":true,"details":{"# } else { r#","retryable":false,"details":{"# });
+    let mut sep = "";
+    if let Some(status) = err.status() {
+        out.push_str(r#""status":"#);
+        out.push_str(num.format(status));
+        sep = ",";
+    }
+    out.push_str(sep);
+    out.push_str(r#""tool":"#);
+    push_json_str(out, err.tool);
+    out.push_str(r#","attempts":"#);
+    out.push_str(num.format(err.attempts));
+    if let Some(ms) = err.retry_after_ms {
+        out.push_str(r#","retry_after_seconds":"#);
+        out.push_str(num.format(ms.div_ceil(1000)));
+    }
+    if let ErrorKind::Fault(Fault::Http { param: Some(p), .. }) = err.kind {
+        out.push_str(r#","param":"#);
+        push_json_str(out, p);
+    }
+    out.push_str(r#"},"source":""#);
+    out.push_str(match err.source() {
+        super::Source::Tool => "tool",
+        super::Source::Orchestrator => "orchestrator",
+    });
+    out.push_str(r#""}"#);
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        402 => "Payment Required",
+        403 => "Forbidden",
+        404 => "Not Found",
+        408 => "Request Timeout",
+        409 => "Conflict",
+        413 => "Payload Too Large",
+        422 => "Unprocessable Entity",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        529 => "Overloaded",
+        _ => "Error",
+    }
+}
+
+/// One sentence for the model: what went wrong and what to do next.
+pub fn sentence(out: &mut String, num: &mut itoa::Buffer, err: &ToolError<'_>) {
+    let tool = err.tool;
+    match err.kind {
+        ErrorKind::CircuitOpen => {
+            out.push_str("The ");
+            out.push_str(tool);
+            out.push_str(" tool is switched off after repeated failures (circuit open); do not call it for ");
+            out.push_str(num.format(err.retry_after_ms.unwrap_or(0).div_ceil(1000)));
+            out.push_str(" seconds.");
+        }
+        ErrorKind::Fault(fault) => match fault {
+            Fault::Http { status: 429, .. } => {
+                out.push_str("The ");
+                out.push_str(tool);
+                out.push_str(" tool is rate limited (HTTP 429 Too Many Requests); retry after ");
+                match err.retry_after_ms {
+                    Some(ms) => {
+                        out.push_str(num.format(ms.div_ceil(1000)));
+                        out.push_str(" seconds.");
+                    }
+                    None => out.push_str("a short wait."),
+                }
+            }
+            Fault::Http { status: s @ (400 | 422), param, message, .. } => {
+                out.push_str("The ");
+                out.push_str(tool);
+                match param {
+                    Some(p) => {
+                        out.push_str(" tool rejected argument '");
+                        out.push_str(p);
+                        out.push('\'');
+                    }
+                    None => out.push_str(" tool rejected the arguments"),
+                }
+                out.push_str(" (HTTP ");
+                out.push_str(num.format(*s));
+                out.push_str("): ");
+                out.push_str(message.as_deref().unwrap_or("fix the arguments and call it again"));
+                out.push('.');
+            }
+            Fault::Http { status, .. } if fault.class().retryable() => {
+                out.push_str("The ");
+                out.push_str(tool);
+                out.push_str(" tool is temporarily unavailable (HTTP ");
+                out.push_str(num.format(*status));
+                out.push(' ');
+                out.push_str(reason(*status));
+                out.push_str("); the same call may succeed later.");
+            }
+            Fault::Http { status, .. } => {
+                out.push_str("The ");
+                out.push_str(tool);
+                out.push_str(" tool refused the call (HTTP ");
+                out.push_str(num.format(*status));
+                out.push(' ');
+                out.push_str(reason(*status));
+                out.push_str("); retrying will not help.");
+            }
+            Fault::Timeout { after_ms } => {
+                out.push_str("The ");
+                out.push_str(tool);
+                out.push_str(" tool timed out after ");
+                out.push_str(num.format(*after_ms));
+                out.push_str(" ms; the same call may succeed later.");
+            }
+            Fault::Reset => {
+                out.push_str("The connection to the ");
+                out.push_str(tool);
+                out.push_str(" tool was reset; the same call may succeed later.");
+            }
+            Fault::TruncatedJson | Fault::CodeFencedJson => {
+                out.push_str("The ");
+                out.push_str(tool);
+                out.push_str(" tool returned a damaged response; the same call may succeed later.");
+            }
+            Fault::Ambiguous | Fault::NoProgress => {
+                out.push_str("The ");
+                out.push_str(tool);
+                out.push_str(" tool returned partial data.");
+            }
+        },
+    }
+}
+
+/// The Python tool client's exception text, as an agent that passes `str(traceback)` shows it.
+fn raw_exception(out: &mut String, num: &mut itoa::Buffer, err: &ToolError<'_>) {
+    out.push_str("Traceback (most recent call last):\n  File \"agent/tools.py\", line 88, in call_tool\n");
+    match err.kind {
+        ErrorKind::CircuitOpen => {
+            out.push_str("    return breaker.call(fn, **args)\npybreaker.CircuitBreakerError: Timeout not elapsed yet, circuit breaker still open");
+        }
+        ErrorKind::Fault(fault) => match fault {
+            Fault::Http { status, .. } => {
+                out.push_str("    response.raise_for_status()\nrequests.exceptions.HTTPError: ");
+                out.push_str(num.format(*status));
+                out.push_str(if *status < 500 { " Client Error: " } else { " Server Error: " });
+                out.push_str(reason(*status));
+                out.push_str(" for url: http://tools.internal/");
+                out.push_str(err.tool);
+            }
+            Fault::Timeout { .. } => out.push_str(
+                "    response = session.post(url, json=args, timeout=timeout)\nrequests.exceptions.ReadTimeout: HTTPConnectionPool(host='tools.internal', port=80): Read timed out. (read timeout=30.0)",
+            ),
+            Fault::Reset => out.push_str(
+                "    response = session.post(url, json=args, timeout=timeout)\nrequests.exceptions.ConnectionError: ('Connection aborted.', ConnectionResetError(104, 'Connection reset by peer'))",
+            ),
+            Fault::TruncatedJson => out.push_str(
+                "    return response.json()\njson.decoder.JSONDecodeError: Unterminated string starting at: line 1 column 10 (char 9)",
+            ),
+            Fault::CodeFencedJson => out.push_str(
+                "    return response.json()\njson.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+            ),
+            Fault::Ambiguous | Fault::NoProgress => out.push_str("    return response.json()\nValueError: partial data"),
+        },
+    }
+}
+
+/// Appends `s` as a JSON string literal.
+pub fn push_json_str(out: &mut String, s: &str) {
+    out.push('"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        if esc.is_empty() {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.push_str("\\u00");
+            out.push(HEX[usize::from(b >> 4)] as char);
+            out.push(HEX[usize::from(b & 0xf)] as char);
+        } else {
+            out.push_str(esc);
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::faults::ErrorClass;
+
+    fn err(fault: &Fault) -> ToolError<'_> {
+        ToolError { kind: ErrorKind::Fault(fault), class: fault.class(), tool: "search", attempts: 1, retry_after_ms: None }
+    }
+
+    #[test]
+    fn every_rendering_is_valid_json() {
+        let faults = [
+            Fault::Http { status: 503, retry_after_ms: None, param: None, message: None },
+            Fault::Http { status: 400, retry_after_ms: None, param: Some("q\"x".into()), message: Some("bad\nvalue".into()) },
+            Fault::Timeout { after_ms: 30_000 },
+            Fault::Reset,
+            Fault::TruncatedJson,
+        ];
+        let mut r = Renderer::default();
+        for f in &faults {
+            for format in Format::ALL {
+                for encoding in Encoding::ALL {
+                    let s = r.render(format, 7, "search", Body::Error { err: err(f), encoding });
+                    let v: serde_json::Value = serde_json::from_str(s).unwrap_or_else(|e| panic!("{s}: {e}"));
+                    assert!(v.is_object());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn flag_only_on_anthropic() {
+        let f = Fault::Http { status: 503, retry_after_ms: None, param: None, message: None };
+        let mut r = Renderer::default();
+        let a = r.render(Format::Anthropic, 1, "search", Body::Error { err: err(&f), encoding: Encoding::Flag }).to_owned();
+        assert!(a.ends_with(r#","is_error":true}"#), "{a}");
+        let o = r.render(Format::OpenAiChat, 1, "search", Body::Error { err: err(&f), encoding: Encoding::Flag });
+        assert!(!o.contains("is_error"), "OpenAI has no flag: {o}");
+    }
+
+    #[test]
+    fn five_fields_match_the_seed() {
+        let f = Fault::Http { status: 429, retry_after_ms: Some(12_000), param: None, message: None };
+        let e = ToolError { attempts: 3, retry_after_ms: Some(12_000), ..err(&f) };
+        assert_eq!(e.class, ErrorClass::RateLimited);
+        let mut r = Renderer::default();
+        let s = r.render(Format::Gemini, 1, "get_weather", Body::Error { err: ToolError { tool: "get_weather", ..e }, encoding: Encoding::Envelope });
+        let v: serde_json::Value = serde_json::from_str(s).unwrap();
+        let resp = &v["functionResponse"]["response"];
+        assert_eq!(resp["code"], "RATE_LIMITED");
+        assert_eq!(resp["retryable"], true);
+        assert_eq!(resp["source"], "tool");
+        assert_eq!(resp["details"]["status"], 429);
+        assert_eq!(resp["details"]["retry_after_seconds"], 12);
+        assert_eq!(resp["details"]["tool"], "get_weather");
+    }
+
+    #[test]
+    fn escapes_control_characters() {
+        let mut s = String::new();
+        push_json_str(&mut s, "a\"b\\c\u{1}\n");
+        assert_eq!(s, r#""a\"b\\c\u0001\n""#);
+    }
+}

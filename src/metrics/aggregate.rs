@@ -1,0 +1,183 @@
+//! Exact aggregates per (scenario, strategy). Every field is an integer sum or count, so
+//! merging partial aggregates in any order gives the same bytes: `--jobs` cannot change output.
+
+use super::run::RunMetrics;
+use crate::engine::events::TerminatedBy;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Aggregate {
+    pub runs: u64,
+    /// Runs by how they ended, indexed like [`TerminatedBy::ALL`].
+    pub terminated: [u64; 8],
+    pub unnecessary_failures: u64,
+    pub calls_sum: u64,
+    /// `calls_hist[c]` = runs that made `c` calls: exact percentiles in flat memory.
+    pub calls_hist: Vec<u64>,
+    pub model_calls_sum: u64,
+    pub tool_calls_sum: u64,
+    pub wasted_retries: u64,
+    pub orchestrator_retries: u64,
+    pub model_transient_roundtrips: u64,
+    pub breaker_trips: u64,
+    pub breaker_rejections: u64,
+    pub faults_injected: u64,
+    pub tokens_sum: u128,
+    pub virtual_ms_sum: u128,
+    pub protocol_violations: u64,
+    pub raw_leaks: u64,
+    /// Paired differences of calls against the baseline: Σd, Σd².
+    pub delta_sum: i128,
+    pub delta_sq_sum: i128,
+    pub rule_fired: Vec<u64>,
+    /// The run with the most calls (ties: the lowest run number), for the repro line.
+    pub worst: Option<(u64, u64)>,
+}
+
+impl Aggregate {
+    pub fn add(&mut self, m: &RunMetrics, run: u64) {
+        let calls = m.calls();
+        self.runs += 1;
+        self.terminated[m.terminated_by() as usize] += 1;
+        self.unnecessary_failures += u64::from(m.unnecessary_failure());
+        self.calls_sum += calls;
+        let c = calls as usize;
+        if self.calls_hist.len() <= c {
+            self.calls_hist.resize(c + 1, 0);
+        }
+        self.calls_hist[c] += 1;
+        self.model_calls_sum += m.model_calls;
+        self.tool_calls_sum += m.tool_calls;
+        self.wasted_retries += m.wasted_retries;
+        self.orchestrator_retries += m.orchestrator_retries;
+        self.model_transient_roundtrips += m.model_transient_roundtrips;
+        self.breaker_trips += m.breaker_trips;
+        self.breaker_rejections += m.breaker_rejections;
+        self.faults_injected += m.faults_injected;
+        self.tokens_sum += u128::from(m.tokens);
+        self.virtual_ms_sum += u128::from(m.virtual_ms);
+        self.protocol_violations += m.protocol_violations;
+        self.raw_leaks += m.raw_leaks;
+        if self.rule_fired.len() < m.rule_fired.len() {
+            self.rule_fired.resize(m.rule_fired.len(), 0);
+        }
+        for (a, b) in self.rule_fired.iter_mut().zip(&m.rule_fired) {
+            *a += b;
+        }
+        self.note_worst(calls, run);
+    }
+
+    fn note_worst(&mut self, calls: u64, run: u64) {
+        let better = match self.worst {
+            None => true,
+            Some((c, r)) => calls > c || (calls == c && run < r),
+        };
+        if better {
+            self.worst = Some((calls, run));
+        }
+    }
+
+    pub fn add_delta(&mut self, d: i64) {
+        self.delta_sum += i128::from(d);
+        self.delta_sq_sum += i128::from(d) * i128::from(d);
+    }
+
+    pub fn merge(&mut self, o: &Aggregate) {
+        self.runs += o.runs;
+        for (a, b) in self.terminated.iter_mut().zip(o.terminated) {
+            *a += b;
+        }
+        self.unnecessary_failures += o.unnecessary_failures;
+        self.calls_sum += o.calls_sum;
+        if self.calls_hist.len() < o.calls_hist.len() {
+            self.calls_hist.resize(o.calls_hist.len(), 0);
+        }
+        for (a, b) in self.calls_hist.iter_mut().zip(&o.calls_hist) {
+            *a += b;
+        }
+        self.model_calls_sum += o.model_calls_sum;
+        self.tool_calls_sum += o.tool_calls_sum;
+        self.wasted_retries += o.wasted_retries;
+        self.orchestrator_retries += o.orchestrator_retries;
+        self.model_transient_roundtrips += o.model_transient_roundtrips;
+        self.breaker_trips += o.breaker_trips;
+        self.breaker_rejections += o.breaker_rejections;
+        self.faults_injected += o.faults_injected;
+        self.tokens_sum += o.tokens_sum;
+        self.virtual_ms_sum += o.virtual_ms_sum;
+        self.protocol_violations += o.protocol_violations;
+        self.raw_leaks += o.raw_leaks;
+        self.delta_sum += o.delta_sum;
+        self.delta_sq_sum += o.delta_sq_sum;
+        if self.rule_fired.len() < o.rule_fired.len() {
+            self.rule_fired.resize(o.rule_fired.len(), 0);
+        }
+        for (a, b) in self.rule_fired.iter_mut().zip(&o.rule_fired) {
+            *a += b;
+        }
+        if let Some((c, r)) = o.worst {
+            self.note_worst(c, r);
+        }
+    }
+
+    pub fn count(&self, t: TerminatedBy) -> u64 {
+        self.terminated[t as usize]
+    }
+
+    pub fn loops(&self) -> u64 {
+        TerminatedBy::ALL.iter().filter(|t| t.is_loop()).map(|&t| self.count(t)).sum()
+    }
+
+    /// Nearest-rank percentile of calls per run (`q` in (0, 1]).
+    pub fn calls_percentile(&self, q: f64) -> u64 {
+        let rank = ((q * self.runs as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (calls, &n) in self.calls_hist.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                return calls as u64;
+            }
+        }
+        0
+    }
+
+    pub fn calls_max(&self) -> u64 {
+        self.calls_hist.iter().rposition(|&n| n > 0).unwrap_or(0) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(calls: u64, by: TerminatedBy) -> RunMetrics {
+        RunMetrics { terminated_by: Some(by), model_calls: calls, ..RunMetrics::default() }
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let mut a = Aggregate::default();
+        for (i, c) in [1, 2, 3, 4, 100].into_iter().enumerate() {
+            a.add(&run(c, TerminatedBy::Answer), i as u64);
+        }
+        assert_eq!(a.calls_percentile(0.5), 3);
+        assert_eq!(a.calls_percentile(0.95), 100);
+        assert_eq!(a.calls_max(), 100);
+        assert_eq!(a.worst, Some((100, 4)));
+    }
+
+    #[test]
+    fn merge_is_order_independent() {
+        let runs: Vec<RunMetrics> =
+            (0..20).map(|i| run(i % 7, if i % 3 == 0 { TerminatedBy::StepCap } else { TerminatedBy::Answer })).collect();
+        let mut whole = Aggregate::default();
+        runs.iter().enumerate().for_each(|(i, r)| whole.add(r, i as u64));
+        let (mut a, mut b) = (Aggregate::default(), Aggregate::default());
+        runs.iter().enumerate().for_each(|(i, r)| if i < 9 { a.add(r, i as u64) } else { b.add(r, i as u64) });
+        let mut ba = b.clone();
+        ba.merge(&a);
+        a.merge(&b);
+        assert_eq!(a, whole);
+        assert_eq!(ba, whole);
+        assert_eq!(whole.loops(), 7);
+    }
+}

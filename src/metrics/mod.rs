@@ -1,0 +1,8 @@
+//! Metrics (design 4): each run's events fold into a [`run::RunMetrics`]; runs aggregate into
+//! exact integer sums per (scenario, strategy) ([`aggregate`]); [`summary`] turns those into
+//! the rows of `summary.csv`, with intervals from [`stats`].
+
+pub mod aggregate;
+pub mod run;
+pub mod stats;
+pub mod summary;

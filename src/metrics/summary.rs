@@ -1,0 +1,179 @@
+//! The rows of `summary.csv` and `runs.csv`: column names (a contract), values, fixed precision.
+
+use super::aggregate::Aggregate;
+use super::run::RunMetrics;
+use super::stats::{paired_mean_ci, wilson};
+use crate::engine::events::TerminatedBy;
+
+pub const SUMMARY_COLUMNS: [&str; 28] = [
+    "scenario",
+    "strategy",
+    "runs",
+    "success_rate",
+    "loop_rate",
+    "loop_rate_lo",
+    "loop_rate_hi",
+    "gave_up_rate",
+    "unnecessary_failure_rate",
+    "calls_mean",
+    "calls_p50",
+    "calls_p95",
+    "calls_max",
+    "model_calls_mean",
+    "tool_calls_mean",
+    "wasted_retries",
+    "wasted_retries_per_run",
+    "orchestrator_retries",
+    "model_transient_roundtrips",
+    "breaker_trips",
+    "breaker_trips_per_run",
+    "tokens_mean",
+    "virtual_ms_mean",
+    "protocol_violations",
+    "raw_leaks",
+    "calls_delta_vs_baseline",
+    "calls_delta_lo",
+    "calls_delta_hi",
+];
+
+/// Decimal places of each numeric column of `summary.csv` (index = column − 2).
+const PRECISION: [usize; 26] = [0, 4, 4, 4, 4, 4, 4, 3, 0, 0, 0, 3, 3, 0, 4, 0, 0, 0, 4, 1, 1, 0, 0, 3, 3, 3];
+
+pub const RUNS_COLUMNS: [&str; 17] = [
+    "scenario",
+    "strategy",
+    "run",
+    "seed",
+    "terminated_by",
+    "calls",
+    "model_calls",
+    "tool_calls",
+    "wasted_retries",
+    "orchestrator_retries",
+    "model_transient_roundtrips",
+    "breaker_trips",
+    "faults_injected",
+    "tokens",
+    "virtual_ms",
+    "protocol_violations",
+    "raw_leaks",
+];
+
+/// One row of `summary.csv`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SummaryRow {
+    pub scenario: String,
+    pub strategy: String,
+    /// The numeric columns, in `SUMMARY_COLUMNS[2..]` order.
+    pub values: [f64; 26],
+}
+
+impl SummaryRow {
+    pub fn new(scenario: &str, strategy: &str, a: &Aggregate) -> SummaryRow {
+        let n = a.runs.max(1) as f64;
+        let rate = |k: u64| k as f64 / n;
+        let (loop_lo, loop_hi) = wilson(a.loops(), a.runs);
+        let (delta, delta_lo, delta_hi) = paired_mean_ci(a.delta_sum, a.delta_sq_sum, a.runs);
+        let values = [
+            a.runs as f64,
+            rate(a.count(TerminatedBy::Answer)),
+            rate(a.loops()),
+            loop_lo,
+            loop_hi,
+            rate(a.count(TerminatedBy::GaveUp)),
+            rate(a.unnecessary_failures),
+            a.calls_sum as f64 / n,
+            a.calls_percentile(0.5) as f64,
+            a.calls_percentile(0.95) as f64,
+            a.calls_max() as f64,
+            a.model_calls_sum as f64 / n,
+            a.tool_calls_sum as f64 / n,
+            a.wasted_retries as f64,
+            a.wasted_retries as f64 / n,
+            a.orchestrator_retries as f64,
+            a.model_transient_roundtrips as f64,
+            a.breaker_trips as f64,
+            a.breaker_trips as f64 / n,
+            a.tokens_sum as f64 / n,
+            a.virtual_ms_sum as f64 / n,
+            a.protocol_violations as f64,
+            a.raw_leaks as f64,
+            delta,
+            delta_lo,
+            delta_hi,
+        ];
+        SummaryRow { scenario: scenario.to_owned(), strategy: strategy.to_owned(), values }
+    }
+
+    /// The value of a numeric column by name.
+    pub fn get(&self, metric: &str) -> Option<f64> {
+        SUMMARY_COLUMNS[2..].iter().position(|c| *c == metric).map(|i| self.values[i])
+    }
+
+    /// A column's value as written: fixed precision, never `-0`.
+    pub fn formatted(&self, i: usize) -> String {
+        fixed(self.values[i], PRECISION[i])
+    }
+
+    /// The value rounded to the precision it is written with (what gates compare).
+    pub fn rounded(&self, metric: &str) -> Option<f64> {
+        let i = SUMMARY_COLUMNS[2..].iter().position(|c| *c == metric)?;
+        self.formatted(i).parse().ok()
+    }
+
+    pub fn cells(&self) -> Vec<String> {
+        let mut out = vec![self.scenario.clone(), self.strategy.clone()];
+        out.extend((0..self.values.len()).map(|i| self.formatted(i)));
+        out
+    }
+}
+
+/// Fixed-precision decimal text, the same on every machine; `-0.000` is written `0.000`.
+pub fn fixed(v: f64, precision: usize) -> String {
+    let s = format!("{v:.precision$}");
+    if s.starts_with('-') && s[1..].bytes().all(|b| b == b'0' || b == b'.') { s[1..].to_owned() } else { s }
+}
+
+/// One row of `runs.csv`.
+pub fn run_cells(scenario: &str, strategy: &str, run: u64, seed: u64, m: &RunMetrics) -> [String; 17] {
+    [
+        scenario.to_owned(),
+        strategy.to_owned(),
+        run.to_string(),
+        seed.to_string(),
+        m.terminated_by().name().to_owned(),
+        m.calls().to_string(),
+        m.model_calls.to_string(),
+        m.tool_calls.to_string(),
+        m.wasted_retries.to_string(),
+        m.orchestrator_retries.to_string(),
+        m.model_transient_roundtrips.to_string(),
+        m.breaker_trips.to_string(),
+        m.faults_injected.to_string(),
+        m.tokens.to_string(),
+        m.virtual_ms.to_string(),
+        m.protocol_violations.to_string(),
+        m.raw_leaks.to_string(),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_never_writes_negative_zero() {
+        assert_eq!(fixed(-0.0001, 3), "0.000");
+        assert_eq!(fixed(-0.5, 1), "-0.5");
+        assert_eq!(fixed(2.0, 0), "2");
+    }
+
+    #[test]
+    fn columns_and_precision_line_up() {
+        assert_eq!(SUMMARY_COLUMNS.len() - 2, PRECISION.len());
+        let row = SummaryRow::new("s", "t", &Aggregate::default());
+        assert_eq!(row.cells().len(), SUMMARY_COLUMNS.len());
+        assert_eq!(row.get("loop_rate"), Some(0.0));
+        assert_eq!(row.get("nope"), None);
+    }
+}

@@ -1,0 +1,30 @@
+//! `summary.csv`: one row per (scenario, strategy), columns as in design 6.
+
+use super::{Exporter, Report};
+use crate::metrics::summary::SUMMARY_COLUMNS;
+
+pub struct SummaryCsv;
+
+impl Exporter for SummaryCsv {
+    fn file_name(&self) -> &'static str {
+        "summary.csv"
+    }
+
+    fn write(&self, report: &Report<'_>, out: &mut Vec<u8>) -> std::io::Result<()> {
+        let mut w = csv::Writer::from_writer(out);
+        w.write_record(SUMMARY_COLUMNS)?;
+        for r in report.results {
+            for row in &r.rows {
+                w.write_record(row.cells())?;
+            }
+        }
+        w.flush()
+    }
+}
+
+/// The header line of `runs.csv`.
+pub fn runs_header() -> Vec<u8> {
+    let mut line = crate::metrics::summary::RUNS_COLUMNS.join(",").into_bytes();
+    line.push(b'\n');
+    line
+}

@@ -1,0 +1,95 @@
+//! `report.json`: everything, plus the seed, profile and tracefault version.
+
+use serde_json::{Map, Value, json};
+
+use super::{Exporter, Report, VERSION};
+use crate::engine::events::TerminatedBy;
+use crate::metrics::summary::SUMMARY_COLUMNS;
+
+pub struct ReportJson;
+
+/// A number as written in the CSV (fixed precision), as JSON.
+fn number(text: &str) -> Value {
+    text.parse::<f64>().ok().and_then(serde_json::Number::from_f64).map_or(Value::Null, Value::Number)
+}
+
+impl Exporter for ReportJson {
+    fn file_name(&self) -> &'static str {
+        "report.json"
+    }
+
+    fn write(&self, report: &Report<'_>, out: &mut Vec<u8>) -> std::io::Result<()> {
+        let scenarios: Vec<Value> = report
+            .results
+            .iter()
+            .map(|r| {
+                let sc = &r.scenario;
+                let strategies: Vec<Value> = r
+                    .rows
+                    .iter()
+                    .zip(&r.aggregates)
+                    .enumerate()
+                    .map(|(i, (row, agg))| {
+                        let mut summary = Map::new();
+                        for (c, name) in SUMMARY_COLUMNS[2..].iter().enumerate() {
+                            summary.insert((*name).to_owned(), number(&row.formatted(c)));
+                        }
+                        let terminated: Map<String, Value> =
+                            TerminatedBy::ALL.iter().map(|t| (t.name().to_owned(), json!(agg.count(*t)))).collect();
+                        let s = &sc.strategies[i];
+                        json!({
+                            "strategy": s.name,
+                            "encoding": s.encoding.name(),
+                            "routing": format!("{:?}", s.routing).to_lowercase(),
+                            "partials": format!("{:?}", s.partials).to_lowercase(),
+                            "breaker": s.breaker,
+                            "budgets": s.budgets,
+                            "loop_guard": s.loop_guard,
+                            "summary": summary,
+                            "terminated_by": terminated,
+                            "breaker_rejections": agg.breaker_rejections,
+                            "faults_injected": agg.faults_injected,
+                            "worst_run": agg.worst.map(|(calls, run)| json!({
+                                "run": run, "calls": calls, "repro": r.repro_line(i),
+                            })),
+                        })
+                    })
+                    .collect();
+                json!({
+                    "name": sc.name,
+                    "description": sc.description,
+                    "file": sc.path.display().to_string(),
+                    "seed": r.seed,
+                    "runs": r.runs,
+                    "provider": sc.format.name(),
+                    "baseline": sc.strategies[sc.baseline].name,
+                    "profile": sc.profile,
+                    "fault_rules": r.rules_fired.iter().map(|(l, n)| json!({"rule": l, "fired": n})).collect::<Vec<_>>(),
+                    "warnings": r.warnings,
+                    "strategies": strategies,
+                })
+            })
+            .collect();
+        let gates: Vec<Value> = report
+            .results
+            .iter()
+            .flat_map(|r| &r.gates)
+            .map(|g| {
+                json!({
+                    "scenario": g.scenario, "strategy": g.strategy, "metric": g.metric,
+                    "value": g.value, "min": g.min, "max": g.max, "passed": g.passed,
+                })
+            })
+            .collect();
+        let doc = json!({
+            "tracefault_version": VERSION,
+            "passed": report.passed(),
+            "scenarios": scenarios,
+            "gates": gates,
+            "silent_scenarios": report.silent_scenarios(),
+        });
+        serde_json::to_writer_pretty(&mut *out, &doc)?;
+        out.push(b'\n');
+        Ok(())
+    }
+}

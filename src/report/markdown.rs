@@ -1,0 +1,101 @@
+//! `report.md`: the summary as readable tables, with the repro line of each strategy's worst run.
+
+use std::fmt::Write as _;
+
+use super::{Exporter, Report, VERSION, gate_bounds};
+
+pub struct ReportMd;
+
+impl Exporter for ReportMd {
+    fn file_name(&self) -> &'static str {
+        "report.md"
+    }
+
+    fn write(&self, report: &Report<'_>, out: &mut Vec<u8>) -> std::io::Result<()> {
+        let mut s = String::new();
+        let _ = writeln!(s, "# tracefault report\n");
+        let _ = writeln!(s, "tracefault {VERSION}. Every figure is reproducible: same files, same seed, same bytes.\n");
+        let overall = if report.passed() { "all gates passed" } else { "**FAILED**" };
+        let _ = writeln!(s, "Result: {overall}.\n");
+        for r in report.results {
+            let sc = &r.scenario;
+            let _ = writeln!(s, "## {}\n", sc.name);
+            if !sc.description.is_empty() {
+                let _ = writeln!(s, "{}\n", sc.description);
+            }
+            let _ = writeln!(
+                s,
+                "Seed {} · {} runs per strategy · provider format `{}` · profile `{}` · baseline `{}`\n",
+                r.seed,
+                r.runs,
+                sc.format.name(),
+                sc.profile.name,
+                sc.strategies[sc.baseline].name
+            );
+            let _ = writeln!(
+                s,
+                "| strategy | success | loop rate (95% CI) | gave up | calls mean | calls p95 | wasted retries / run | breaker trips / run | Δ calls vs baseline (95% CI) |"
+            );
+            let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+            for row in &r.rows {
+                let f = |m: &str| {
+                    let i = crate::metrics::summary::SUMMARY_COLUMNS[2..].iter().position(|c| *c == m).unwrap_or(0);
+                    row.formatted(i)
+                };
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} ({} – {}) | {} | {} | {} | {} | {} | {} ({} – {}) |",
+                    row.strategy,
+                    f("success_rate"),
+                    f("loop_rate"),
+                    f("loop_rate_lo"),
+                    f("loop_rate_hi"),
+                    f("gave_up_rate"),
+                    f("calls_mean"),
+                    f("calls_p95"),
+                    f("wasted_retries_per_run"),
+                    f("breaker_trips_per_run"),
+                    f("calls_delta_vs_baseline"),
+                    f("calls_delta_lo"),
+                    f("calls_delta_hi"),
+                );
+            }
+            let _ = writeln!(s, "\nFault rules (times each trigger fired, all strategies):\n");
+            if r.rules_fired.is_empty() {
+                let _ = writeln!(s, "- none");
+            }
+            for (label, n) in &r.rules_fired {
+                let _ = writeln!(s, "- `{label}`: {n}");
+            }
+            if !r.warnings.is_empty() {
+                let _ = writeln!(s, "\nWarnings:\n");
+                for w in &r.warnings {
+                    let _ = writeln!(s, "- ⚠ {w}");
+                }
+            }
+            let _ = writeln!(s, "\nWorst run of each strategy (most calls), to reproduce:\n");
+            for i in 0..r.rows.len() {
+                if let (Some(line), Some((calls, _))) = (r.repro_line(i), r.aggregates[i].worst) {
+                    let _ = writeln!(s, "- {} ({} calls): `{}`", r.rows[i].strategy, calls, line);
+                }
+            }
+            if !r.gates.is_empty() {
+                let _ = writeln!(s, "\n| gate | value | bound | result |\n|---|---:|---|---|");
+                for g in &r.gates {
+                    let _ = writeln!(
+                        s,
+                        "| {} `{}` | {} | {} | {} |",
+                        g.strategy,
+                        g.metric,
+                        g.value,
+                        gate_bounds(g.min, g.max),
+                        if g.passed { "pass" } else { "**FAIL**" }
+                    );
+                }
+            }
+            s.push('\n');
+        }
+        out.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
+}

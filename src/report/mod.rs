@@ -1,0 +1,94 @@
+//! Reports (design 6): one small [`Exporter`] per file, all reading the same suite results,
+//! each producing bytes in a fixed order with fixed precision, written atomically.
+
+pub mod csv;
+pub mod json;
+pub mod junit;
+pub mod markdown;
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::suite::ScenarioResult;
+
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Everything a report needs.
+pub struct Report<'a> {
+    pub results: &'a [ScenarioResult],
+}
+
+impl Report<'_> {
+    pub fn gates_passed(&self) -> bool {
+        self.results.iter().all(|r| r.gates.iter().all(|g| g.passed))
+    }
+
+    /// Scenarios where no fault fired: flagged as failed checks.
+    pub fn silent_scenarios(&self) -> Vec<&str> {
+        self.results.iter().filter(|r| !r.any_fault_fired()).map(|r| r.scenario.name.as_str()).collect()
+    }
+
+    pub fn passed(&self) -> bool {
+        self.gates_passed() && self.silent_scenarios().is_empty()
+    }
+}
+
+pub trait Exporter {
+    fn file_name(&self) -> &'static str;
+    fn write(&self, report: &Report<'_>, out: &mut Vec<u8>) -> std::io::Result<()>;
+}
+
+/// The exporters behind `summary.csv`, `report.json`, `report.md` and `junit.xml`
+/// (`runs.csv` is streamed separately).
+pub fn exporters() -> Vec<Box<dyn Exporter>> {
+    vec![Box::new(csv::SummaryCsv), Box::new(json::ReportJson), Box::new(markdown::ReportMd), Box::new(junit::Junit)]
+}
+
+/// Renders every exporter's bytes.
+pub fn render_all(report: &Report<'_>) -> std::io::Result<Vec<(&'static str, Vec<u8>)>> {
+    exporters()
+        .iter()
+        .map(|e| {
+            let mut buf = Vec::new();
+            e.write(report, &mut buf)?;
+            Ok((e.file_name(), buf))
+        })
+        .collect()
+}
+
+/// Writes `bytes` to `dir/name` through a temporary file in the same folder and a rename, so a
+/// reader never sees a half-written file.
+pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    let mut tmp = tempfile::Builder::new().prefix(&format!(".{name}.")).tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(dir.join(name)).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// Escapes text for XML attributes and content.
+pub fn xml_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A gate's bound as text: `<= 0.01`, `>= 0.9`, or both.
+pub fn gate_bounds(min: Option<f64>, max: Option<f64>) -> String {
+    match (min, max) {
+        (Some(lo), Some(hi)) => format!("in [{lo}, {hi}]"),
+        (Some(lo), None) => format!(">= {lo}"),
+        (None, Some(hi)) => format!("<= {hi}"),
+        (None, None) => String::new(),
+    }
+}

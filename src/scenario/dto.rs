@@ -1,0 +1,229 @@
+//! The scenario file as written (TOML, or JSON of the same structure): a strict serde DTO.
+//! Unknown keys are errors; meaning and ranges are checked in [`super::validate`].
+
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioDto {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub seed: Option<u64>,
+    pub runs: Option<u64>,
+    pub provider: Option<String>,
+    pub strategies: Option<StrategiesDto>,
+    pub baseline: Option<String>,
+    pub trace: Option<String>,
+    pub trace_format: Option<String>,
+    pub task: Option<TaskDto>,
+    #[serde(default)]
+    pub policy: PolicyDto,
+    pub profile: Option<ProfileRefDto>,
+    #[serde(default)]
+    pub faults: Vec<FaultDto>,
+    #[serde(default)]
+    pub gates: Vec<GateDto>,
+}
+
+/// `strategies = ["preset", …]`, or `[strategies.NAME]` tables in file order (an empty table
+/// naming a preset runs that preset). TOML cannot hold both forms in one file.
+#[derive(Debug)]
+pub enum StrategiesDto {
+    Names(Vec<String>),
+    Defined(Vec<(String, StrategyDto)>),
+}
+
+impl<'de> Deserialize<'de> for StrategiesDto {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = StrategiesDto;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of strategy names or a table of [strategies.NAME] definitions")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut names = Vec::new();
+                while let Some(n) = seq.next_element::<String>()? {
+                    names.push(n);
+                }
+                Ok(StrategiesDto::Names(names))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut defs = Vec::new();
+                while let Some((k, v)) = map.next_entry::<String, StrategyDto>()? {
+                    defs.push((k, v));
+                }
+                Ok(StrategiesDto::Defined(defs))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StrategyDto {
+    pub encoding: Option<String>,
+    pub routing: Option<String>,
+    pub partials: Option<String>,
+    pub breaker: Option<bool>,
+    pub loop_guard: Option<bool>,
+    pub budgets: Option<bool>,
+    pub retry: Option<RetryDto>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskDto {
+    pub steps: Vec<StepDto>,
+    #[serde(default = "default_answer")]
+    pub answer: String,
+}
+
+fn default_answer() -> String {
+    "Done.".into()
+}
+
+/// One model turn: `calls = [...]`, or the single-call shorthand `tool`/`args`/`result`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepDto {
+    pub calls: Option<Vec<CallDto>>,
+    pub tool: Option<String>,
+    pub args: Option<Value>,
+    pub result: Option<Value>,
+    pub latency_ms: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallDto {
+    pub tool: String,
+    #[serde(default = "empty_object")]
+    pub args: Value,
+    #[serde(default = "ok_result")]
+    pub result: Value,
+    pub latency_ms: Option<u64>,
+}
+
+pub fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+pub fn ok_result() -> Value {
+    Value::String("ok".into())
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyDto {
+    pub max_steps: Option<u32>,
+    pub max_tokens: Option<u64>,
+    pub max_virtual_ms: Option<u64>,
+    pub retry: Option<RetryDto>,
+    pub breaker: Option<BreakerDto>,
+    pub loop_guard: Option<LoopGuardDto>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryDto {
+    pub max_attempts: Option<u32>,
+    pub backoff: Option<String>,
+    pub base_ms: Option<u64>,
+    pub cap_ms: Option<u64>,
+    pub honor_retry_after: Option<bool>,
+    pub retry_after_cap_s: Option<u64>,
+    pub budget_ratio: Option<f64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerDto {
+    pub mode: Option<String>,
+    pub failures: Option<u32>,
+    pub open_ms: Option<u64>,
+    pub probes: Option<u32>,
+    pub close_after: Option<u32>,
+    pub window_ms: Option<u64>,
+    pub min_calls: Option<u32>,
+    pub failure_ratio: Option<f64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoopGuardDto {
+    pub k: Option<u32>,
+}
+
+/// `profile = "path.toml"` or a `[profile]` table of overrides on a `base`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum ProfileRefDto {
+    Path(String),
+    Overrides(ProfileOverridesDto),
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileOverridesDto {
+    pub base: Option<String>,
+    pub name: Option<String>,
+    pub p_continue: Option<f64>,
+    pub p_retry_transient: Option<f64>,
+    pub max_model_retries: Option<u32>,
+    pub p_fix_args: Option<f64>,
+    pub max_fix_attempts: Option<u32>,
+    pub p_give_up_terminal: Option<f64>,
+    pub model_latency_ms: Option<u64>,
+    pub tool_latency_ms: Option<u64>,
+    pub prompt_tokens: Option<u32>,
+    pub perception: Option<PerceptionOverridesDto>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PerceptionOverridesDto {
+    pub envelope: Option<f64>,
+    pub flag: Option<f64>,
+    pub object: Option<f64>,
+    pub prefix: Option<f64>,
+    pub raw: Option<f64>,
+    pub unmarked: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultDto {
+    pub target: String,
+    pub at: Option<Vec<u32>>,
+    pub probability: Option<f64>,
+    pub window_ms: Option<[u64; 2]>,
+    pub after_successes: Option<u32>,
+    pub rate_limit: Option<RateLimitDto>,
+    pub http: Option<u16>,
+    pub retry_after_s: Option<f64>,
+    pub param: Option<String>,
+    pub message: Option<String>,
+    pub fault: Option<String>,
+    pub after_ms: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitDto {
+    pub per_s: f64,
+    pub burst: f64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateDto {
+    pub strategy: String,
+    pub metric: String,
+    pub max: Option<f64>,
+    pub min: Option<f64>,
+}

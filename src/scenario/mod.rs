@@ -1,0 +1,46 @@
+//! Scenarios: the file format ([`dto`]), its validation into the domain type ([`Scenario`]),
+//! and finding the scenario files of a suite ([`load`]).
+
+pub mod dto;
+pub mod load;
+pub mod validate;
+
+use std::path::PathBuf;
+
+use crate::engine::faults::FaultPlan;
+use crate::engine::profile::Profile;
+use crate::engine::strategy::Strategy;
+use crate::engine::task::{Policy, Task};
+use crate::envelope::Format;
+
+/// A gate: `metric` of `strategy` (or `*`, every strategy) must stay within `[min, max]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Gate {
+    pub strategy: String,
+    pub metric: String,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+}
+
+/// A validated scenario: everything the engine needs, nothing that can be invalid.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub name: String,
+    /// FNV-1a of the name: the scenario's part of every random-stream key.
+    pub name_hash: u64,
+    pub description: String,
+    pub path: PathBuf,
+    pub seed: u64,
+    pub runs: u64,
+    pub format: Format,
+    pub strategies: Vec<Strategy>,
+    /// Index into `strategies` of the baseline for paired differences.
+    pub baseline: usize,
+    pub task: Task,
+    pub faults: FaultPlan,
+    pub policy: Policy,
+    pub profile: Profile,
+    pub gates: Vec<Gate>,
+    /// FNV-1a of each tool name, then of "provider": targets' parts of fault-stream keys.
+    pub target_hashes: Vec<u64>,
+}

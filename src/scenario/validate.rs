@@ -1,0 +1,529 @@
+//! Turns a parsed [`ScenarioDto`] into a [`Scenario`]: defaults applied, ranges checked,
+//! names resolved. Every error names the file, the line where it can, the field, and what
+//! was expected.
+
+use std::path::{Path, PathBuf};
+
+use super::dto::*;
+use super::{Gate, Scenario};
+use crate::engine::breaker::{BreakerConfig, BreakerMode};
+use crate::engine::faults::{Fault, FaultPlan, FaultRule, RateLimit, Target, Trigger, http_class};
+use crate::engine::profile::Profile;
+use crate::engine::retry::{Backoff, MAX_ATTEMPTS_LIMIT, RetryPolicy};
+use crate::engine::rng::fnv1a64;
+use crate::engine::strategy::{Partials, Routing, Strategy};
+use crate::engine::task::{MAX_PARALLEL_CALLS, Policy, Task};
+use crate::envelope::{Encoding, Format};
+use crate::error::{Error, Result};
+use crate::metrics::summary::SUMMARY_COLUMNS;
+use crate::trace::Trace;
+use crate::trace::compile::compile;
+
+pub const DEFAULT_SEED: u64 = 1;
+pub const DEFAULT_RUNS: u64 = 200;
+pub const MAX_RUNS: u64 = 100_000_000;
+const NON_HTTP_FAULTS: [&str; 6] = ["timeout", "reset", "ambiguous", "truncated_json", "code_fenced_json", "no_progress"];
+
+/// Where errors point: the file, and (for TOML) the source to find lines in.
+struct Ctx<'a> {
+    file: &'a Path,
+    src: Option<&'a str>,
+}
+
+impl Ctx<'_> {
+    fn err(&self, line: Option<usize>, field: impl Into<String>, expected: impl Into<String>) -> Error {
+        Error::invalid(self.file, line, field, expected)
+    }
+
+    /// The line of the `index`-th `[[table]]` header, for array-of-tables entries.
+    fn table_line(&self, table: &str, index: usize) -> Option<usize> {
+        let header = format!("[[{table}]]");
+        self.src?.lines().enumerate().filter(|(_, l)| l.trim_start().starts_with(&header)).nth(index).map(|(i, _)| i + 1)
+    }
+
+    /// The line where top-level-ish `key` is assigned or opened as a table.
+    fn key_line(&self, key: &str) -> Option<usize> {
+        self.src?.lines().position(|l| {
+            let t = l.trim_start();
+            t.strip_prefix(key).is_some_and(|r| r.trim_start().starts_with('='))
+                || t.starts_with(&format!("[{key}]"))
+                || t.starts_with(&format!("[{key}."))
+        })
+        .map(|i| i + 1)
+    }
+}
+
+fn prob(ctx: &Ctx, line: Option<usize>, field: &str, v: f64) -> Result<f64> {
+    if (0.0..=1.0).contains(&v) { Ok(v) } else { Err(ctx.err(line, field, format!("a probability in [0, 1], got {v}"))) }
+}
+
+pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scenario> {
+    let ctx = Ctx { file, src };
+    if dto.name.trim().is_empty() {
+        return Err(ctx.err(ctx.key_line("name"), "name", "a non-empty name"));
+    }
+
+    let (mut task, recorded, trace_format) = match (&dto.trace, &dto.task) {
+        (Some(_), Some(_)) => {
+            return Err(ctx.err(ctx.key_line("trace"), "trace", "either `trace` or `[task]`, not both"));
+        }
+        (None, None) => return Err(ctx.err(None, "task", "a `[task]` with steps, or `trace = \"…\"`")),
+        (Some(t), None) => load_trace(&ctx, t, dto.trace_format.as_deref())?,
+        (None, Some(t)) => (task_from_dto(&ctx, t)?, Vec::new(), None),
+    };
+    if task.steps.is_empty() {
+        return Err(ctx.err(ctx.key_line("task"), "task.steps", "at least one step"));
+    }
+
+    let format = match dto.provider.as_deref().or(trace_format.as_deref()) {
+        None => Format::OpenAiChat,
+        Some(p) => Format::parse(p).ok_or_else(|| {
+            ctx.err(ctx.key_line("provider"), "provider", format!("one of {}, got {p:?}", format_names()))
+        })?,
+    };
+
+    let mut rules = recorded;
+    for (i, f) in dto.faults.iter().enumerate() {
+        rules.push(fault_rule(&ctx, i, f, &mut task)?);
+    }
+    if rules.len() > usize::from(u16::MAX) {
+        return Err(ctx.err(None, "faults", "at most 65535 rules"));
+    }
+
+    let policy = policy_from_dto(&ctx, &dto.policy)?;
+    let profile = profile_from_dto(&ctx, dto.profile.as_ref())?;
+    let strategies = strategies_from_dto(&ctx, dto.strategies, &policy.retry)?;
+    let baseline = match &dto.baseline {
+        None => 0,
+        Some(b) => strategies.iter().position(|s| &s.name == b).ok_or_else(|| {
+            ctx.err(ctx.key_line("baseline"), "baseline", format!("one of the scenario's strategies, got {b:?}"))
+        })?,
+    };
+    let mut gates = Vec::new();
+    for (i, g) in dto.gates.iter().enumerate() {
+        let line = ctx.table_line("gates", i);
+        if g.strategy != "*" && !strategies.iter().any(|s| s.name == g.strategy) {
+            return Err(ctx.err(line, format!("gates[{i}].strategy"), format!("one of the scenario's strategies or \"*\", got {:?}", g.strategy)));
+        }
+        if !SUMMARY_COLUMNS[2..].contains(&g.metric.as_str()) {
+            return Err(ctx.err(line, format!("gates[{i}].metric"), format!("a numeric column of summary.csv ({}), got {:?}", SUMMARY_COLUMNS[2..].join(", "), g.metric)));
+        }
+        if g.min.is_none() && g.max.is_none() {
+            return Err(ctx.err(line, format!("gates[{i}]"), "`min`, `max` or both"));
+        }
+        gates.push(Gate { strategy: g.strategy.clone(), metric: g.metric.clone(), min: g.min, max: g.max });
+    }
+    let runs = dto.runs.unwrap_or(DEFAULT_RUNS);
+    if !(1..=MAX_RUNS).contains(&runs) {
+        return Err(ctx.err(ctx.key_line("runs"), "runs", format!("1 to {MAX_RUNS}, got {runs}")));
+    }
+    let mut target_hashes: Vec<u64> = task.tools.iter().map(|t| fnv1a64(t.as_bytes())).collect();
+    target_hashes.push(fnv1a64(b"provider"));
+    Ok(Scenario {
+        name_hash: fnv1a64(dto.name.as_bytes()),
+        name: dto.name,
+        description: dto.description.trim().to_owned(),
+        path: file.to_owned(),
+        seed: dto.seed.unwrap_or(DEFAULT_SEED),
+        runs,
+        format,
+        strategies,
+        baseline,
+        faults: FaultPlan::new(rules, task.tools.len()),
+        task,
+        policy,
+        profile,
+        gates,
+        target_hashes,
+    })
+}
+
+fn format_names() -> String {
+    Format::ALL.map(Format::name).join(", ")
+}
+
+/// Resolves a path named in a scenario: next to the scenario file, then in its folder's
+/// parent (the suite root), then from the current directory.
+pub fn resolve(file: &Path, rel: &str) -> PathBuf {
+    let rel = Path::new(rel);
+    if rel.is_absolute() {
+        return rel.to_owned();
+    }
+    let dir = file.parent().unwrap_or(Path::new("."));
+    [dir.join(rel), dir.join("..").join(rel)].into_iter().find(|p| p.exists()).unwrap_or_else(|| rel.to_owned())
+}
+
+type Loaded = (Task, Vec<FaultRule>, Option<String>);
+
+fn load_trace(ctx: &Ctx, rel: &str, format: Option<&str>) -> Result<Loaded> {
+    if let Some(f) = format
+        && !matches!(f, "native" | "auto")
+    {
+        return Err(ctx.err(
+            ctx.key_line("trace_format"),
+            "trace_format",
+            format!("\"native\" or \"auto\" (importers for other formats are not built yet), got {f:?}"),
+        ));
+    }
+    let path = resolve(ctx.file, rel);
+    let trace = Trace::read(&path)?;
+    let c = compile(&trace);
+    Ok((c.task, c.rules, trace.header.provider))
+}
+
+fn task_from_dto(ctx: &Ctx, t: &TaskDto) -> Result<Task> {
+    let mut task = Task { final_text: t.answer.clone(), ..Task::default() };
+    for (i, step) in t.steps.iter().enumerate() {
+        let line = ctx.table_line("task.steps", i);
+        let field = format!("task.steps[{i}]");
+        let mut idx = Vec::new();
+        match (&step.calls, &step.tool) {
+            (Some(_), Some(_)) => return Err(ctx.err(line, field, "either `calls = [...]` or `tool = \"…\"`, not both")),
+            (None, None) => return Err(ctx.err(line, field, "`calls = [...]` or the shorthand `tool = \"…\"`")),
+            (Some(calls), None) => {
+                if step.args.is_some() || step.result.is_some() || step.latency_ms.is_some() {
+                    return Err(ctx.err(line, field, "`args`, `result` and `latency_ms` inside each call of `calls`"));
+                }
+                if calls.is_empty() || calls.len() > MAX_PARALLEL_CALLS {
+                    return Err(ctx.err(line, format!("{field}.calls"), format!("1 to {MAX_PARALLEL_CALLS} calls")));
+                }
+                for c in calls {
+                    check_tool_name(ctx, line, &field, &c.tool)?;
+                    idx.push(task.push_call(&c.tool, &c.args, &c.result, c.latency_ms));
+                }
+            }
+            (None, Some(tool)) => {
+                check_tool_name(ctx, line, &field, tool)?;
+                let args = step.args.clone().unwrap_or_else(empty_object);
+                let result = step.result.clone().unwrap_or_else(ok_result);
+                idx.push(task.push_call(tool, &args, &result, step.latency_ms));
+            }
+        }
+        task.steps.push(idx);
+    }
+    Ok(task)
+}
+
+fn check_tool_name(ctx: &Ctx, line: Option<usize>, field: &str, name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        && name != "provider";
+    if ok {
+        Ok(())
+    } else {
+        Err(ctx.err(line, format!("{field}.tool"), format!("a tool name of 1-64 letters, digits, '_' or '-' (not \"provider\"), got {name:?}")))
+    }
+}
+
+fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &mut Task) -> Result<FaultRule> {
+    let line = ctx.table_line("faults", i);
+    let field = |k: &str| format!("faults[{i}].{k}");
+    let target = match f.target.as_str() {
+        "provider" => Target::Provider,
+        "*" => Target::AnyTool,
+        name => match task.tools.iter().position(|t| t == name) {
+            Some(t) => Target::Tool(t as u16),
+            None => {
+                return Err(ctx.err(line, field("target"), format!("\"provider\", \"*\" or a tool of the task ({}), got {name:?}", task.tools.join(", "))));
+            }
+        },
+    };
+    let mut trigger = Trigger::default();
+    if let Some(at) = &f.at {
+        if at.is_empty() || at.contains(&0) {
+            return Err(ctx.err(line, field("at"), "a non-empty list of 1-based attempt numbers"));
+        }
+        let mut at = at.clone();
+        at.sort_unstable();
+        at.dedup();
+        trigger.at = Some(at);
+    }
+    if let Some(p) = f.probability {
+        trigger.probability = Some(prob(ctx, line, &field("probability"), p)?);
+    }
+    if let Some([t0, t1]) = f.window_ms {
+        if t0 >= t1 {
+            return Err(ctx.err(line, field("window_ms"), format!("[t0, t1] with t0 < t1, got [{t0}, {t1}]")));
+        }
+        trigger.window_ms = Some((t0, t1));
+    }
+    trigger.after_successes = f.after_successes;
+    if let Some(rl) = &f.rate_limit {
+        if !(rl.per_s > 0.0 && rl.per_s.is_finite() && rl.burst >= 1.0 && rl.burst.is_finite()) {
+            return Err(ctx.err(line, field("rate_limit"), "per_s > 0 and burst >= 1"));
+        }
+        trigger.rate_limit = Some(RateLimit { per_s: rl.per_s, burst: rl.burst });
+    }
+    if trigger == Trigger::default() {
+        return Err(ctx.err(line, format!("faults[{i}]"), "a trigger: at, probability, window_ms, after_successes or rate_limit"));
+    }
+    let retry_after_ms = match f.retry_after_s {
+        Some(s) if !(s >= 0.0 && s.is_finite()) => {
+            return Err(ctx.err(line, field("retry_after_s"), format!("seconds >= 0, got {s}")));
+        }
+        s => s.map(|s| (s * 1000.0).round() as u64),
+    };
+    let fault = match (f.http, f.fault.as_deref()) {
+        (Some(_), Some(_)) => return Err(ctx.err(line, format!("faults[{i}]"), "either `http` or `fault`, not both")),
+        (None, None) if trigger.rate_limit.is_some() => Fault::Http { status: 429, retry_after_ms, param: None, message: None },
+        (None, None) => return Err(ctx.err(line, format!("faults[{i}]"), "a fault: `http = STATUS` or `fault = \"…\"`")),
+        (Some(status), None) => {
+            let Some(class) = http_class(status) else {
+                return Err(ctx.err(line, field("http"), format!("one of 400, 401, 402, 403, 404, 408, 409, 413, 422, 429, 500, 502, 503, 504, 529, got {status}")));
+            };
+            if (f.param.is_some() || f.message.is_some()) && class != crate::engine::faults::ErrorClass::BadArgs {
+                return Err(ctx.err(line, field("param"), "`param` and `message` only with http = 400 or 422"));
+            }
+            Fault::Http { status, retry_after_ms, param: f.param.clone(), message: f.message.clone() }
+        }
+        (None, Some(kind)) => {
+            if f.param.is_some() || f.message.is_some() || f.retry_after_s.is_some() {
+                return Err(ctx.err(line, format!("faults[{i}]"), "`param`, `message` and `retry_after_s` only with `http`"));
+            }
+            match kind {
+                "timeout" => Fault::Timeout { after_ms: f.after_ms.unwrap_or(30_000) },
+                "reset" => Fault::Reset,
+                "ambiguous" => Fault::Ambiguous,
+                "truncated_json" => Fault::TruncatedJson,
+                "code_fenced_json" => Fault::CodeFencedJson,
+                "no_progress" => Fault::NoProgress,
+                other => return Err(ctx.err(line, field("fault"), format!("one of {}, got {other:?}", NON_HTTP_FAULTS.join(", ")))),
+            }
+        }
+    };
+    if f.after_ms.is_some() && !matches!(fault, Fault::Timeout { .. }) {
+        return Err(ctx.err(line, field("after_ms"), "`after_ms` only with fault = \"timeout\""));
+    }
+    if target == Target::Provider && !matches!(fault, Fault::Http { .. } | Fault::Timeout { .. } | Fault::Reset) {
+        return Err(ctx.err(line, field("fault"), "an http status, \"timeout\" or \"reset\" on the provider"));
+    }
+    let label = format!("{} {}: {}", f.target, trigger_label(&trigger), fault.label());
+    Ok(FaultRule { target, trigger, fault, label })
+}
+
+fn trigger_label(t: &Trigger) -> String {
+    let mut parts = Vec::new();
+    if let Some(at) = &t.at {
+        parts.push(format!("at {at:?}"));
+    }
+    if let Some(p) = t.probability {
+        parts.push(format!("p={p}"));
+    }
+    if let Some((a, b)) = t.window_ms {
+        parts.push(format!("window [{a}, {b}) ms"));
+    }
+    if let Some(n) = t.after_successes {
+        parts.push(format!("after {n} successes"));
+    }
+    if let Some(rl) = t.rate_limit {
+        parts.push(format!("rate {}/s burst {}", rl.per_s, rl.burst));
+    }
+    parts.join(", ")
+}
+
+pub fn retry_from_dto(ctx_file: &Path, line: Option<usize>, field: &str, base: &RetryPolicy, r: &RetryDto) -> Result<RetryPolicy> {
+    let mut p = base.clone();
+    if let Some(n) = r.max_attempts {
+        if !(1..=MAX_ATTEMPTS_LIMIT).contains(&n) {
+            return Err(Error::invalid(ctx_file, line, format!("{field}.max_attempts"), format!("1 to {MAX_ATTEMPTS_LIMIT}, got {n}")));
+        }
+        p.max_attempts = n;
+    }
+    if let Some(b) = &r.backoff {
+        p.backoff = Backoff::parse(b).ok_or_else(|| {
+            Error::invalid(ctx_file, line, format!("{field}.backoff"), format!("one of {}, got {b:?}", Backoff::NAMES.join(", ")))
+        })?;
+    }
+    p.base_ms = r.base_ms.unwrap_or(p.base_ms);
+    p.cap_ms = r.cap_ms.unwrap_or(p.cap_ms);
+    p.honor_retry_after = r.honor_retry_after.unwrap_or(p.honor_retry_after);
+    p.retry_after_cap_s = r.retry_after_cap_s.unwrap_or(p.retry_after_cap_s);
+    if let Some(ratio) = r.budget_ratio {
+        if !(ratio > 0.0 && ratio.is_finite()) {
+            return Err(Error::invalid(ctx_file, line, format!("{field}.budget_ratio"), format!("a ratio > 0, got {ratio}")));
+        }
+        p.budget_ratio = Some(ratio);
+    }
+    if p.cap_ms < p.base_ms {
+        return Err(Error::invalid(ctx_file, line, format!("{field}.cap_ms"), "cap_ms >= base_ms"));
+    }
+    Ok(p)
+}
+
+fn policy_from_dto(ctx: &Ctx, d: &PolicyDto) -> Result<Policy> {
+    let line = ctx.key_line("policy");
+    let mut p = Policy::default();
+    if let Some(n) = d.max_steps {
+        if !(1..=10_000).contains(&n) {
+            return Err(ctx.err(line, "policy.max_steps", format!("1 to 10000, got {n}")));
+        }
+        p.max_steps = n;
+    }
+    p.max_tokens = d.max_tokens;
+    p.max_virtual_ms = d.max_virtual_ms;
+    if let Some(r) = &d.retry {
+        p.retry = retry_from_dto(ctx.file, line, "policy.retry", &p.retry, r)?;
+    }
+    if let Some(b) = &d.breaker {
+        let mut cfg = BreakerConfig::default();
+        cfg.open_ms = b.open_ms.unwrap_or(cfg.open_ms);
+        cfg.probes = b.probes.unwrap_or(cfg.probes).max(1);
+        cfg.close_after = b.close_after.unwrap_or(cfg.close_after).max(1);
+        cfg.mode = match b.mode.as_deref().unwrap_or("consecutive") {
+            "consecutive" => {
+                if b.window_ms.is_some() || b.min_calls.is_some() || b.failure_ratio.is_some() {
+                    return Err(ctx.err(line, "policy.breaker", "window_ms, min_calls and failure_ratio only with mode = \"rate\""));
+                }
+                BreakerMode::Consecutive { failures: b.failures.unwrap_or(3).max(1) }
+            }
+            "rate" => {
+                if b.failures.is_some() {
+                    return Err(ctx.err(line, "policy.breaker.failures", "`failures` only with mode = \"consecutive\""));
+                }
+                let ratio = prob(ctx, line, "policy.breaker.failure_ratio", b.failure_ratio.unwrap_or(0.5))?;
+                BreakerMode::Rate { window_ms: b.window_ms.unwrap_or(60_000), min_calls: b.min_calls.unwrap_or(10).max(1), failure_ratio: ratio }
+            }
+            m => return Err(ctx.err(line, "policy.breaker.mode", format!("\"consecutive\" or \"rate\", got {m:?}"))),
+        };
+        p.breaker = cfg;
+    }
+    if let Some(lg) = &d.loop_guard {
+        let k = lg.k.unwrap_or(3);
+        if k == 0 {
+            return Err(ctx.err(line, "policy.loop_guard.k", "k >= 1"));
+        }
+        p.loop_guard_k = k;
+    }
+    Ok(p)
+}
+
+fn profile_from_dto(ctx: &Ctx, d: Option<&ProfileRefDto>) -> Result<Profile> {
+    let line = ctx.key_line("profile");
+    let read_base = |name: &str| -> Result<Profile> {
+        if name == "default" {
+            return Ok(Profile::bundled_default());
+        }
+        let path = resolve(ctx.file, name);
+        let src = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+        let p: Profile = toml::from_str(&src).map_err(|e| Error::Parse { file: path.display().to_string(), message: e.to_string() })?;
+        p.validate().map_err(|(k, exp)| Error::invalid(&path, None, k, exp))?;
+        Ok(p)
+    };
+    let p = match d {
+        None => Profile::bundled_default(),
+        Some(ProfileRefDto::Path(path)) => read_base(path)?,
+        Some(ProfileRefDto::Overrides(o)) => {
+            let mut p = read_base(o.base.as_deref().unwrap_or("default"))?;
+            let base_name = p.name.clone();
+            let mut changed = false;
+            macro_rules! set {
+                ($($k:ident).+ <- $v:expr) => {
+                    if let Some(v) = $v {
+                        p.$($k).+ = v;
+                        changed = true;
+                    }
+                };
+            }
+            set!(p_continue <- o.p_continue);
+            set!(p_retry_transient <- o.p_retry_transient);
+            set!(max_model_retries <- o.max_model_retries);
+            set!(p_fix_args <- o.p_fix_args);
+            set!(max_fix_attempts <- o.max_fix_attempts);
+            set!(p_give_up_terminal <- o.p_give_up_terminal);
+            set!(model_latency_ms <- o.model_latency_ms);
+            set!(tool_latency_ms <- o.tool_latency_ms);
+            set!(prompt_tokens <- o.prompt_tokens);
+            if let Some(per) = &o.perception {
+                set!(perception.envelope <- per.envelope);
+                set!(perception.flag <- per.flag);
+                set!(perception.object <- per.object);
+                set!(perception.prefix <- per.prefix);
+                set!(perception.raw <- per.raw);
+                set!(perception.unmarked <- per.unmarked);
+            }
+            p.name = match &o.name {
+                Some(n) => n.clone(),
+                None if changed => format!("{base_name}+overrides"),
+                None => base_name,
+            };
+            p
+        }
+    };
+    p.validate().map_err(|(k, exp)| ctx.err(line, format!("profile.{k}"), exp))?;
+    Ok(p)
+}
+
+fn strategies_from_dto(ctx: &Ctx, d: Option<StrategiesDto>, retry: &RetryPolicy) -> Result<Vec<Strategy>> {
+    let line = ctx.key_line("strategies");
+    let presets = || Strategy::presets().into_iter().map(|s| s.name).collect::<Vec<_>>().join(", ");
+    let out: Vec<Strategy> = match d {
+        None => Strategy::presets(),
+        Some(StrategiesDto::Names(names)) => names
+            .iter()
+            .map(|n| {
+                Strategy::preset_named(n).ok_or_else(|| {
+                    ctx.err(line, "strategies", format!("preset names ({}) or [strategies.NAME] tables, got {n:?}", presets()))
+                })
+            })
+            .collect::<Result<_>>()?,
+        Some(StrategiesDto::Defined(defs)) => defs
+            .into_iter()
+            .map(|(name, s)| custom_strategy(ctx, &name, s, &presets(), retry))
+            .collect::<Result<_>>()?,
+    };
+    if out.is_empty() {
+        return Err(ctx.err(line, "strategies", "at least one strategy"));
+    }
+    for (i, s) in out.iter().enumerate() {
+        if out[..i].iter().any(|o| o.name == s.name) {
+            return Err(ctx.err(line, "strategies", format!("unique names; {:?} appears twice", s.name)));
+        }
+    }
+    Ok(out)
+}
+
+fn custom_strategy(ctx: &Ctx, name: &str, s: StrategyDto, presets: &str, base_retry: &RetryPolicy) -> Result<Strategy> {
+    let line = ctx.key_line(&format!("strategies.{name}"));
+    let field = |k: &str| format!("strategies.{name}.{k}");
+    let is_empty = s.encoding.is_none()
+        && s.routing.is_none()
+        && s.partials.is_none()
+        && s.breaker.is_none()
+        && s.loop_guard.is_none()
+        && s.budgets.is_none()
+        && s.retry.is_none();
+    if is_empty {
+        return Strategy::preset_named(name).ok_or_else(|| {
+            ctx.err(line, format!("strategies.{name}"), format!("a preset name ({presets}) or a definition with `encoding`"))
+        });
+    }
+    let Some(enc) = s.encoding.as_deref() else {
+        return Err(ctx.err(line, field("encoding"), "an encoding: raw, prefix, flag, object or envelope"));
+    };
+    let encoding = Encoding::parse(enc).ok_or_else(|| ctx.err(line, field("encoding"), format!("raw, prefix, flag, object or envelope, got {enc:?}")))?;
+    let routing = match s.routing.as_deref().unwrap_or("model") {
+        "model" => Routing::Model,
+        "orchestrator" => Routing::Orchestrator,
+        r => return Err(ctx.err(line, field("routing"), format!("\"model\" or \"orchestrator\", got {r:?}"))),
+    };
+    let partials = match s.partials.as_deref().unwrap_or("ambiguous") {
+        "ambiguous" => Partials::Ambiguous,
+        "terminal" => Partials::Terminal,
+        p => return Err(ctx.err(line, field("partials"), format!("\"ambiguous\" or \"terminal\", got {p:?}"))),
+    };
+    let retry = match &s.retry {
+        None => None,
+        Some(r) => Some(retry_from_dto(ctx.file, line, &field("retry"), base_retry, r)?),
+    };
+    Ok(Strategy {
+        name: name.to_owned(),
+        encoding,
+        routing,
+        partials,
+        breaker: s.breaker.unwrap_or(false),
+        budgets: s.budgets.unwrap_or(false),
+        loop_guard: s.loop_guard.unwrap_or(false),
+        retry,
+    })
+}

@@ -1,0 +1,351 @@
+//! Runs a suite: every scenario × strategy × run, in parallel over work units of
+//! (scenario, chunk of runs), merged in a fixed order into exact aggregates. Each unit runs all
+//! strategies of a run back to back, so paired differences against the baseline need no
+//! memory beyond the unit. `--jobs` changes speed, never bytes.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+use crate::engine::events::Observer;
+use crate::engine::run::{Workspace, simulate};
+use crate::metrics::aggregate::Aggregate;
+use crate::metrics::run::RunMetrics;
+use crate::metrics::summary::SummaryRow;
+use crate::scenario::Scenario;
+
+/// How a suite is run; none of it changes results except `seed`, `runs` and `strategies`.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    pub jobs: usize,
+    /// Overrides every scenario's seed.
+    pub seed: Option<u64>,
+    /// Overrides every scenario's run count.
+    pub runs: Option<u64>,
+    /// Keep only these strategies (empty: all of each scenario's).
+    pub strategies: Vec<String>,
+}
+
+/// Where `runs.csv` rows go, one scenario at a time, grouped by strategy.
+pub trait RunsSink {
+    /// Rows of `strategy` (index into the scenario's strategies), already CSV-encoded.
+    fn rows(&mut self, strategy: usize, bytes: &[u8]) -> std::io::Result<()>;
+    /// The scenario is complete: its rows can be laid out strategy by strategy.
+    fn end_scenario(&mut self) -> std::io::Result<()>;
+}
+
+/// A sink that drops rows (`--no-runs-csv`).
+pub struct NoRuns;
+
+impl RunsSink for NoRuns {
+    fn rows(&mut self, _: usize, _: &[u8]) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn end_scenario(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The result of one gate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GateResult {
+    pub scenario: String,
+    pub strategy: String,
+    pub metric: String,
+    pub value: f64,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub passed: bool,
+}
+
+/// One scenario's results.
+#[derive(Clone, Debug)]
+pub struct ScenarioResult {
+    pub scenario: Scenario,
+    pub seed: u64,
+    pub runs: u64,
+    pub rows: Vec<SummaryRow>,
+    pub aggregates: Vec<Aggregate>,
+    /// Per fault rule: its label and how often its trigger fired, over all strategies.
+    pub rules_fired: Vec<(String, u64)>,
+    pub warnings: Vec<String>,
+    pub gates: Vec<GateResult>,
+}
+
+impl ScenarioResult {
+    /// Whether any fault fired at all; a chaos scenario where none did tested nothing.
+    pub fn any_fault_fired(&self) -> bool {
+        self.rules_fired.iter().any(|r| r.1 > 0)
+    }
+
+    pub fn repro_line(&self, strategy: usize) -> Option<String> {
+        let (_, run) = self.aggregates[strategy].worst?;
+        Some(format!(
+            "tracefault run {} --strategy {} --run {} --seed {}",
+            self.scenario.path.display(),
+            self.scenario.strategies[strategy].name,
+            run,
+            self.seed
+        ))
+    }
+}
+
+/// Applies the command-line overrides to a loaded suite.
+pub fn apply_overrides(suite: &mut [Scenario], opts: &RunOptions) -> crate::error::Result<()> {
+    for sc in suite.iter_mut() {
+        if let Some(r) = opts.runs {
+            sc.runs = r;
+        }
+        if let Some(s) = opts.seed {
+            sc.seed = s;
+        }
+        if !opts.strategies.is_empty() {
+            let baseline_name = sc.strategies[sc.baseline].name.clone();
+            sc.strategies.retain(|s| opts.strategies.contains(&s.name));
+            sc.baseline = sc.strategies.iter().position(|s| s.name == baseline_name).unwrap_or(0);
+        }
+    }
+    if !opts.strategies.is_empty() {
+        for name in &opts.strategies {
+            if !suite.iter().any(|sc| sc.strategies.iter().any(|s| &s.name == name)) {
+                return Err(crate::error::Error::Usage(format!("--strategy {name}: no scenario of the suite has this strategy")));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What one work unit produced.
+struct UnitResult {
+    scenario: usize,
+    chunk: usize,
+    aggregates: Vec<Aggregate>,
+    rows: Vec<Vec<u8>>,
+}
+
+/// Runs of one scenario per work unit: small enough to spread 200-run scenarios over two
+/// cores, large enough that scheduling costs nothing.
+fn chunk_size(runs: u64) -> u64 {
+    (runs / 16).clamp(32, 4096)
+}
+
+/// Runs runs `first..last` of `sc` under every strategy.
+fn run_unit(sc: &Scenario, first: u64, last: u64, with_rows: bool, ws: &mut Workspace, m: &mut Vec<RunMetrics>) -> (Vec<Aggregate>, Vec<Vec<u8>>) {
+    let n = sc.strategies.len();
+    let mut aggs = vec![Aggregate::default(); n];
+    let mut rows = vec![Vec::new(); n];
+    m.resize_with(n, RunMetrics::default);
+    let prefixes: Vec<Vec<u8>> = sc.strategies.iter().map(|s| csv_prefix(&sc.name, &s.name)).collect();
+    for run in first..last {
+        for (s, strat) in sc.strategies.iter().enumerate() {
+            m[s].reset(sc.faults.rules.len());
+            simulate(sc, strat, run, sc.seed, ws, &mut m[s]);
+        }
+        let base_calls = m[sc.baseline].calls() as i64;
+        for s in 0..n {
+            aggs[s].add(&m[s], run);
+            aggs[s].add_delta(m[s].calls() as i64 - base_calls);
+            if with_rows {
+                push_run_row(&mut rows[s], &prefixes[s], run, sc.seed, &m[s]);
+            }
+        }
+    }
+    (aggs, rows)
+}
+
+/// Runs the whole suite. `progress` is told of each finished unit (runs × strategies).
+pub fn run_suite(
+    suite: &[Scenario],
+    opts: &RunOptions,
+    sink: &mut dyn RunsSink,
+    with_rows: bool,
+    progress: &(dyn Fn(u64) + Sync),
+) -> std::io::Result<Vec<ScenarioResult>> {
+    let units: Vec<(usize, usize, u64, u64)> = suite
+        .iter()
+        .enumerate()
+        .flat_map(|(si, sc)| {
+            let size = chunk_size(sc.runs);
+            (0..sc.runs.div_ceil(size)).map(move |c| (si, c as usize, c as u64 * size, ((c as u64 + 1) * size).min(sc.runs)))
+        })
+        .collect();
+    let jobs = opts.jobs.max(1).min(units.len().max(1));
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<(Vec<Aggregate>, usize)> = suite.iter().map(|sc| (vec![Aggregate::default(); sc.strategies.len()], 0)).collect();
+    let mut done: Vec<ScenarioResult> = Vec::with_capacity(suite.len());
+    let (tx, rx) = mpsc::sync_channel::<UnitResult>(jobs * 4);
+    let mut io_result = Ok(());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            let tx = tx.clone();
+            let (units, next) = (&units, &next);
+            scope.spawn(move || {
+                let mut ws = Workspace::default();
+                let mut m = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&(si, chunk, first, last)) = units.get(i) else { break };
+                    let sc = &suite[si];
+                    let (aggregates, rows) = run_unit(sc, first, last, with_rows, &mut ws, &mut m);
+                    progress((last - first) * sc.strategies.len() as u64);
+                    if tx.send(UnitResult { scenario: si, chunk, aggregates, rows }).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        // Merge in unit order, whatever order units finish in.
+        let mut pending = std::collections::BTreeMap::new();
+        let mut expect = 0usize;
+        for r in rx {
+            pending.insert(units.iter().position(|u| u.0 == r.scenario && u.1 == r.chunk).unwrap_or(usize::MAX), r);
+            while let Some(r) = pending.remove(&expect) {
+                expect += 1;
+                let (aggs, chunks_seen) = &mut results[r.scenario];
+                for (a, b) in aggs.iter_mut().zip(&r.aggregates) {
+                    a.merge(b);
+                }
+                *chunks_seen += 1;
+                if io_result.is_ok() {
+                    for (s, bytes) in r.rows.iter().enumerate() {
+                        if let Err(e) = sink.rows(s, bytes) {
+                            io_result = Err(e);
+                        }
+                    }
+                }
+                let sc = &suite[r.scenario];
+                if *chunks_seen as u64 == sc.runs.div_ceil(chunk_size(sc.runs)) {
+                    if io_result.is_ok()
+                        && let Err(e) = sink.end_scenario()
+                    {
+                        io_result = Err(e);
+                    }
+                    done.push(finish_scenario(sc, std::mem::take(aggs)));
+                }
+            }
+        }
+    });
+    io_result?;
+    Ok(done)
+}
+
+fn finish_scenario(sc: &Scenario, aggregates: Vec<Aggregate>) -> ScenarioResult {
+    let rows: Vec<SummaryRow> =
+        sc.strategies.iter().zip(&aggregates).map(|(s, a)| SummaryRow::new(&sc.name, &s.name, a)).collect();
+    let rules_fired: Vec<(String, u64)> = sc
+        .faults
+        .rules
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.label.clone(), aggregates.iter().map(|a| a.rule_fired.get(i).copied().unwrap_or(0)).sum()))
+        .collect();
+    let mut warnings = Vec::new();
+    for (label, fired) in &rules_fired {
+        if *fired == 0 {
+            warnings.push(format!("fault rule `{label}` never fired in any run"));
+        }
+    }
+    if !rules_fired.iter().any(|r| r.1 > 0) {
+        warnings.push("no fault fired at all: this scenario tested nothing".to_owned());
+    }
+    let mut gates = Vec::new();
+    for g in &sc.gates {
+        for (s, row) in sc.strategies.iter().zip(&rows) {
+            if g.strategy != "*" && g.strategy != s.name {
+                continue;
+            }
+            let value = row.rounded(&g.metric).unwrap_or(f64::NAN);
+            let passed = g.min.is_none_or(|m| value >= m) && g.max.is_none_or(|m| value <= m);
+            gates.push(GateResult {
+                scenario: sc.name.clone(),
+                strategy: s.name.clone(),
+                metric: g.metric.clone(),
+                value,
+                min: g.min,
+                max: g.max,
+                passed,
+            });
+        }
+    }
+    ScenarioResult { scenario: sc.clone(), seed: sc.seed, runs: sc.runs, rows, aggregates, rules_fired, warnings, gates }
+}
+
+/// `scenario,strategy,` as CSV, quoted if needed: computed once per scenario and strategy.
+fn csv_prefix(scenario: &str, strategy: &str) -> Vec<u8> {
+    let mut w = csv::WriterBuilder::new().has_headers(false).terminator(csv::Terminator::Any(b',')).from_writer(Vec::new());
+    w.write_record([scenario, strategy]).expect("writing to memory");
+    w.into_inner().expect("writing to memory")
+}
+
+/// Appends one `runs.csv` row without allocating.
+pub fn push_run_row(buf: &mut Vec<u8>, prefix: &[u8], run: u64, seed: u64, m: &RunMetrics) {
+    let mut num = itoa::Buffer::new();
+    buf.extend_from_slice(prefix);
+    let mut field = |buf: &mut Vec<u8>, v: u64| {
+        buf.extend_from_slice(num.format(v).as_bytes());
+        buf.push(b',');
+    };
+    field(buf, run);
+    field(buf, seed);
+    buf.extend_from_slice(m.terminated_by().name().as_bytes());
+    buf.push(b',');
+    for v in [
+        m.calls(),
+        m.model_calls,
+        m.tool_calls,
+        m.wasted_retries,
+        m.orchestrator_retries,
+        m.model_transient_roundtrips,
+        m.breaker_trips,
+        m.faults_injected,
+        m.tokens,
+        m.virtual_ms,
+        m.protocol_violations,
+    ] {
+        field(buf, v);
+    }
+    buf.extend_from_slice(num.format(m.raw_leaks).as_bytes());
+    buf.push(b'\n');
+}
+
+/// Runs one run of one strategy with extra observers (for `--run` and `--trace-out`).
+pub fn run_one<O: Observer>(sc: &Scenario, strategy: usize, run: u64, obs: &mut O) -> RunMetrics {
+    let mut m = RunMetrics::default();
+    m.reset(sc.faults.rules.len());
+    let mut ws = Workspace::default();
+    simulate(sc, &sc.strategies[strategy], run, sc.seed, &mut ws, &mut (&mut m, obs));
+    m
+}
+
+/// Writes rows of every strategy to its own temporary file, then lays each scenario's rows
+/// out strategy by strategy into one stream.
+pub struct FileRuns<W: Write> {
+    pub out: W,
+    parts: Vec<tempfile::NamedTempFile>,
+    dir: std::path::PathBuf,
+}
+
+impl<W: Write> FileRuns<W> {
+    pub fn new(out: W, dir: &std::path::Path) -> Self {
+        FileRuns { out, parts: Vec::new(), dir: dir.to_owned() }
+    }
+}
+
+impl<W: Write> RunsSink for FileRuns<W> {
+    fn rows(&mut self, strategy: usize, bytes: &[u8]) -> std::io::Result<()> {
+        while self.parts.len() <= strategy {
+            self.parts.push(tempfile::Builder::new().prefix(".tracefault-runs-").tempfile_in(&self.dir)?);
+        }
+        self.parts[strategy].write_all(bytes)
+    }
+
+    fn end_scenario(&mut self) -> std::io::Result<()> {
+        for mut part in self.parts.drain(..) {
+            use std::io::{Seek, SeekFrom};
+            part.as_file_mut().seek(SeekFrom::Start(0))?;
+            std::io::copy(part.as_file_mut(), &mut self.out)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,182 @@
+//! The native trace: JSONL, a header line then events (design 3.1). Schema:
+//! `schema/trace.schema.json`, version [`TRACE_VERSION`].
+
+pub mod compile;
+pub mod record;
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+pub const TRACE_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Header {
+    pub tracefault_trace: u32,
+    pub id: String,
+    pub source_format: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub tools: Vec<ToolDef>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolDef {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<Value>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stop {
+    ToolCalls,
+    End,
+    Error,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinalOutcome {
+    Answer,
+    GaveUp,
+    CutOff,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TraceEvent {
+    ModelCall {
+        turn: u32,
+        status: u16,
+        tokens_in: u64,
+        tokens_out: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        latency_ms: Option<u64>,
+        stop: Stop,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+    },
+    ToolCall {
+        turn: u32,
+        call_id: String,
+        name: String,
+        args: Value,
+    },
+    ToolResult {
+        call_id: String,
+        ok: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<u16>,
+        content: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error_class: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        latency_ms: Option<u64>,
+        /// Attempts behind this one result (orchestrator retries included), when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        attempts: Option<u32>,
+    },
+    Final {
+        text: String,
+        outcome: FinalOutcome,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trace {
+    pub header: Header,
+    pub events: Vec<TraceEvent>,
+}
+
+pub const ERROR_CLASSES: [&str; 5] = ["transient", "rate_limited", "bad_args", "terminal", "partial"];
+
+impl Trace {
+    /// Parses native JSONL; errors name the file, the line and what was expected.
+    pub fn parse(src: &str, file: &Path) -> Result<Trace> {
+        let mut lines = src.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+        let Some((hl, first)) = lines.next() else {
+            return Err(Error::invalid(file, Some(1), "header", "a header line {\"tracefault_trace\": 1, …}"));
+        };
+        let header: Header = serde_json::from_str(first).map_err(|e| Error::Parse {
+            file: format!("{}:{}", file.display(), hl + 1),
+            message: format!("header: {e}"),
+        })?;
+        if header.tracefault_trace != TRACE_VERSION {
+            return Err(Error::invalid(
+                file,
+                Some(hl + 1),
+                "tracefault_trace",
+                format!("version {TRACE_VERSION}, got {}", header.tracefault_trace),
+            ));
+        }
+        let mut events = Vec::new();
+        for (i, line) in lines {
+            let ev: TraceEvent = serde_json::from_str(line).map_err(|e| Error::Parse {
+                file: format!("{}:{}", file.display(), i + 1),
+                message: format!("event: {e}"),
+            })?;
+            if let TraceEvent::ToolResult { error_class: Some(c), .. } = &ev
+                && !ERROR_CLASSES.contains(&c.as_str())
+            {
+                return Err(Error::invalid(file, Some(i + 1), "error_class", format!("one of {ERROR_CLASSES:?}, got {c:?}")));
+            }
+            events.push(ev);
+        }
+        Ok(Trace { header, events })
+    }
+
+    pub fn read(path: &Path) -> Result<Trace> {
+        let src = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        Trace::parse(&src, path)
+    }
+
+    /// Native JSONL, one object per line, ending with a newline.
+    pub fn to_jsonl(&self) -> String {
+        let mut out = serde_json::to_string(&self.header).expect("header serializes");
+        out.push('\n');
+        for ev in &self.events {
+            out.push_str(&serde_json::to_string(ev).expect("event serializes"));
+            out.push('\n');
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SMALL: &str = r#"{"tracefault_trace":1,"id":"t","source_format":"native","tools":[{"name":"search"}]}
+{"type":"model_call","turn":1,"status":200,"tokens_in":10,"tokens_out":5,"stop":"tool_calls"}
+{"type":"tool_call","turn":1,"call_id":"c1","name":"search","args":{"q":"x"}}
+{"type":"tool_result","call_id":"c1","ok":true,"content":"{\"n\":1}"}
+{"type":"final","text":"done","outcome":"answer"}
+"#;
+
+    #[test]
+    fn round_trips() {
+        let t = Trace::parse(SMALL, Path::new("t.jsonl")).unwrap();
+        assert_eq!(t.events.len(), 4);
+        assert_eq!(Trace::parse(&t.to_jsonl(), Path::new("t.jsonl")).unwrap(), t);
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let bad = SMALL.replace(r#""ok":true"#, r#""ok":"yes""#);
+        let e = Trace::parse(&bad, Path::new("t.jsonl")).unwrap_err().to_string();
+        assert!(e.starts_with("t.jsonl:4: event:"), "{e}");
+        let e = Trace::parse("{}", Path::new("t.jsonl")).unwrap_err().to_string();
+        assert!(e.contains("t.jsonl:1: header: missing field"), "{e}");
+    }
+}

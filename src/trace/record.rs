@@ -1,0 +1,97 @@
+//! Records a simulated run's events as a native trace (`--trace-out`).
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::{FinalOutcome, Header, Stop, ToolDef, Trace, TraceEvent, TRACE_VERSION};
+use crate::engine::events::{By, Event, Observer, TerminatedBy};
+use crate::scenario::Scenario;
+
+pub struct Recorder {
+    pub trace: Trace,
+    status: BTreeMap<u32, (Option<u16>, u32)>,
+    model_latency_ms: u64,
+}
+
+impl Recorder {
+    pub fn new(sc: &Scenario, strategy: &str, run: u64) -> Recorder {
+        let header = Header {
+            tracefault_trace: TRACE_VERSION,
+            id: format!("{}/{}/run{}", sc.name, strategy, run),
+            source_format: "tracefault-sim".into(),
+            provider: Some(sc.format.name().into()),
+            model: Some(format!("simulated:{}", sc.profile.name)),
+            tools: sc.task.tools.iter().map(|n| ToolDef { name: n.clone(), description: None, parameters: None }).collect(),
+        };
+        Recorder {
+            trace: Trace { header, events: Vec::new() },
+            status: BTreeMap::new(),
+            model_latency_ms: sc.profile.model_latency_ms,
+        }
+    }
+}
+
+impl Observer for Recorder {
+    fn event(&mut self, e: &Event<'_>) {
+        let ev = match *e {
+            Event::ModelCall { turn, status, tokens_in, tokens_out, ends, .. } => TraceEvent::ModelCall {
+                turn,
+                status,
+                tokens_in,
+                tokens_out,
+                latency_ms: Some(if status == 200 { self.model_latency_ms } else { 0 }),
+                stop: if status != 200 {
+                    Stop::Error
+                } else if ends {
+                    Stop::End
+                } else {
+                    Stop::ToolCalls
+                },
+                text: None,
+            },
+            Event::ToolCall { turn, call_id, tool, args, variant } => {
+                let mut args: Value = serde_json::from_str(args).unwrap_or(Value::Null);
+                if variant > 0
+                    && let Value::Object(m) = &mut args
+                {
+                    // The simulator knows that the model changed the arguments, not to what.
+                    m.insert("_tracefault_fix".into(), Value::from(variant));
+                }
+                TraceEvent::ToolCall { turn, call_id: format!("call_{call_id}"), name: tool.to_owned(), args }
+            }
+            Event::Attempt { call_id, status, by, .. } => {
+                let entry = self.status.entry(call_id).or_insert((None, 0));
+                entry.0 = status;
+                entry.1 = if by == By::Orchestrator { entry.1 + 1 } else { 1 };
+                return;
+            }
+            Event::Rejected { call_id, .. } => {
+                self.status.insert(call_id, (None, 0));
+                return;
+            }
+            Event::ToolResult { call_id, class, content, latency_ms, .. } => {
+                let (status, attempts) = self.status.remove(&call_id).unwrap_or((None, 0));
+                TraceEvent::ToolResult {
+                    call_id: format!("call_{call_id}"),
+                    ok: class.is_none_or(|c| !c.is_failure()),
+                    status,
+                    content: content.to_owned(),
+                    error_class: class.map(|c| c.name().to_owned()),
+                    latency_ms: Some(latency_ms),
+                    attempts: Some(attempts),
+                }
+            }
+            Event::End { by, text, .. } => TraceEvent::Final {
+                text: text.to_owned(),
+                outcome: match by {
+                    TerminatedBy::Answer => FinalOutcome::Answer,
+                    TerminatedBy::GaveUp => FinalOutcome::GaveUp,
+                    _ => FinalOutcome::CutOff,
+                },
+            },
+            Event::BreakerTrip { .. } | Event::ProtocolViolation { .. } => return,
+        };
+        self.trace.events.push(ev);
+    }
+}
