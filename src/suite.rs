@@ -26,23 +26,15 @@ pub struct RunOptions {
     pub strategies: Vec<String>,
 }
 
-/// Where `runs.csv` rows go, one scenario at a time, grouped by strategy.
+/// Where `runs.csv` rows go, already CSV-encoded, in their final order: by scenario, then
+/// run, then strategy (the strategies' rows for one run, which met the same faults, together).
 pub trait RunsSink {
-    /// Rows of `strategy` (index into the scenario's strategies), already CSV-encoded.
-    fn rows(&mut self, strategy: usize, bytes: &[u8]) -> std::io::Result<()>;
-    /// The scenario is complete: its rows can be laid out strategy by strategy.
-    fn end_scenario(&mut self) -> std::io::Result<()>;
+    fn rows(&mut self, bytes: &[u8]) -> std::io::Result<()>;
 }
 
-/// A sink that drops rows (`--no-runs-csv`).
-pub struct NoRuns;
-
-impl RunsSink for NoRuns {
-    fn rows(&mut self, _: usize, _: &[u8]) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn end_scenario(&mut self) -> std::io::Result<()> {
-        Ok(())
+impl<W: Write> RunsSink for W {
+    fn rows(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.write_all(bytes)
     }
 }
 
@@ -120,7 +112,7 @@ struct UnitResult {
     scenario: usize,
     chunk: usize,
     aggregates: Vec<Aggregate>,
-    rows: Vec<Vec<u8>>,
+    rows: Vec<u8>,
 }
 
 /// Runs of one scenario per work unit: small enough to spread 200-run scenarios over two
@@ -130,10 +122,10 @@ fn chunk_size(runs: u64) -> u64 {
 }
 
 /// Runs runs `first..last` of `sc` under every strategy.
-fn run_unit(sc: &Scenario, first: u64, last: u64, with_rows: bool, ws: &mut Workspace, m: &mut Vec<RunMetrics>) -> (Vec<Aggregate>, Vec<Vec<u8>>) {
+fn run_unit(sc: &Scenario, first: u64, last: u64, with_rows: bool, ws: &mut Workspace, m: &mut Vec<RunMetrics>) -> (Vec<Aggregate>, Vec<u8>) {
     let n = sc.strategies.len();
     let mut aggs = vec![Aggregate::default(); n];
-    let mut rows = vec![Vec::new(); n];
+    let mut rows = Vec::new();
     m.resize_with(n, RunMetrics::default);
     let prefixes: Vec<Vec<u8>> = sc.strategies.iter().map(|s| csv_prefix(&sc.name, &s.name)).collect();
     for run in first..last {
@@ -146,7 +138,7 @@ fn run_unit(sc: &Scenario, first: u64, last: u64, with_rows: bool, ws: &mut Work
             aggs[s].add(&m[s], run);
             aggs[s].add_delta(m[s].calls() as i64 - base_calls);
             if with_rows {
-                push_run_row(&mut rows[s], &prefixes[s], run, sc.seed, &m[s]);
+                push_run_row(&mut rows, &prefixes[s], run, sc.seed, &m[s]);
             }
         }
     }
@@ -166,7 +158,7 @@ pub fn run_suite(
         .enumerate()
         .flat_map(|(si, sc)| {
             let size = chunk_size(sc.runs);
-            (0..sc.runs.div_ceil(size)).map(move |c| (si, c as usize, c as u64 * size, ((c as u64 + 1) * size).min(sc.runs)))
+            (0..sc.runs.div_ceil(size)).map(move |c| (si, c as usize, c * size, ((c + 1) * size).min(sc.runs)))
         })
         .collect();
     let jobs = opts.jobs.max(1).min(units.len().max(1));
@@ -208,19 +200,10 @@ pub fn run_suite(
                 }
                 *chunks_seen += 1;
                 if io_result.is_ok() {
-                    for (s, bytes) in r.rows.iter().enumerate() {
-                        if let Err(e) = sink.rows(s, bytes) {
-                            io_result = Err(e);
-                        }
-                    }
+                    io_result = sink.rows(&r.rows);
                 }
                 let sc = &suite[r.scenario];
                 if *chunks_seen as u64 == sc.runs.div_ceil(chunk_size(sc.runs)) {
-                    if io_result.is_ok()
-                        && let Err(e) = sink.end_scenario()
-                    {
-                        io_result = Err(e);
-                    }
                     done.push(finish_scenario(sc, std::mem::take(aggs)));
                 }
             }
@@ -316,36 +299,4 @@ pub fn run_one<O: Observer>(sc: &Scenario, strategy: usize, run: u64, obs: &mut 
     let mut ws = Workspace::default();
     simulate(sc, &sc.strategies[strategy], run, sc.seed, &mut ws, &mut (&mut m, obs));
     m
-}
-
-/// Writes rows of every strategy to its own temporary file, then lays each scenario's rows
-/// out strategy by strategy into one stream.
-pub struct FileRuns<W: Write> {
-    pub out: W,
-    parts: Vec<tempfile::NamedTempFile>,
-    dir: std::path::PathBuf,
-}
-
-impl<W: Write> FileRuns<W> {
-    pub fn new(out: W, dir: &std::path::Path) -> Self {
-        FileRuns { out, parts: Vec::new(), dir: dir.to_owned() }
-    }
-}
-
-impl<W: Write> RunsSink for FileRuns<W> {
-    fn rows(&mut self, strategy: usize, bytes: &[u8]) -> std::io::Result<()> {
-        while self.parts.len() <= strategy {
-            self.parts.push(tempfile::Builder::new().prefix(".tracefault-runs-").tempfile_in(&self.dir)?);
-        }
-        self.parts[strategy].write_all(bytes)
-    }
-
-    fn end_scenario(&mut self) -> std::io::Result<()> {
-        for mut part in self.parts.drain(..) {
-            use std::io::{Seek, SeekFrom};
-            part.as_file_mut().seek(SeekFrom::Start(0))?;
-            std::io::copy(part.as_file_mut(), &mut self.out)?;
-        }
-        Ok(())
-    }
 }

@@ -1,6 +1,6 @@
 //! `tracefault run`: load the suite, run it, write reports, print the summary, check gates.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -12,7 +12,7 @@ use crate::metrics::summary::SUMMARY_COLUMNS;
 use crate::report::{self, Report};
 use crate::scenario::Scenario;
 use crate::scenario::load::load_suite;
-use crate::suite::{self, FileRuns, RunOptions, RunsSink, ScenarioResult};
+use crate::suite::{self, RunOptions, RunsSink, ScenarioResult};
 use crate::trace::record::Recorder;
 
 pub fn execute(args: RunArgs) -> Result<i32> {
@@ -40,9 +40,8 @@ pub fn execute(args: RunArgs) -> Result<i32> {
 
     let with_rows = !args.no_runs_csv;
     let runs_tmp = tempfile::Builder::new().prefix(".runs.csv.").tempfile_in(&out).map_err(|e| Error::io(&out, e))?;
-    let mut sink = Tee { files: FileRuns::new(std::io::BufWriter::new(runs_tmp), &out), hash: HashRuns::default() };
-    use std::io::Write;
-    sink.files.out.write_all(&report::csv::runs_header()).map_err(|e| Error::io(&out, e))?;
+    let mut sink = Tee { file: std::io::BufWriter::with_capacity(1 << 20, runs_tmp), hash: HashRuns::default() };
+    sink.file.write_all(&report::csv::runs_header()).map_err(|e| Error::io(&out, e))?;
     let results = suite::run_suite(&suite, &opts, &mut sink, with_rows, &progress).map_err(|e| Error::io(&out, e))?;
     bar.finish_and_clear();
 
@@ -52,8 +51,8 @@ pub fn execute(args: RunArgs) -> Result<i32> {
         report::write_atomic(&out, name, bytes).map_err(|e| Error::io(&out.join(name), e))?;
     }
     if with_rows {
-        let runs_file = sink.files.out.into_inner().map_err(|e| Error::io(&out, e.into_error()))?;
-        runs_file.persist(out.join("runs.csv")).map_err(|e| Error::io(&out.join("runs.csv"), e.error))?;
+        let runs_file = sink.file.into_inner().map_err(|e| Error::io(&out, e.into_error()))?;
+        report::persist(runs_file, &out.join("runs.csv")).map_err(|e| Error::io(&out.join("runs.csv"), e))?;
     }
     print_summary(&results);
     for r in &results {
@@ -193,47 +192,36 @@ fn single_run(suite: &[Scenario], run: u64, trace_out: Option<&Path>) -> Result<
     Ok(exit::OK)
 }
 
-/// Hashes runs rows in the order they are laid out (per scenario, strategy by strategy).
-#[derive(Default)]
+/// Hashes runs rows (FNV-1a over the bytes, in order).
 pub struct HashRuns {
-    parts: Vec<u64>,
     pub total: u64,
 }
 
-impl RunsSink for HashRuns {
-    fn rows(&mut self, strategy: usize, bytes: &[u8]) -> std::io::Result<()> {
-        if self.parts.len() <= strategy {
-            self.parts.resize(strategy + 1, fnv1a64(b""));
-        }
-        let h = &mut self.parts[strategy];
-        for &b in bytes {
-            *h ^= u64::from(b);
-            *h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        Ok(())
+impl Default for HashRuns {
+    fn default() -> Self {
+        HashRuns { total: fnv1a64(b"") }
     }
+}
 
-    fn end_scenario(&mut self) -> std::io::Result<()> {
-        for p in self.parts.drain(..) {
-            self.total = crate::engine::rng::splitmix64(self.total ^ p);
+impl RunsSink for HashRuns {
+    fn rows(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        for &b in bytes {
+            self.total ^= u64::from(b);
+            self.total = self.total.wrapping_mul(0x0000_0100_0000_01b3);
         }
         Ok(())
     }
 }
 
-struct Tee<W: std::io::Write> {
-    files: FileRuns<W>,
+/// Writes rows to a file and hashes them on the way (for `--check-determinism`).
+struct Tee<W: Write> {
+    file: W,
     hash: HashRuns,
 }
 
-impl<W: std::io::Write> RunsSink for Tee<W> {
-    fn rows(&mut self, strategy: usize, bytes: &[u8]) -> std::io::Result<()> {
-        self.hash.rows(strategy, bytes)?;
-        self.files.rows(strategy, bytes)
-    }
-
-    fn end_scenario(&mut self) -> std::io::Result<()> {
-        self.hash.end_scenario()?;
-        self.files.end_scenario()
+impl<W: Write> RunsSink for Tee<W> {
+    fn rows(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.hash.rows(bytes)?;
+        self.file.write_all(bytes)
     }
 }

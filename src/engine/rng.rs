@@ -119,7 +119,7 @@ mod tests {
         let first: Vec<u64> = (0..3).map(|i| s.word(i)).collect();
         assert_eq!(first, STREAM_VECTOR);
     }
-    const STREAM_VECTOR: [u64; 3] = [0, 0, 0];
+    const STREAM_VECTOR: [u64; 3] = [9_096_704_863_982_959_195, 7_514_845_665_375_212_310, 13_031_552_174_267_393_931];
 
     #[test]
     fn slots_are_random_access() {

@@ -2,8 +2,6 @@
 //! time. A queue of timed events (model turns, tool attempts, their completions) drives it, so
 //! parallel calls overlap in time and more agents can share the queue later.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 use super::breaker::{Admit, Breaker};
 use super::events::{By, Event, Observer, TerminatedBy};
@@ -98,10 +96,37 @@ impl Slot {
     }
 }
 
+/// The pending events, ordered by (time, insertion). It rarely holds more than a few, so a
+/// linear scan beats a binary heap; ties go to the earlier insertion, which keeps runs
+/// deterministic.
+#[derive(Default)]
+struct Queue {
+    items: Vec<(u64, u64, Ev)>,
+    seq: u64,
+}
+
+impl Queue {
+    fn clear(&mut self) {
+        self.items.clear();
+        self.seq = 0;
+    }
+
+    fn push(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        self.items.push((t, self.seq, ev));
+    }
+
+    fn pop(&mut self) -> Option<(u64, Ev)> {
+        let (i, _) = self.items.iter().enumerate().min_by_key(|(_, e)| (e.0, e.1))?;
+        let (t, _, ev) = self.items.swap_remove(i);
+        Some((t, ev))
+    }
+}
+
 /// Buffers reused across runs, so a run allocates nothing once they have grown.
 #[derive(Default)]
 pub struct Workspace {
-    queue: BinaryHeap<Reverse<(u64, u64, Ev)>>,
+    queue: Queue,
     slots: Vec<Slot>,
     attempts: Vec<u32>,
     successes: Vec<u32>,
@@ -150,7 +175,6 @@ pub fn simulate<O: Observer>(
         ws,
         obs,
         now: 0,
-        seq: 0,
         turn: 0,
         next_step: 0,
         next_call_id: 1,
@@ -167,7 +191,7 @@ pub fn simulate<O: Observer>(
     let mut events = 0;
     while sim.end.is_none() {
         events += 1;
-        let Some(Reverse((t, _, ev))) = sim.ws.queue.pop() else {
+        let Some((t, ev)) = sim.ws.queue.pop() else {
             sim.finish(TerminatedBy::ProtocolError);
             break;
         };
@@ -193,7 +217,6 @@ struct Sim<'a, O> {
     ws: &'a mut Workspace,
     obs: &'a mut O,
     now: u64,
-    seq: u64,
     /// Model turns completed.
     turn: u32,
     next_step: usize,
@@ -210,8 +233,7 @@ struct Sim<'a, O> {
 
 impl<O: Observer> Sim<'_, O> {
     fn schedule(&mut self, t: u64, ev: Ev) {
-        self.seq += 1;
-        self.ws.queue.push(Reverse((t, self.seq, ev)));
+        self.ws.queue.push(t, ev);
     }
 
     fn finish(&mut self, by: TerminatedBy) {
@@ -541,7 +563,7 @@ impl<O: Observer> Sim<'_, O> {
         let spec = &sc.task.calls[s.call as usize];
         let tool_name = &sc.task.tools[usize::from(spec.tool)];
         let body = match o.class {
-            None => Body::Ok { json: &spec.result_json, text: &spec.result_text },
+            None => Body::Ok { json: &spec.result_json, text_literal: &spec.result_literal },
             Some(ErrorClass::Partial) => {
                 Body::Partial { json: &spec.result_json, stated_complete: self.strat.partials == Partials::Terminal }
             }

@@ -16,6 +16,8 @@ pub struct CallSpec {
     pub result_json: String,
     /// The successful result as tool content: a JSON string result unquoted, else `result_json`.
     pub result_text: String,
+    /// `result_text` as a JSON string literal, escaped once here rather than in every run.
+    pub result_literal: String,
     pub latency_ms: Option<u64>,
 }
 
@@ -53,7 +55,9 @@ impl Task {
             serde_json::Value::String(s) => s.clone(),
             _ => result_json.clone(),
         };
-        self.calls.push(CallSpec { tool: tool_idx, args, args_id, result_json, result_text, latency_ms });
+        let mut result_literal = String::new();
+        crate::envelope::render::push_json_str(&mut result_literal, &result_text);
+        self.calls.push(CallSpec { tool: tool_idx, args, args_id, result_json, result_text, result_literal, latency_ms });
         (self.calls.len() - 1) as u32
     }
 }

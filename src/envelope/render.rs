@@ -7,9 +7,10 @@ use crate::engine::faults::Fault;
 /// What one tool call returned, as the orchestrator hands it to the model.
 #[derive(Clone, Copy, Debug)]
 pub enum Body<'a> {
-    /// A success: `json` is the result as JSON text; `text` the same as a plain string
-    /// (a JSON string result is shown unquoted in string-content formats).
-    Ok { json: &'a str, text: &'a str },
+    /// A success: `json` is the result as JSON text; `text_literal` is the content string of
+    /// string-content formats, already a JSON string literal (a JSON string result unquoted,
+    /// then escaped once when the task was compiled).
+    Ok { json: &'a str, text_literal: &'a str },
     /// A result that is complete in truth; `stated_complete` is the `partials = "terminal"`
     /// strategy, otherwise it says more may be available.
     Partial { json: &'a str, stated_complete: bool },
@@ -36,9 +37,14 @@ impl Renderer {
             return &self.out;
         }
         let flagged = match body {
-            Body::Ok { text, .. } => {
-                self.payload.push_str(text);
-                false
+            Body::Ok { text_literal, .. } => {
+                self.out.push_str(format.result_prefix());
+                self.out.push_str(self.num.format(call_id));
+                self.out.push_str(r#"","#);
+                self.out.push_str(format.content_key());
+                self.out.push_str(text_literal);
+                self.out.push('}');
+                return &self.out;
             }
             Body::Partial { json, stated_complete } => {
                 partial_payload(&mut self.payload, json, stated_complete);
@@ -50,24 +56,10 @@ impl Renderer {
             }
         };
         let out = &mut self.out;
-        match format {
-            Format::OpenAiChat | Format::GeminiOpenAi => {
-                out.push_str(r#"{"role":"tool","tool_call_id":"call_"#);
-                out.push_str(self.num.format(call_id));
-                out.push_str(r#"","content":"#);
-            }
-            Format::OpenAiResponses => {
-                out.push_str(r#"{"type":"function_call_output","call_id":"call_"#);
-                out.push_str(self.num.format(call_id));
-                out.push_str(r#"","output":"#);
-            }
-            Format::Anthropic => {
-                out.push_str(r#"{"type":"tool_result","tool_use_id":"toolu_"#);
-                out.push_str(self.num.format(call_id));
-                out.push_str(r#"","content":"#);
-            }
-            Format::Gemini => unreachable!("handled above"),
-        }
+        out.push_str(format.result_prefix());
+        out.push_str(self.num.format(call_id));
+        out.push_str(r#"","#);
+        out.push_str(format.content_key());
         push_json_str(out, &self.payload);
         if flagged {
             out.push_str(r#","is_error":true"#);
@@ -78,7 +70,7 @@ impl Renderer {
 
     fn render_gemini(&mut self, call_id: u32, tool: &str, body: Body<'_>) {
         let out = &mut self.out;
-        out.push_str(r#"{"functionResponse":{"id":"fc_"#);
+        out.push_str(Format::Gemini.result_prefix());
         out.push_str(self.num.format(call_id));
         out.push_str(r#"","name":"#);
         push_json_str(out, tool);
@@ -111,6 +103,26 @@ impl Renderer {
             },
         }
         out.push_str("}}");
+    }
+}
+
+impl Format {
+    /// The start of a tool result in a string-content format, up to the call id.
+    fn result_prefix(self) -> &'static str {
+        match self {
+            Format::OpenAiChat | Format::GeminiOpenAi => r#"{"role":"tool","tool_call_id":"call_"#,
+            Format::OpenAiResponses => r#"{"type":"function_call_output","call_id":"call_"#,
+            Format::Anthropic => r#"{"type":"tool_result","tool_use_id":"toolu_"#,
+            Format::Gemini => r#"{"functionResponse":{"id":"fc_"#,
+        }
+    }
+
+    /// The key of the content string, with its colon.
+    fn content_key(self) -> &'static str {
+        match self {
+            Format::OpenAiResponses => r#""output":"#,
+            _ => r#""content":"#,
+        }
     }
 }
 
@@ -324,12 +336,31 @@ fn raw_exception(out: &mut String, num: &mut itoa::Buffer, err: &ToolError<'_>) 
     }
 }
 
-/// Appends `s` as a JSON string literal.
+/// Whether any of the 8 bytes in `w` needs escaping in a JSON string (`"`, `\\`, < 0x20).
+#[inline]
+fn word_needs_escape(w: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+    (below_space | zero_byte(w ^ (ONES * u64::from(b'"'))) | zero_byte(w ^ (ONES * u64::from(b'\\')))) != 0
+}
+
+/// Appends `s` as a JSON string literal. Scans 8 bytes at a time: results are mostly plain text.
 pub fn push_json_str(out: &mut String, s: &str) {
     out.push('"');
     let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
+    let mut i = 0;
+    while i < bytes.len() {
+        if i + 8 <= bytes.len() {
+            let w = u64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
+            if !word_needs_escape(w) {
+                i += 8;
+                continue;
+            }
+        }
+        let b = bytes[i];
         let esc = match b {
             b'"' => "\\\"",
             b'\\' => "\\\\",
@@ -337,7 +368,10 @@ pub fn push_json_str(out: &mut String, s: &str) {
             b'\r' => "\\r",
             b'\t' => "\\t",
             0..=0x1f => "",
-            _ => continue,
+            _ => {
+                i += 1;
+                continue;
+            }
         };
         out.push_str(&s[start..i]);
         if esc.is_empty() {
@@ -348,7 +382,8 @@ pub fn push_json_str(out: &mut String, s: &str) {
         } else {
             out.push_str(esc);
         }
-        start = i + 1;
+        i += 1;
+        start = i;
     }
     out.push_str(&s[start..]);
     out.push('"');

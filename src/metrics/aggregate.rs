@@ -150,7 +150,10 @@ mod tests {
     use super::*;
 
     fn run(calls: u64, by: TerminatedBy) -> RunMetrics {
-        RunMetrics { terminated_by: Some(by), model_calls: calls, ..RunMetrics::default() }
+        let mut m = RunMetrics::default();
+        m.model_calls = calls;
+        m.terminated_by = Some(by);
+        m
     }
 
     #[test]

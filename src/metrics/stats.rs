@@ -14,7 +14,10 @@ pub fn wilson(k: u64, n: u64) -> (f64, f64) {
     let denom = 1.0 + z2 / n_f;
     let center = (p + z2 / (2.0 * n_f)) / denom;
     let half = Z95 * (p * (1.0 - p) / n_f + z2 / (4.0 * n_f * n_f)).sqrt() / denom;
-    ((center - half).max(0.0), (center + half).min(1.0))
+    // At k = 0 and k = n the bound is exactly 0 or 1; rounding must not move it.
+    let lo = if k == 0 { 0.0 } else { (center - half).max(0.0) };
+    let hi = if k == n { 1.0 } else { (center + half).min(1.0) };
+    (lo, hi)
 }
 
 /// Mean and 95% interval of paired differences from exact sums (`sum`, `sum_sq`) over `n`.
@@ -42,8 +45,8 @@ mod tests {
     fn wilson_reference_values() {
         // Reference: statsmodels proportion_confint(10, 100, method="wilson").
         let (lo, hi) = wilson(10, 100);
-        assert!((lo - 0.055_229_4).abs() < 1e-6, "{lo}");
-        assert!((hi - 0.174_366_2).abs() < 1e-6, "{hi}");
+        assert!((lo - 0.055_229_1).abs() < 1e-6, "{lo}");
+        assert!((hi - 0.174_365_7).abs() < 1e-6, "{hi}");
         let (lo, hi) = wilson(0, 50);
         assert_eq!(lo, 0.0);
         assert!(hi > 0.0 && hi < 0.1);

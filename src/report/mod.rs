@@ -61,8 +61,18 @@ pub fn render_all(report: &Report<'_>) -> std::io::Result<Vec<(&'static str, Vec
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     let mut tmp = tempfile::Builder::new().prefix(&format!(".{name}.")).tempfile_in(dir)?;
     tmp.write_all(bytes)?;
+    persist(tmp, &dir.join(name))
+}
+
+/// Moves a finished temporary file into place, readable like any other output file.
+pub fn persist(tmp: tempfile::NamedTempFile, path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    }
     tmp.as_file().sync_all()?;
-    tmp.persist(dir.join(name)).map_err(|e| e.error)?;
+    tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
 

@@ -164,7 +164,7 @@ pub struct LoopGuardDto {
 #[serde(untagged)]
 pub enum ProfileRefDto {
     Path(String),
-    Overrides(ProfileOverridesDto),
+    Overrides(Box<ProfileOverridesDto>),
 }
 
 #[derive(Debug, Default, Deserialize)]
