@@ -100,7 +100,9 @@ pub fn apply_overrides(suite: &mut [Scenario], opts: &RunOptions) -> crate::erro
     if !opts.strategies.is_empty() {
         for name in &opts.strategies {
             if !suite.iter().any(|sc| sc.strategies.iter().any(|s| &s.name == name)) {
-                return Err(crate::error::Error::Usage(format!("--strategy {name}: no scenario of the suite has this strategy")));
+                return Err(crate::error::Error::Usage(format!(
+                    "--strategy {name}: no scenario of the suite has this strategy"
+                )));
             }
         }
     }
@@ -122,7 +124,14 @@ fn chunk_size(runs: u64) -> u64 {
 }
 
 /// Runs runs `first..last` of `sc` under every strategy.
-fn run_unit(sc: &Scenario, first: u64, last: u64, with_rows: bool, ws: &mut Workspace, m: &mut Vec<RunMetrics>) -> (Vec<Aggregate>, Vec<u8>) {
+fn run_unit(
+    sc: &Scenario,
+    first: u64,
+    last: u64,
+    with_rows: bool,
+    ws: &mut Workspace,
+    m: &mut Vec<RunMetrics>,
+) -> (Vec<Aggregate>, Vec<u8>) {
     let n = sc.strategies.len();
     let mut aggs = vec![Aggregate::default(); n];
     let mut rows = Vec::new();
@@ -163,7 +172,8 @@ pub fn run_suite(
         .collect();
     let jobs = opts.jobs.max(1).min(units.len().max(1));
     let next = AtomicUsize::new(0);
-    let mut results: Vec<(Vec<Aggregate>, usize)> = suite.iter().map(|sc| (vec![Aggregate::default(); sc.strategies.len()], 0)).collect();
+    let mut results: Vec<(Vec<Aggregate>, usize)> =
+        suite.iter().map(|sc| (vec![Aggregate::default(); sc.strategies.len()], 0)).collect();
     let mut done: Vec<ScenarioResult> = Vec::with_capacity(suite.len());
     let (tx, rx) = mpsc::sync_channel::<UnitResult>(jobs * 4);
     let mut io_result = Ok(());
@@ -251,12 +261,22 @@ fn finish_scenario(sc: &Scenario, aggregates: Vec<Aggregate>) -> ScenarioResult 
             });
         }
     }
-    ScenarioResult { scenario: sc.clone(), seed: sc.seed, runs: sc.runs, rows, aggregates, rules_fired, warnings, gates }
+    ScenarioResult {
+        scenario: sc.clone(),
+        seed: sc.seed,
+        runs: sc.runs,
+        rows,
+        aggregates,
+        rules_fired,
+        warnings,
+        gates,
+    }
 }
 
 /// `scenario,strategy,` as CSV, quoted if needed: computed once per scenario and strategy.
 fn csv_prefix(scenario: &str, strategy: &str) -> Vec<u8> {
-    let mut w = csv::WriterBuilder::new().has_headers(false).terminator(csv::Terminator::Any(b',')).from_writer(Vec::new());
+    let mut w =
+        csv::WriterBuilder::new().has_headers(false).terminator(csv::Terminator::Any(b',')).from_writer(Vec::new());
     w.write_record([scenario, strategy]).expect("writing to memory");
     w.into_inner().expect("writing to memory")
 }

@@ -16,7 +16,9 @@ use crate::scenario::load::load_str;
 fn parse_fault(s: &str) -> Result<Fault> {
     if let Ok(status) = s.parse::<u16>() {
         if http_class(status).is_none() {
-            return Err(Error::Usage(format!("--fault {s}: not a status tracefault injects (400, 401, 402, 403, 404, 408, 409, 413, 422, 429, 500, 502, 503, 504, 529)")));
+            return Err(Error::Usage(format!(
+                "--fault {s}: not a status tracefault injects (400, 401, 402, 403, 404, 408, 409, 413, 422, 429, 500, 502, 503, 504, 529)"
+            )));
         }
         let (retry_after_ms, param, message) = match status {
             429 => (Some(12_000), None, None),
@@ -32,7 +34,11 @@ fn parse_fault(s: &str) -> Result<Fault> {
         "code_fenced_json" => Fault::CodeFencedJson,
         "ambiguous" => Fault::Ambiguous,
         "no_progress" => Fault::NoProgress,
-        _ => return Err(Error::Usage(format!("--fault {s}: expected an HTTP status or timeout, reset, truncated_json, code_fenced_json, ambiguous, no_progress"))),
+        _ => {
+            return Err(Error::Usage(format!(
+                "--fault {s}: expected an HTTP status or timeout, reset, truncated_json, code_fenced_json, ambiguous, no_progress"
+            )));
+        }
     })
 }
 
@@ -68,7 +74,10 @@ pub fn execute(args: EnvelopesArgs) -> Result<i32> {
             let body = if class.is_failure() {
                 Body::Error { err, encoding: s.encoding }
             } else {
-                Body::Partial { json: r#"{"hits":3}"#, stated_complete: s.partials == crate::engine::strategy::Partials::Terminal }
+                Body::Partial {
+                    json: r#"{"hits":3}"#,
+                    stated_complete: s.partials == crate::engine::strategy::Partials::Terminal,
+                }
             };
             let rendered = renderer.render(format, 1, "search", body).to_owned();
             println!("  {:<16} {}", format.name(), rendered);
@@ -77,12 +86,16 @@ pub fn execute(args: EnvelopesArgs) -> Result<i32> {
             }
             let openai_like = matches!(format, Format::OpenAiChat | Format::OpenAiResponses | Format::GeminiOpenAi);
             if openai_like && s.encoding.is_json() {
-                let ok = model_text(format, &rendered).is_some_and(|t| serde_json::from_str::<serde_json::Value>(&t).is_ok_and(|v| v.is_object()));
+                let ok = model_text(format, &rendered)
+                    .is_some_and(|t| serde_json::from_str::<serde_json::Value>(&t).is_ok_and(|v| v.is_object()));
                 if !ok {
                     failures.push(format!("{} / {}: tool message content is not JSON", s.name, format.name()));
                 }
             }
-            if format == Format::Anthropic && matches!(s.encoding, crate::envelope::Encoding::Flag | crate::envelope::Encoding::Envelope) && !rendered.contains(r#""is_error":true"#) {
+            if format == Format::Anthropic
+                && matches!(s.encoding, crate::envelope::Encoding::Flag | crate::envelope::Encoding::Envelope)
+                && !rendered.contains(r#""is_error":true"#)
+            {
                 failures.push(format!("{} / anthropic: failed result without is_error", s.name));
             }
             if s.name != "raw-exception" && reader.has_stack_trace(&rendered) {

@@ -10,7 +10,11 @@ use clap::{Args, Parser, Subcommand};
 use crate::error::Result;
 
 #[derive(Debug, Parser)]
-#[command(name = "tracefault", version, about = "Deterministic trace replay and chaos testing for LLM agents' error envelopes")]
+#[command(
+    name = "tracefault",
+    version,
+    about = "Deterministic trace replay and chaos testing for LLM agents' error envelopes"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

@@ -71,7 +71,8 @@ pub fn execute(args: RunArgs) -> Result<i32> {
         let other_jobs = if jobs == 1 { 2 } else { 1 };
         let mut again = HashRuns::default();
         let opts2 = RunOptions { jobs: other_jobs, ..opts };
-        let results2 = suite::run_suite(&suite, &opts2, &mut again, with_rows, &|_| {}).map_err(|e| Error::io(&out, e))?;
+        let results2 =
+            suite::run_suite(&suite, &opts2, &mut again, with_rows, &|_| {}).map_err(|e| Error::io(&out, e))?;
         let files2 = report::render_all(&Report { results: &results2 }).map_err(|e| Error::io(&out, e))?;
         let same_runs = again.total == sink.hash.total;
         let diff: Vec<&str> = files.iter().zip(&files2).filter(|(a, b)| a.1 != b.1).map(|(a, _)| a.0).collect();
@@ -92,7 +93,10 @@ pub fn execute(args: RunArgs) -> Result<i32> {
 
 fn progress_bar(total: u64) -> ProgressBar {
     let show = std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
-    let bar = ProgressBar::with_draw_target(Some(total), if show { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() });
+    let bar = ProgressBar::with_draw_target(
+        Some(total),
+        if show { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() },
+    );
     if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} runs {eta}") {
         bar.set_style(style);
     }
@@ -105,7 +109,16 @@ fn report_outcome(rep: &Report<'_>) {
         .iter()
         .flat_map(|r| &r.gates)
         .filter(|g| !g.passed)
-        .map(|g| format!("{} / {}: {} = {} is not {}", g.scenario, g.strategy, g.metric, g.value, report::gate_bounds(g.min, g.max)))
+        .map(|g| {
+            format!(
+                "{} / {}: {} = {} is not {}",
+                g.scenario,
+                g.strategy,
+                g.metric,
+                g.value,
+                report::gate_bounds(g.min, g.max)
+            )
+        })
         .collect();
     for f in &failed {
         println!("GATE FAILED {f}");
@@ -117,7 +130,11 @@ fn report_outcome(rep: &Report<'_>) {
     if rep.passed() {
         println!("PASS: {gates} gates passed");
     } else {
-        println!("FAIL: {} of {gates} gates failed, {} scenario(s) where no fault fired", failed.len(), rep.silent_scenarios().len());
+        println!(
+            "FAIL: {} of {gates} gates failed, {} scenario(s) where no fault fired",
+            failed.len(),
+            rep.silent_scenarios().len()
+        );
     }
 }
 
@@ -184,7 +201,10 @@ fn single_run(suite: &[Scenario], run: u64, trace_out: Option<&Path>) -> Result<
         );
         if let Some(path) = trace_out {
             let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| Error::Usage("--trace-out needs a file name".into()))?;
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .ok_or_else(|| Error::Usage("--trace-out needs a file name".into()))?;
             report::write_atomic(dir, name, rec.trace.to_jsonl().as_bytes()).map_err(|e| Error::io(path, e))?;
             println!("trace written to {}", path.display());
         }

@@ -38,7 +38,9 @@ pub enum Admit {
     Yes,
     Probe,
     /// Rejected; the breaker stays open this much longer.
-    Reject { remaining_ms: u64 },
+    Reject {
+        remaining_ms: u64,
+    },
 }
 
 #[derive(Clone, Debug)]

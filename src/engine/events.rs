@@ -61,9 +61,24 @@ pub enum By {
 #[derive(Clone, Copy, Debug)]
 pub enum Event<'a> {
     /// One attempt at the model (provider). `status` 200 or the injected fault's status.
-    ModelCall { turn: u32, t_ms: u64, status: u16, tokens_in: u64, tokens_out: u64, retry: bool, rule: Option<u16>, ends: bool },
+    ModelCall {
+        turn: u32,
+        t_ms: u64,
+        status: u16,
+        tokens_in: u64,
+        tokens_out: u64,
+        retry: bool,
+        rule: Option<u16>,
+        ends: bool,
+    },
     /// The model asks for a tool call.
-    ToolCall { turn: u32, call_id: u32, tool: &'a str, args: &'a str, variant: u32 },
+    ToolCall {
+        turn: u32,
+        call_id: u32,
+        tool: &'a str,
+        args: &'a str,
+        variant: u32,
+    },
     /// One attempt that reached the tool.
     Attempt {
         call_id: u32,
@@ -79,13 +94,31 @@ pub enum Event<'a> {
         wasted: bool,
     },
     /// An open breaker answered instead of the tool.
-    Rejected { call_id: u32, tool: u16 },
-    BreakerTrip { tool: u16, t_ms: u64 },
+    Rejected {
+        call_id: u32,
+        tool: u16,
+    },
+    BreakerTrip {
+        tool: u16,
+        t_ms: u64,
+    },
     /// The one result the model gets for a call.
-    ToolResult { call_id: u32, class: Option<ErrorClass>, content: &'a str, raw_leak: bool, latency_ms: u64 },
+    ToolResult {
+        call_id: u32,
+        class: Option<ErrorClass>,
+        content: &'a str,
+        raw_leak: bool,
+        latency_ms: u64,
+    },
     /// A model turn started while a call of the previous turn lacked exactly one result.
-    ProtocolViolation { call_id: u32 },
-    End { by: TerminatedBy, t_ms: u64, text: &'a str },
+    ProtocolViolation {
+        call_id: u32,
+    },
+    End {
+        by: TerminatedBy,
+        t_ms: u64,
+        text: &'a str,
+    },
 }
 
 /// A consumer of run events.

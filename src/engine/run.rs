@@ -2,7 +2,6 @@
 //! time. A queue of timed events (model turns, tool attempts, their completions) drives it, so
 //! parallel calls overlap in time and more agents can share the queue later.
 
-
 use super::breaker::{Admit, Breaker};
 use super::events::{By, Event, Observer, TerminatedBy};
 use super::faults::{ErrorClass, Fault, Injector};
@@ -11,14 +10,16 @@ use super::model::{Action, CallHistory, Perceived, act, perceive_failure};
 use super::retry::{MAX_ATTEMPTS_LIMIT, RetryPolicy};
 use super::rng::{LazyStream, domain, key};
 use super::strategy::{Partials, Routing, Strategy};
-use super::task::MAX_PARALLEL_CALLS;
 use crate::envelope::read::{Reader, Signal};
 use crate::envelope::render::{Body, Renderer};
 use crate::envelope::{ErrorKind, ToolError};
 use crate::scenario::Scenario;
 
-/// Model-decision slots per turn: four draws per parallel call.
-const SLOTS_PER_TURN: u64 = 4 * MAX_PARALLEL_CALLS as u64;
+/// Model-decision draws per call per turn. Slots are laid out by call index, then turn, so a
+/// one-call step's consecutive turns read neighbouring slots of one ChaCha block.
+const DRAWS_PER_TURN: u64 = 4;
+/// Turns per call index in the slot layout (far above any `max_steps`).
+const TURN_SLOTS: u64 = 1 << 24;
 /// Jitter slots for provider retries start here, apart from tool calls.
 const PROVIDER_JITTER_BASE: u64 = 1 << 48;
 /// A run that needs more events than this is an engine bug, not a long run.
@@ -313,12 +314,12 @@ impl<O: Observer> Sim<'_, O> {
     /// The model reads every result of its last turn and decides the next one.
     fn decide(&mut self, is_retry: bool) {
         let profile = &self.sc.profile;
-        let base = u64::from(self.turn) * SLOTS_PER_TURN;
+        let turn = u64::from(self.turn);
         let mut give_up = false;
         let mut reissue = false;
         let Workspace { slots, model, .. } = &mut *self.ws;
         for (i, s) in slots.iter_mut().enumerate().filter(|(_, s)| s.active) {
-            let slot = base + 4 * i as u64;
+            let slot = (i as u64 * TURN_SLOTS + turn) * DRAWS_PER_TURN;
             let perceived = match s.last_class {
                 None => Perceived::Ok,
                 Some(ErrorClass::Partial) if s.more_available => Perceived::Partial,
@@ -432,10 +433,8 @@ impl<O: Observer> Sim<'_, O> {
                 By::Orchestrator => s.outcome.class.is_some_and(|c| !c.retryable()) || now < s.retry_after_until,
                 By::ModelReissue => {
                     let identical = s.variant == s.last_variant;
-                    let hopeless = matches!(
-                        s.last_class,
-                        Some(ErrorClass::BadArgs | ErrorClass::Terminal | ErrorClass::Partial)
-                    );
+                    let hopeless =
+                        matches!(s.last_class, Some(ErrorClass::BadArgs | ErrorClass::Terminal | ErrorClass::Partial));
                     (identical && hopeless)
                         || (s.last_class == Some(ErrorClass::RateLimited) && now < s.retry_after_until)
                 }
@@ -525,7 +524,8 @@ impl<O: Observer> Sim<'_, O> {
         let o = s.outcome;
         let tool = usize::from(self.sc.task.calls[s.call as usize].tool);
         if self.strat.breaker && !o.circuit {
-            let failed = matches!(o.class, Some(ErrorClass::Transient | ErrorClass::RateLimited | ErrorClass::Terminal));
+            let failed =
+                matches!(o.class, Some(ErrorClass::Transient | ErrorClass::RateLimited | ErrorClass::Terminal));
             if self.ws.breakers[tool].record(&self.sc.policy.breaker, now, failed, o.probe) {
                 self.ws.told_open[tool] = NEVER;
                 self.obs.event(&Event::BreakerTrip { tool: tool as u16, t_ms: now });
@@ -572,7 +572,8 @@ impl<O: Observer> Sim<'_, O> {
                     Some(r) if !o.circuit => ErrorKind::Fault(&sc.faults.rules[usize::from(r)].fault),
                     _ => ErrorKind::CircuitOpen,
                 };
-                let err = ToolError { kind, class, tool: tool_name, attempts: s.chain, retry_after_ms: o.retry_after_ms };
+                let err =
+                    ToolError { kind, class, tool: tool_name, attempts: s.chain, retry_after_ms: o.retry_after_ms };
                 Body::Error { err, encoding: self.strat.encoding }
             }
         };

@@ -36,7 +36,13 @@ pub const MAX_PARALLEL_CALLS: usize = 32;
 
 impl Task {
     /// Adds a call, interning its canonical arguments.
-    pub fn push_call(&mut self, tool: &str, args: &serde_json::Value, result: &serde_json::Value, latency_ms: Option<u64>) -> u32 {
+    pub fn push_call(
+        &mut self,
+        tool: &str,
+        args: &serde_json::Value,
+        result: &serde_json::Value,
+        latency_ms: Option<u64>,
+    ) -> u32 {
         let tool_idx = match self.tools.iter().position(|t| t == tool) {
             Some(i) => i,
             None => {
@@ -57,7 +63,15 @@ impl Task {
         };
         let mut result_literal = String::new();
         crate::envelope::render::push_json_str(&mut result_literal, &result_text);
-        self.calls.push(CallSpec { tool: tool_idx, args, args_id, result_json, result_text, result_literal, latency_ms });
+        self.calls.push(CallSpec {
+            tool: tool_idx,
+            args,
+            args_id,
+            result_json,
+            result_text,
+            result_literal,
+            latency_ms,
+        });
         (self.calls.len() - 1) as u32
     }
 }

@@ -106,7 +106,13 @@ mod tests {
     #[test]
     fn reads_back_each_encoding() {
         let f = Fault::Http { status: 503, retry_after_ms: None, param: None, message: None };
-        let err = ToolError { kind: ErrorKind::Fault(&f), class: f.class(), tool: "search", attempts: 1, retry_after_ms: None };
+        let err = ToolError {
+            kind: ErrorKind::Fault(&f),
+            class: f.class(),
+            tool: "search",
+            attempts: 1,
+            retry_after_ms: None,
+        };
         let reader = Reader::default();
         let mut r = Renderer::default();
         let expect = |format: Format, encoding: Encoding| match encoding {

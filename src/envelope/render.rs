@@ -10,11 +10,20 @@ pub enum Body<'a> {
     /// A success: `json` is the result as JSON text; `text_literal` is the content string of
     /// string-content formats, already a JSON string literal (a JSON string result unquoted,
     /// then escaped once when the task was compiled).
-    Ok { json: &'a str, text_literal: &'a str },
+    Ok {
+        json: &'a str,
+        text_literal: &'a str,
+    },
     /// A result that is complete in truth; `stated_complete` is the `partials = "terminal"`
     /// strategy, otherwise it says more may be available.
-    Partial { json: &'a str, stated_complete: bool },
-    Error { err: ToolError<'a>, encoding: Encoding },
+    Partial {
+        json: &'a str,
+        stated_complete: bool,
+    },
+    Error {
+        err: ToolError<'a>,
+        encoding: Encoding,
+    },
 }
 
 /// Note attached to ambiguous partial results (the phrase the seeds warn about).
@@ -24,6 +33,8 @@ pub const MORE_AVAILABLE: &str = "More results may be available.";
 pub struct Renderer {
     payload: String,
     out: String,
+    /// Holds the one-sentence message while it is embedded in a JSON object.
+    scratch: String,
     num: itoa::Buffer,
 }
 
@@ -51,7 +62,7 @@ impl Renderer {
                 false
             }
             Body::Error { err, encoding } => {
-                error_payload(&mut self.payload, &mut self.num, &err, encoding);
+                error_payload(&mut self.payload, &mut self.scratch, &mut self.num, &err, encoding);
                 format.has_error_flag() && matches!(encoding, Encoding::Flag | Encoding::Envelope)
             }
         };
@@ -87,15 +98,11 @@ impl Renderer {
                 out.push('}');
             }
             Body::Error { err, encoding } => match encoding {
-                Encoding::Envelope => five_fields(out, &mut self.payload, &mut self.num, &err),
-                Encoding::Object => {
-                    sentence(&mut self.payload, &mut self.num, &err);
-                    out.push_str(r#"{"error":"#);
-                    push_json_str(out, &self.payload);
-                    out.push('}');
+                Encoding::Envelope | Encoding::Object => {
+                    error_payload(out, &mut self.scratch, &mut self.num, &err, encoding)
                 }
                 Encoding::Raw | Encoding::Prefix | Encoding::Flag => {
-                    error_payload(&mut self.payload, &mut self.num, &err, encoding);
+                    error_payload(&mut self.payload, &mut self.scratch, &mut self.num, &err, encoding);
                     out.push_str(r#"{"output":"#);
                     push_json_str(out, &self.payload);
                     out.push('}');
@@ -138,8 +145,14 @@ fn partial_payload(out: &mut String, json: &str, stated_complete: bool) {
     }
 }
 
-/// The text of a failed result in a string-content format.
-fn error_payload(out: &mut String, num: &mut itoa::Buffer, err: &ToolError<'_>, encoding: Encoding) {
+/// The text of a failed result (for JSON encodings, the JSON object itself).
+fn error_payload(
+    out: &mut String,
+    scratch: &mut String,
+    num: &mut itoa::Buffer,
+    err: &ToolError<'_>,
+    encoding: Encoding,
+) {
     match encoding {
         Encoding::Raw => raw_exception(out, num, err),
         Encoding::Prefix => {
@@ -148,16 +161,13 @@ fn error_payload(out: &mut String, num: &mut itoa::Buffer, err: &ToolError<'_>, 
         }
         Encoding::Flag => sentence(out, num, err),
         Encoding::Object => {
-            let mut s = String::new();
-            sentence(&mut s, num, err);
+            scratch.clear();
+            sentence(scratch, num, err);
             out.push_str(r#"{"error":"#);
-            push_json_str(out, &s);
+            push_json_str(out, scratch);
             out.push('}');
         }
-        Encoding::Envelope => {
-            let mut scratch = String::new();
-            five_fields(out, &mut scratch, num, err);
-        }
+        Encoding::Envelope => five_fields(out, scratch, num, err),
     }
 }
 
@@ -169,7 +179,11 @@ fn five_fields(out: &mut String, scratch: &mut String, num: &mut itoa::Buffer, e
     out.push_str(err.code());
     out.push_str(r#"","message":"#);
     push_json_str(out, scratch);
-    out.push_str(if err.retryable() { r#","retryable":true,"details":{"# } else { r#","retryable":false,"details":{"# });
+    out.push_str(if err.retryable() {
+        r#","retryable":true,"details":{"#
+    } else {
+        r#","retryable":false,"details":{"#
+    });
     let mut sep = "";
     if let Some(status) = err.status() {
         out.push_str(r#""status":"#);
@@ -336,14 +350,15 @@ fn raw_exception(out: &mut String, num: &mut itoa::Buffer, err: &ToolError<'_>) 
     }
 }
 
-/// Whether any of the 8 bytes in `w` needs escaping in a JSON string (`"`, `\\`, < 0x20).
+/// A mask with the high bit set in bytes of `w` that need escaping in a JSON string (`"`,
+/// `\\`, < 0x20). Borrows only run upward, so the lowest set bit is always a true hit.
 #[inline]
-fn word_needs_escape(w: u64) -> bool {
+fn escape_mask(w: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
     let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
-    (below_space | zero_byte(w ^ (ONES * u64::from(b'"'))) | zero_byte(w ^ (ONES * u64::from(b'\\')))) != 0
+    below_space | zero_byte(w ^ (ONES * u64::from(b'"'))) | zero_byte(w ^ (ONES * u64::from(b'\\')))
 }
 
 /// Appends `s` as a JSON string literal. Scans 8 bytes at a time: results are mostly plain text.
@@ -355,10 +370,12 @@ pub fn push_json_str(out: &mut String, s: &str) {
     while i < bytes.len() {
         if i + 8 <= bytes.len() {
             let w = u64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
-            if !word_needs_escape(w) {
+            let mask = escape_mask(w);
+            if mask == 0 {
                 i += 8;
                 continue;
             }
+            i += (mask.trailing_zeros() / 8) as usize;
         }
         let b = bytes[i];
         let esc = match b {
@@ -395,14 +412,25 @@ mod tests {
     use crate::engine::faults::ErrorClass;
 
     fn err(fault: &Fault) -> ToolError<'_> {
-        ToolError { kind: ErrorKind::Fault(fault), class: fault.class(), tool: "search", attempts: 1, retry_after_ms: None }
+        ToolError {
+            kind: ErrorKind::Fault(fault),
+            class: fault.class(),
+            tool: "search",
+            attempts: 1,
+            retry_after_ms: None,
+        }
     }
 
     #[test]
     fn every_rendering_is_valid_json() {
         let faults = [
             Fault::Http { status: 503, retry_after_ms: None, param: None, message: None },
-            Fault::Http { status: 400, retry_after_ms: None, param: Some("q\"x".into()), message: Some("bad\nvalue".into()) },
+            Fault::Http {
+                status: 400,
+                retry_after_ms: None,
+                param: Some("q\"x".into()),
+                message: Some("bad\nvalue".into()),
+            },
             Fault::Timeout { after_ms: 30_000 },
             Fault::Reset,
             Fault::TruncatedJson,
@@ -423,7 +451,8 @@ mod tests {
     fn flag_only_on_anthropic() {
         let f = Fault::Http { status: 503, retry_after_ms: None, param: None, message: None };
         let mut r = Renderer::default();
-        let a = r.render(Format::Anthropic, 1, "search", Body::Error { err: err(&f), encoding: Encoding::Flag }).to_owned();
+        let a =
+            r.render(Format::Anthropic, 1, "search", Body::Error { err: err(&f), encoding: Encoding::Flag }).to_owned();
         assert!(a.ends_with(r#","is_error":true}"#), "{a}");
         let o = r.render(Format::OpenAiChat, 1, "search", Body::Error { err: err(&f), encoding: Encoding::Flag });
         assert!(!o.contains("is_error"), "OpenAI has no flag: {o}");
@@ -435,7 +464,12 @@ mod tests {
         let e = ToolError { attempts: 3, retry_after_ms: Some(12_000), ..err(&f) };
         assert_eq!(e.class, ErrorClass::RateLimited);
         let mut r = Renderer::default();
-        let s = r.render(Format::Gemini, 1, "get_weather", Body::Error { err: ToolError { tool: "get_weather", ..e }, encoding: Encoding::Envelope });
+        let s = r.render(
+            Format::Gemini,
+            1,
+            "get_weather",
+            Body::Error { err: ToolError { tool: "get_weather", ..e }, encoding: Encoding::Envelope },
+        );
         let v: serde_json::Value = serde_json::from_str(s).unwrap();
         let resp = &v["functionResponse"]["response"];
         assert_eq!(resp["code"], "RATE_LIMITED");

@@ -170,8 +170,9 @@ mod tests {
 
     #[test]
     fn merge_is_order_independent() {
-        let runs: Vec<RunMetrics> =
-            (0..20).map(|i| run(i % 7, if i % 3 == 0 { TerminatedBy::StepCap } else { TerminatedBy::Answer })).collect();
+        let runs: Vec<RunMetrics> = (0..20)
+            .map(|i| run(i % 7, if i % 3 == 0 { TerminatedBy::StepCap } else { TerminatedBy::Answer }))
+            .collect();
         let mut whole = Aggregate::default();
         runs.iter().enumerate().for_each(|(i, r)| whole.add(r, i as u64));
         let (mut a, mut b) = (Aggregate::default(), Aggregate::default());

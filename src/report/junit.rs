@@ -25,7 +25,10 @@ impl Exporter for Junit {
             if r.any_fault_fired() {
                 body.push_str("/>\n");
             } else {
-                let _ = writeln!(body, ">\n      <failure message=\"no fault fired in any run: the scenario tested nothing\"/>\n    </testcase>");
+                let _ = writeln!(
+                    body,
+                    ">\n      <failure message=\"no fault fired in any run: the scenario tested nothing\"/>\n    </testcase>"
+                );
             }
             for g in &r.gates {
                 let case = xml_escape(&format!("{}: {} {}", g.strategy, g.metric, gate_bounds(g.min, g.max)));

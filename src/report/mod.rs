@@ -71,7 +71,8 @@ pub fn persist(tmp: tempfile::NamedTempFile, path: &Path) -> std::io::Result<()>
         use std::os::unix::fs::PermissionsExt;
         tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;
     }
-    tmp.as_file().sync_all()?;
+    // No fsync: the rename is what makes the file appear whole to any reader; flushing a
+    // 200 MB runs.csv to disk would cost more than the simulation behind it.
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }

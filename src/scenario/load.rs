@@ -18,7 +18,8 @@ pub fn load_file(path: &Path) -> Result<Scenario> {
 pub fn load_str(src: &str, path: &Path) -> Result<Scenario> {
     let is_json = path.extension().is_some_and(|e| e == "json");
     let dto: ScenarioDto = if is_json {
-        serde_json::from_str(src).map_err(|e| Error::Parse { file: path.display().to_string(), message: e.to_string() })?
+        serde_json::from_str(src)
+            .map_err(|e| Error::Parse { file: path.display().to_string(), message: e.to_string() })?
     } else {
         toml::from_str(src).map_err(|e| Error::Parse {
             file: path.display().to_string(),

@@ -22,7 +22,8 @@ use crate::trace::compile::compile;
 pub const DEFAULT_SEED: u64 = 1;
 pub const DEFAULT_RUNS: u64 = 200;
 pub const MAX_RUNS: u64 = 100_000_000;
-const NON_HTTP_FAULTS: [&str; 6] = ["timeout", "reset", "ambiguous", "truncated_json", "code_fenced_json", "no_progress"];
+const NON_HTTP_FAULTS: [&str; 6] =
+    ["timeout", "reset", "ambiguous", "truncated_json", "code_fenced_json", "no_progress"];
 
 /// Where errors point: the file, and (for TOML) the source to find lines in.
 struct Ctx<'a> {
@@ -38,23 +39,34 @@ impl Ctx<'_> {
     /// The line of the `index`-th `[[table]]` header, for array-of-tables entries.
     fn table_line(&self, table: &str, index: usize) -> Option<usize> {
         let header = format!("[[{table}]]");
-        self.src?.lines().enumerate().filter(|(_, l)| l.trim_start().starts_with(&header)).nth(index).map(|(i, _)| i + 1)
+        self.src?
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.trim_start().starts_with(&header))
+            .nth(index)
+            .map(|(i, _)| i + 1)
     }
 
     /// The line where top-level-ish `key` is assigned or opened as a table.
     fn key_line(&self, key: &str) -> Option<usize> {
-        self.src?.lines().position(|l| {
-            let t = l.trim_start();
-            t.strip_prefix(key).is_some_and(|r| r.trim_start().starts_with('='))
-                || t.starts_with(&format!("[{key}]"))
-                || t.starts_with(&format!("[{key}."))
-        })
-        .map(|i| i + 1)
+        self.src?
+            .lines()
+            .position(|l| {
+                let t = l.trim_start();
+                t.strip_prefix(key).is_some_and(|r| r.trim_start().starts_with('='))
+                    || t.starts_with(&format!("[{key}]"))
+                    || t.starts_with(&format!("[{key}."))
+            })
+            .map(|i| i + 1)
     }
 }
 
 fn prob(ctx: &Ctx, line: Option<usize>, field: &str, v: f64) -> Result<f64> {
-    if (0.0..=1.0).contains(&v) { Ok(v) } else { Err(ctx.err(line, field, format!("a probability in [0, 1], got {v}"))) }
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(ctx.err(line, field, format!("a probability in [0, 1], got {v}")))
+    }
 }
 
 pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scenario> {
@@ -103,10 +115,18 @@ pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scen
     for (i, g) in dto.gates.iter().enumerate() {
         let line = ctx.table_line("gates", i);
         if g.strategy != "*" && !strategies.iter().any(|s| s.name == g.strategy) {
-            return Err(ctx.err(line, format!("gates[{i}].strategy"), format!("one of the scenario's strategies or \"*\", got {:?}", g.strategy)));
+            return Err(ctx.err(
+                line,
+                format!("gates[{i}].strategy"),
+                format!("one of the scenario's strategies or \"*\", got {:?}", g.strategy),
+            ));
         }
         if !SUMMARY_COLUMNS[2..].contains(&g.metric.as_str()) {
-            return Err(ctx.err(line, format!("gates[{i}].metric"), format!("a numeric column of summary.csv ({}), got {:?}", SUMMARY_COLUMNS[2..].join(", "), g.metric)));
+            return Err(ctx.err(
+                line,
+                format!("gates[{i}].metric"),
+                format!("a numeric column of summary.csv ({}), got {:?}", SUMMARY_COLUMNS[2..].join(", "), g.metric),
+            ));
         }
         if g.min.is_none() && g.max.is_none() {
             return Err(ctx.err(line, format!("gates[{i}]"), "`min`, `max` or both"));
@@ -178,7 +198,9 @@ fn task_from_dto(ctx: &Ctx, t: &TaskDto) -> Result<Task> {
         let field = format!("task.steps[{i}]");
         let mut idx = Vec::new();
         match (&step.calls, &step.tool) {
-            (Some(_), Some(_)) => return Err(ctx.err(line, field, "either `calls = [...]` or `tool = \"…\"`, not both")),
+            (Some(_), Some(_)) => {
+                return Err(ctx.err(line, field, "either `calls = [...]` or `tool = \"…\"`, not both"));
+            }
             (None, None) => return Err(ctx.err(line, field, "`calls = [...]` or the shorthand `tool = \"…\"`")),
             (Some(calls), None) => {
                 if step.args.is_some() || step.result.is_some() || step.latency_ms.is_some() {
@@ -212,7 +234,11 @@ fn check_tool_name(ctx: &Ctx, line: Option<usize>, field: &str, name: &str) -> R
     if ok {
         Ok(())
     } else {
-        Err(ctx.err(line, format!("{field}.tool"), format!("a tool name of 1-64 letters, digits, '_' or '-' (not \"provider\"), got {name:?}")))
+        Err(ctx.err(
+            line,
+            format!("{field}.tool"),
+            format!("a tool name of 1-64 letters, digits, '_' or '-' (not \"provider\"), got {name:?}"),
+        ))
     }
 }
 
@@ -225,7 +251,11 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &mut Task) -> Result<Faul
         name => match task.tools.iter().position(|t| t == name) {
             Some(t) => Target::Tool(t as u16),
             None => {
-                return Err(ctx.err(line, field("target"), format!("\"provider\", \"*\" or a tool of the task ({}), got {name:?}", task.tools.join(", "))));
+                return Err(ctx.err(
+                    line,
+                    field("target"),
+                    format!("\"provider\", \"*\" or a tool of the task ({}), got {name:?}", task.tools.join(", ")),
+                ));
             }
         },
     };
@@ -256,7 +286,11 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &mut Task) -> Result<Faul
         trigger.rate_limit = Some(RateLimit { per_s: rl.per_s, burst: rl.burst });
     }
     if trigger == Trigger::default() {
-        return Err(ctx.err(line, format!("faults[{i}]"), "a trigger: at, probability, window_ms, after_successes or rate_limit"));
+        return Err(ctx.err(
+            line,
+            format!("faults[{i}]"),
+            "a trigger: at, probability, window_ms, after_successes or rate_limit",
+        ));
     }
     let retry_after_ms = match f.retry_after_s {
         Some(s) if !(s >= 0.0 && s.is_finite()) => {
@@ -266,11 +300,21 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &mut Task) -> Result<Faul
     };
     let fault = match (f.http, f.fault.as_deref()) {
         (Some(_), Some(_)) => return Err(ctx.err(line, format!("faults[{i}]"), "either `http` or `fault`, not both")),
-        (None, None) if trigger.rate_limit.is_some() => Fault::Http { status: 429, retry_after_ms, param: None, message: None },
-        (None, None) => return Err(ctx.err(line, format!("faults[{i}]"), "a fault: `http = STATUS` or `fault = \"…\"`")),
+        (None, None) if trigger.rate_limit.is_some() => {
+            Fault::Http { status: 429, retry_after_ms, param: None, message: None }
+        }
+        (None, None) => {
+            return Err(ctx.err(line, format!("faults[{i}]"), "a fault: `http = STATUS` or `fault = \"…\"`"));
+        }
         (Some(status), None) => {
             let Some(class) = http_class(status) else {
-                return Err(ctx.err(line, field("http"), format!("one of 400, 401, 402, 403, 404, 408, 409, 413, 422, 429, 500, 502, 503, 504, 529, got {status}")));
+                return Err(ctx.err(
+                    line,
+                    field("http"),
+                    format!(
+                        "one of 400, 401, 402, 403, 404, 408, 409, 413, 422, 429, 500, 502, 503, 504, 529, got {status}"
+                    ),
+                ));
             };
             if (f.param.is_some() || f.message.is_some()) && class != crate::engine::faults::ErrorClass::BadArgs {
                 return Err(ctx.err(line, field("param"), "`param` and `message` only with http = 400 or 422"));
@@ -279,7 +323,11 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &mut Task) -> Result<Faul
         }
         (None, Some(kind)) => {
             if f.param.is_some() || f.message.is_some() || f.retry_after_s.is_some() {
-                return Err(ctx.err(line, format!("faults[{i}]"), "`param`, `message` and `retry_after_s` only with `http`"));
+                return Err(ctx.err(
+                    line,
+                    format!("faults[{i}]"),
+                    "`param`, `message` and `retry_after_s` only with `http`",
+                ));
             }
             match kind {
                 "timeout" => Fault::Timeout { after_ms: f.after_ms.unwrap_or(30_000) },
@@ -288,7 +336,13 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &mut Task) -> Result<Faul
                 "truncated_json" => Fault::TruncatedJson,
                 "code_fenced_json" => Fault::CodeFencedJson,
                 "no_progress" => Fault::NoProgress,
-                other => return Err(ctx.err(line, field("fault"), format!("one of {}, got {other:?}", NON_HTTP_FAULTS.join(", ")))),
+                other => {
+                    return Err(ctx.err(
+                        line,
+                        field("fault"),
+                        format!("one of {}, got {other:?}", NON_HTTP_FAULTS.join(", ")),
+                    ));
+                }
             }
         }
     };
@@ -322,17 +376,33 @@ fn trigger_label(t: &Trigger) -> String {
     parts.join(", ")
 }
 
-pub fn retry_from_dto(ctx_file: &Path, line: Option<usize>, field: &str, base: &RetryPolicy, r: &RetryDto) -> Result<RetryPolicy> {
+pub fn retry_from_dto(
+    ctx_file: &Path,
+    line: Option<usize>,
+    field: &str,
+    base: &RetryPolicy,
+    r: &RetryDto,
+) -> Result<RetryPolicy> {
     let mut p = base.clone();
     if let Some(n) = r.max_attempts {
         if !(1..=MAX_ATTEMPTS_LIMIT).contains(&n) {
-            return Err(Error::invalid(ctx_file, line, format!("{field}.max_attempts"), format!("1 to {MAX_ATTEMPTS_LIMIT}, got {n}")));
+            return Err(Error::invalid(
+                ctx_file,
+                line,
+                format!("{field}.max_attempts"),
+                format!("1 to {MAX_ATTEMPTS_LIMIT}, got {n}"),
+            ));
         }
         p.max_attempts = n;
     }
     if let Some(b) = &r.backoff {
         p.backoff = Backoff::parse(b).ok_or_else(|| {
-            Error::invalid(ctx_file, line, format!("{field}.backoff"), format!("one of {}, got {b:?}", Backoff::NAMES.join(", ")))
+            Error::invalid(
+                ctx_file,
+                line,
+                format!("{field}.backoff"),
+                format!("one of {}, got {b:?}", Backoff::NAMES.join(", ")),
+            )
         })?;
     }
     p.base_ms = r.base_ms.unwrap_or(p.base_ms);
@@ -341,7 +411,12 @@ pub fn retry_from_dto(ctx_file: &Path, line: Option<usize>, field: &str, base: &
     p.retry_after_cap_s = r.retry_after_cap_s.unwrap_or(p.retry_after_cap_s);
     if let Some(ratio) = r.budget_ratio {
         if !(ratio > 0.0 && ratio.is_finite()) {
-            return Err(Error::invalid(ctx_file, line, format!("{field}.budget_ratio"), format!("a ratio > 0, got {ratio}")));
+            return Err(Error::invalid(
+                ctx_file,
+                line,
+                format!("{field}.budget_ratio"),
+                format!("a ratio > 0, got {ratio}"),
+            ));
         }
         p.budget_ratio = Some(ratio);
     }
@@ -373,16 +448,28 @@ fn policy_from_dto(ctx: &Ctx, d: &PolicyDto) -> Result<Policy> {
         cfg.mode = match b.mode.as_deref().unwrap_or("consecutive") {
             "consecutive" => {
                 if b.window_ms.is_some() || b.min_calls.is_some() || b.failure_ratio.is_some() {
-                    return Err(ctx.err(line, "policy.breaker", "window_ms, min_calls and failure_ratio only with mode = \"rate\""));
+                    return Err(ctx.err(
+                        line,
+                        "policy.breaker",
+                        "window_ms, min_calls and failure_ratio only with mode = \"rate\"",
+                    ));
                 }
                 BreakerMode::Consecutive { failures: b.failures.unwrap_or(3).max(1) }
             }
             "rate" => {
                 if b.failures.is_some() {
-                    return Err(ctx.err(line, "policy.breaker.failures", "`failures` only with mode = \"consecutive\""));
+                    return Err(ctx.err(
+                        line,
+                        "policy.breaker.failures",
+                        "`failures` only with mode = \"consecutive\"",
+                    ));
                 }
                 let ratio = prob(ctx, line, "policy.breaker.failure_ratio", b.failure_ratio.unwrap_or(0.5))?;
-                BreakerMode::Rate { window_ms: b.window_ms.unwrap_or(60_000), min_calls: b.min_calls.unwrap_or(10).max(1), failure_ratio: ratio }
+                BreakerMode::Rate {
+                    window_ms: b.window_ms.unwrap_or(60_000),
+                    min_calls: b.min_calls.unwrap_or(10).max(1),
+                    failure_ratio: ratio,
+                }
             }
             m => return Err(ctx.err(line, "policy.breaker.mode", format!("\"consecutive\" or \"rate\", got {m:?}"))),
         };
@@ -406,7 +493,8 @@ fn profile_from_dto(ctx: &Ctx, d: Option<&ProfileRefDto>) -> Result<Profile> {
         }
         let path = resolve(ctx.file, name);
         let src = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-        let p: Profile = toml::from_str(&src).map_err(|e| Error::Parse { file: path.display().to_string(), message: e.to_string() })?;
+        let p: Profile = toml::from_str(&src)
+            .map_err(|e| Error::Parse { file: path.display().to_string(), message: e.to_string() })?;
         p.validate().map_err(|(k, exp)| Error::invalid(&path, None, k, exp))?;
         Ok(p)
     };
@@ -463,7 +551,11 @@ fn strategies_from_dto(ctx: &Ctx, d: Option<StrategiesDto>, retry: &RetryPolicy)
             .iter()
             .map(|n| {
                 Strategy::preset_named(n).ok_or_else(|| {
-                    ctx.err(line, "strategies", format!("preset names ({}) or [strategies.NAME] tables, got {n:?}", presets()))
+                    ctx.err(
+                        line,
+                        "strategies",
+                        format!("preset names ({}) or [strategies.NAME] tables, got {n:?}", presets()),
+                    )
                 })
             })
             .collect::<Result<_>>()?,
@@ -495,13 +587,19 @@ fn custom_strategy(ctx: &Ctx, name: &str, s: StrategyDto, presets: &str, base_re
         && s.retry.is_none();
     if is_empty {
         return Strategy::preset_named(name).ok_or_else(|| {
-            ctx.err(line, format!("strategies.{name}"), format!("a preset name ({presets}) or a definition with `encoding`"))
+            ctx.err(
+                line,
+                format!("strategies.{name}"),
+                format!("a preset name ({presets}) or a definition with `encoding`"),
+            )
         });
     }
     let Some(enc) = s.encoding.as_deref() else {
         return Err(ctx.err(line, field("encoding"), "an encoding: raw, prefix, flag, object or envelope"));
     };
-    let encoding = Encoding::parse(enc).ok_or_else(|| ctx.err(line, field("encoding"), format!("raw, prefix, flag, object or envelope, got {enc:?}")))?;
+    let encoding = Encoding::parse(enc).ok_or_else(|| {
+        ctx.err(line, field("encoding"), format!("raw, prefix, flag, object or envelope, got {enc:?}"))
+    })?;
     let routing = match s.routing.as_deref().unwrap_or("model") {
         "model" => Routing::Model,
         "orchestrator" => Routing::Orchestrator,

@@ -52,7 +52,14 @@ pub fn compile(trace: &Trace) -> Compiled {
             TraceEvent::ToolResult { call_id, ok, status, content, error_class, .. } => {
                 if calls.contains_key(call_id.as_str()) {
                     let partial = error_class.as_deref() == Some("partial");
-                    results.push((call_id.as_str(), *ok && !partial, partial, *status, error_class.as_deref(), content.as_str()));
+                    results.push((
+                        call_id.as_str(),
+                        *ok && !partial,
+                        partial,
+                        *status,
+                        error_class.as_deref(),
+                        content.as_str(),
+                    ));
                 }
             }
             TraceEvent::Final { text, .. } => final_text.clone_from(text),

@@ -129,7 +129,12 @@ impl Trace {
             if let TraceEvent::ToolResult { error_class: Some(c), .. } = &ev
                 && !ERROR_CLASSES.contains(&c.as_str())
             {
-                return Err(Error::invalid(file, Some(i + 1), "error_class", format!("one of {ERROR_CLASSES:?}, got {c:?}")));
+                return Err(Error::invalid(
+                    file,
+                    Some(i + 1),
+                    "error_class",
+                    format!("one of {ERROR_CLASSES:?}, got {c:?}"),
+                ));
             }
             events.push(ev);
         }

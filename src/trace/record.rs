@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::{FinalOutcome, Header, Stop, ToolDef, Trace, TraceEvent, TRACE_VERSION};
+use super::{FinalOutcome, Header, Stop, TRACE_VERSION, ToolDef, Trace, TraceEvent};
 use crate::engine::events::{By, Event, Observer, TerminatedBy};
 use crate::scenario::Scenario;
 
@@ -22,7 +22,12 @@ impl Recorder {
             source_format: "tracefault-sim".into(),
             provider: Some(sc.format.name().into()),
             model: Some(format!("simulated:{}", sc.profile.name)),
-            tools: sc.task.tools.iter().map(|n| ToolDef { name: n.clone(), description: None, parameters: None }).collect(),
+            tools: sc
+                .task
+                .tools
+                .iter()
+                .map(|n| ToolDef { name: n.clone(), description: None, parameters: None })
+                .collect(),
         };
         Recorder {
             trace: Trace { header, events: Vec::new() },

@@ -1,0 +1,228 @@
+//! `tracefault run`: exit codes, outputs, and the error messages users see for broken files.
+
+use predicates::prelude::*;
+
+use crate::{MINIMAL, tracefault, write};
+
+#[test]
+fn good_suite_exits_zero_and_writes_every_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = write(
+        dir.path(),
+        "s.toml",
+        &format!("{MINIMAL}[[gates]]\nstrategy = \"five-field\"\nmetric = \"success_rate\"\nmin = 0.5\n"),
+    );
+    let out = dir.path().join("out");
+    tracefault()
+        .args(["run"])
+        .arg(&sc)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("minimal (seed 1, 20 runs)"))
+        .stdout(predicate::str::contains("PASS: 1 gates passed"));
+    for f in ["summary.csv", "runs.csv", "report.json", "report.md", "junit.xml"] {
+        let meta = std::fs::metadata(out.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert!(meta.len() > 0, "{f} is empty");
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left behind: {leftovers:?}");
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    assert_eq!(runs.lines().count(), 1 + 20 * 6, "header + runs × strategies");
+}
+
+#[test]
+fn failing_gate_exits_one_and_junit_says_which() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = write(
+        dir.path(),
+        "s.toml",
+        &format!("{MINIMAL}[[gates]]\nstrategy = \"raw-exception\"\nmetric = \"calls_mean\"\nmax = 1\n"),
+    );
+    let out = dir.path().join("out");
+    tracefault()
+        .arg("run")
+        .arg(&sc)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("GATE FAILED minimal / raw-exception: calls_mean"));
+    let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
+    assert!(junit.contains(r#"<testsuites name="tracefault" tests="2" failures="1">"#), "{junit}");
+    assert!(junit.contains("raw-exception: calls_mean &lt;= 1"), "{junit}");
+}
+
+#[test]
+fn a_scenario_where_no_fault_fires_fails_loudly() {
+    let dir = tempfile::tempdir().unwrap();
+    let silent = MINIMAL.replace("at = [1]", "at = [99]");
+    let sc = write(dir.path(), "s.toml", &silent);
+    tracefault()
+        .arg("run")
+        .arg(&sc)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "warning: minimal: fault rule `search at [99]: http 503` never fired in any run",
+        ))
+        .stderr(predicate::str::contains("no fault fired at all"))
+        .stdout(predicate::str::contains("CHECK FAILED minimal: no fault fired in any run"));
+}
+
+/// Runs a broken scenario and returns stderr; asserts exit code 2.
+fn broken(name: &str, text: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = write(dir.path(), name, text);
+    let out = tracefault().arg("run").arg(&sc).arg("--out").arg(dir.path().join("out")).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "stdout: {}", String::from_utf8_lossy(&out.stdout));
+    let err = String::from_utf8_lossy(&out.stderr).replace(&*dir.path().to_string_lossy(), "DIR");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+#[test]
+fn unknown_key_names_file_line_and_key() {
+    let err = broken("s.toml", &format!("{MINIMAL}colour = \"red\"\n"));
+    assert!(err.contains("DIR/s.toml: TOML parse error at line 12"), "{err}");
+    assert!(err.contains("unknown field `colour`"), "{err}");
+}
+
+#[test]
+fn bad_status_names_the_rule_line_and_the_allowed_values() {
+    let err = broken("s.toml", &MINIMAL.replace("http = 503", "http = 418"));
+    assert!(err.contains("error: DIR/s.toml:8: faults[0].http: expected one of 400, 401"), "{err}");
+    assert!(err.contains("got 418"), "{err}");
+}
+
+#[test]
+fn unknown_target_lists_the_tools() {
+    let err = broken("s.toml", &MINIMAL.replace("target = \"search\"", "target = \"serch\""));
+    assert!(
+        err.contains("faults[0].target: expected \"provider\", \"*\" or a tool of the task (search), got \"serch\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_strategy_and_metric_are_named() {
+    let err = broken("s.toml", &format!("strategies = [\"five-feld\"]\n{MINIMAL}"));
+    assert!(err.contains("strategies: expected preset names (raw-exception, error-string"), "{err}");
+    let err =
+        broken("s.toml", &format!("{MINIMAL}[[gates]]\nstrategy = \"five-field\"\nmetric = \"loops\"\nmax = 0\n"));
+    assert!(err.contains("s.toml:12: gates[0].metric: expected a numeric column of summary.csv"), "{err}");
+}
+
+#[test]
+fn missing_trace_and_missing_task_are_explained() {
+    let err = broken("s.toml", "name = \"t\"\ntrace = \"nowhere.jsonl\"\n");
+    assert!(err.contains("nowhere.jsonl: No such file or directory"), "{err}");
+    let err = broken("s.toml", "name = \"t\"\n");
+    assert!(err.contains("task: expected a `[task]` with steps, or `trace = \"…\"`"), "{err}");
+}
+
+#[test]
+fn json_scenarios_are_accepted_and_checked_the_same_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = r#"{"name": "j", "runs": 5, "task": {"steps": [{"tool": "t"}]},
+        "faults": [{"target": "t", "at": [1], "http": 429, "retry_after_s": 1}]}"#;
+    let sc = write(dir.path(), "j.json", json);
+    tracefault().arg("run").arg(&sc).arg("--out").arg(dir.path().join("o")).assert().code(0);
+    let err = broken("j.json", &json.replace("\"runs\"", "\"rnus\""));
+    assert!(err.contains("unknown field `rnus`"), "{err}");
+    assert!(err.contains("line 1"), "{err}");
+}
+
+#[test]
+fn duplicate_names_and_bad_usage_exit_two() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.toml", MINIMAL);
+    write(dir.path(), "b.toml", MINIMAL);
+    tracefault()
+        .arg("run")
+        .arg(dir.path())
+        .arg("--out")
+        .arg(dir.path().join("o"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("name: expected a name unique within the suite"));
+    tracefault().args(["run", "--jobs", "0"]).assert().code(2);
+    tracefault().args(["run", "no/such/dir"]).assert().code(2).stderr(predicate::str::contains("no/such/dir"));
+    tracefault().args(["frobnicate"]).assert().code(2);
+}
+
+#[test]
+fn repro_line_reproduces_the_run_and_writes_its_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("run.jsonl");
+    let assert = tracefault()
+        .args([
+            "run",
+            "scenarios/01-worked-example.toml",
+            "--strategy",
+            "five-field",
+            "--run",
+            "3",
+            "--seed",
+            "7",
+            "--trace-out",
+        ])
+        .arg(&trace)
+        .assert()
+        .code(0);
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    assert!(
+        stdout.starts_with("worked-example-503-503-400 / five-field run 3 (seed 7): answer after 7 calls"),
+        "{stdout}"
+    );
+    // The same run, as runs.csv reports it.
+    let runs = std::fs::read_to_string(crate::root().join("reports/runs.csv")).unwrap();
+    let row = runs.lines().find(|l| l.starts_with("worked-example-503-503-400,five-field,3,7,")).unwrap();
+    let calls: u64 = row.split(',').nth(5).unwrap().parse().unwrap();
+    assert!(stdout.contains(&format!("after {calls} calls")), "{stdout} vs {row}");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    assert!(text.lines().next().unwrap().contains(r#""id":"worked-example-503-503-400/five-field/run3""#));
+}
+
+#[test]
+fn trace_out_needs_one_strategy() {
+    tracefault()
+        .args(["run", "scenarios/01-worked-example.toml", "--run", "1", "--trace-out", "/tmp/x.jsonl"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--trace-out needs exactly one scenario and one strategy"));
+}
+
+#[test]
+fn no_progress_bar_when_piped() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = write(dir.path(), "s.toml", MINIMAL);
+    let out = tracefault().arg("run").arg(&sc).arg("--out").arg(dir.path().join("o")).output().unwrap();
+    assert!(out.stderr.is_empty(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn strategy_filter_keeps_only_named_strategies() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = write(dir.path(), "s.toml", MINIMAL);
+    let out = dir.path().join("o");
+    tracefault()
+        .arg("run")
+        .arg(&sc)
+        .arg("--out")
+        .arg(&out)
+        .args(["--strategy", "five-field", "--runs", "7"])
+        .assert()
+        .code(0);
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    assert_eq!(summary.lines().count(), 2);
+    assert!(summary.lines().nth(1).unwrap().starts_with("minimal,five-field,7,"));
+    tracefault().arg("run").arg(&sc).arg("--out").arg(&out).args(["--strategy", "nope"]).assert().code(2);
+}

@@ -1,0 +1,46 @@
+//! Integration tests: one binary, one module per concern. CLI tests drive the real binary.
+
+mod analytic;
+mod cli;
+mod determinism;
+mod envelopes;
+mod golden;
+mod properties;
+mod trace_schema;
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+
+/// The repository root (tests run from it, but say so explicitly).
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The tracefault binary, run from the repository root.
+pub fn tracefault() -> Command {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("tracefault"));
+    cmd.current_dir(root()).env_remove("CI");
+    cmd
+}
+
+/// Writes `text` to `dir/name` and returns the path.
+pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// A minimal valid scenario; tests append to it.
+pub const MINIMAL: &str = r#"name = "minimal"
+runs = 20
+[task]
+[[task.steps]]
+tool = "search"
+args = { q = "x" }
+result = { n = 1 }
+[[faults]]
+target = "search"
+at = [1]
+http = 503
+"#;

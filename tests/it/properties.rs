@@ -1,0 +1,265 @@
+//! Properties over random scenarios, checked on the engine's own events: every tool call gets
+//! exactly one result; attempts never exceed the cap; non-retryable failures are never retried
+//! by the orchestrator; the breaker matches an oracle; all strategies meet the same faults.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use proptest::prelude::*;
+use tracefault::engine::breaker::{Admit, Breaker, BreakerConfig, BreakerMode};
+use tracefault::engine::events::{By, Event, Observer};
+use tracefault::engine::faults::ErrorClass;
+use tracefault::engine::strategy::Routing;
+use tracefault::scenario::Scenario;
+use tracefault::scenario::load::load_str;
+use tracefault::suite::run_one;
+
+const TOOLS: [&str; 3] = ["alpha", "beta", "gamma"];
+const STATUSES: [u16; 15] = [400, 401, 402, 403, 404, 408, 409, 413, 422, 429, 500, 502, 503, 504, 529];
+const OTHER_FAULTS: [&str; 6] = ["timeout", "reset", "ambiguous", "truncated_json", "code_fenced_json", "no_progress"];
+
+fn trigger() -> impl Strategy<Value = String> {
+    prop_oneof![
+        prop::collection::vec(1u32..8, 1..4).prop_map(|at| format!("at = {at:?}")),
+        (0.05f64..1.0).prop_map(|p| format!("probability = {p}")),
+        (0u64..20_000, 1u64..60_000).prop_map(|(a, d)| format!("window_ms = [{a}, {}]", a + d)),
+        (0u32..4).prop_map(|n| format!("after_successes = {n}")),
+        (0.1f64..3.0, 1.0f64..4.0).prop_map(|(r, b)| format!("rate_limit = {{ per_s = {r}, burst = {b} }}")),
+    ]
+}
+
+fn fault(provider: bool) -> impl Strategy<Value = String> {
+    let http = (0..STATUSES.len(), prop::option::of(0u32..5)).prop_map(|(i, ra)| {
+        let s = STATUSES[i];
+        match ra {
+            Some(r) if s == 429 || s == 503 => format!("http = {s}\nretry_after_s = {r}"),
+            _ => format!("http = {s}"),
+        }
+    });
+    let other = (0..OTHER_FAULTS.len()).prop_map(move |i| {
+        let f = if provider { OTHER_FAULTS[i % 2] } else { OTHER_FAULTS[i] };
+        if f == "timeout" { "fault = \"timeout\"\nafter_ms = 5000".to_owned() } else { format!("fault = \"{f}\"") }
+    });
+    prop_oneof![3 => http, 1 => other]
+}
+
+fn rule() -> impl Strategy<Value = String> {
+    (0usize..5).prop_flat_map(|t| {
+        let target = match t {
+            0..=2 => TOOLS[t].to_owned(),
+            3 => "*".to_owned(),
+            _ => "provider".to_owned(),
+        };
+        (trigger(), fault(t == 4)).prop_map(move |(tr, f)| format!("[[faults]]\ntarget = \"{target}\"\n{tr}\n{f}\n"))
+    })
+}
+
+/// A random scenario: 1–4 steps of 1–3 parallel calls, 1–4 fault rules, random policy, every
+/// preset plus one random custom strategy.
+fn scenario() -> impl Strategy<Value = String> {
+    let steps = prop::collection::vec(prop::collection::vec((0usize..3, 0u32..3), 1..4), 1..5);
+    let rules = prop::collection::vec(rule(), 1..5);
+    let custom = (0usize..5, any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>());
+    let policy = (1u32..6, 0usize..7, any::<bool>(), 1u32..5, 1u32..4, 5u32..40);
+    (steps, rules, custom, policy, any::<u64>()).prop_map(|(steps, rules, custom, policy, seed)| {
+        let (max_attempts, backoff, honor, failures, k, max_steps) = policy;
+        let backoffs = ["none", "constant", "exponential", "full-jitter", "equal-jitter", "decorrelated", "sdk"];
+        let encodings = ["raw", "prefix", "flag", "object", "envelope"];
+        let (enc, orch, term, breaker, guard, budgets) = custom;
+        let mut s = format!(
+            "name = \"prop\"\nseed = {seed}\nruns = 1\nprovider = \"anthropic\"\n\
+             [strategies.raw-exception]\n[strategies.error-string]\n[strategies.is-error-flag]\n\
+             [strategies.response-object]\n[strategies.five-field]\n[strategies.five-field-guarded]\n\
+             [strategies.custom]\nencoding = \"{}\"\nrouting = \"{}\"\npartials = \"{}\"\nbreaker = {breaker}\nloop_guard = {guard}\nbudgets = {budgets}\n\
+             [policy]\nmax_steps = {max_steps}\nmax_tokens = 6000\nmax_virtual_ms = 200000\n\
+             retry = {{ max_attempts = {max_attempts}, backoff = \"{}\", base_ms = 100, cap_ms = 4000, honor_retry_after = {honor} }}\n\
+             breaker = {{ failures = {failures}, open_ms = 10000 }}\nloop_guard = {{ k = {k} }}\n[task]\n",
+            encodings[enc],
+            if orch { "orchestrator" } else { "model" },
+            if term { "terminal" } else { "ambiguous" },
+            backoffs[backoff],
+        );
+        // A first parallel step with every tool, so every fault target is a tool of the task.
+        s.push_str("[[task.steps]]\ncalls = [{ tool = \"alpha\" }, { tool = \"beta\" }, { tool = \"gamma\" }]\n");
+        for calls in &steps {
+            s.push_str("[[task.steps]]\ncalls = [\n");
+            for (tool, arg) in calls {
+                s.push_str(&format!("  {{ tool = \"{}\", args = {{ n = {arg} }}, result = {{ ok = {arg} }} }},\n", TOOLS[*tool]));
+            }
+            s.push_str("]\n");
+        }
+        for r in rules {
+            s.push_str(&r);
+        }
+        s
+    })
+}
+
+/// Watches one run's events and records every broken invariant.
+#[derive(Default)]
+struct Invariants {
+    max_attempts: u32,
+    pending: BTreeSet<u32>,
+    answered: BTreeSet<u32>,
+    attempts: BTreeMap<u32, (u32, Option<ErrorClass>)>,
+    broken: Vec<String>,
+}
+
+impl Observer for Invariants {
+    fn event(&mut self, e: &Event<'_>) {
+        match *e {
+            Event::ModelCall { .. } => {
+                if !self.pending.is_empty() {
+                    self.broken.push(format!("model called with unanswered calls {:?}", self.pending));
+                }
+                self.pending.clear();
+            }
+            Event::ToolCall { call_id, .. } => {
+                self.pending.insert(call_id);
+            }
+            Event::Attempt { call_id, by, class, .. } => {
+                let entry = self.attempts.entry(call_id).or_insert((0, None));
+                entry.0 += 1;
+                if entry.0 > self.max_attempts {
+                    self.broken
+                        .push(format!("call {call_id}: {} attempts > max_attempts {}", entry.0, self.max_attempts));
+                }
+                if by == By::Orchestrator && entry.1.is_some_and(|c| !c.retryable()) {
+                    self.broken.push(format!("call {call_id}: orchestrator retried a non-retryable {:?}", entry.1));
+                }
+                entry.1 = class;
+            }
+            Event::ToolResult { call_id, .. } => {
+                if !self.pending.remove(&call_id) {
+                    self.broken.push(format!("result for call {call_id} that is not awaiting one"));
+                }
+                if !self.answered.insert(call_id) {
+                    self.broken.push(format!("call {call_id} answered twice"));
+                }
+            }
+            Event::ProtocolViolation { call_id } => self.broken.push(format!("protocol violation on {call_id}")),
+            Event::Rejected { .. } | Event::BreakerTrip { .. } | Event::End { .. } => {}
+        }
+    }
+}
+
+fn load(src: &str) -> Scenario {
+    load_str(src, Path::new("prop.toml")).unwrap_or_else(|e| panic!("{e}\n{src}"))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn engine_invariants_hold(src in scenario(), run in 0u64..50) {
+        let sc = load(&src);
+        for (i, s) in sc.strategies.iter().enumerate() {
+            let cap = match s.routing {
+                Routing::Orchestrator => sc.policy.retry.max_attempts,
+                Routing::Model => 1,
+            };
+            let mut inv = Invariants { max_attempts: cap, ..Invariants::default() };
+            let m = run_one(&sc, i, run, &mut inv);
+            prop_assert!(inv.broken.is_empty(), "{}: {:?}\n{}", s.name, inv.broken, src);
+            prop_assert_eq!(m.protocol_violations, 0);
+            prop_assert!(m.model_calls <= u64::from(sc.policy.max_steps) * u64::from(sc.policy.retry.max_attempts));
+        }
+    }
+
+    /// Common random numbers: with history-free triggers and faults without memory, the n-th
+    /// attempt on a tool meets the same rule under every strategy.
+    #[test]
+    fn every_strategy_meets_the_same_fault_at_the_same_attempt(
+        seed in any::<u64>(),
+        run in 0u64..1000,
+        rules in prop::collection::vec((0usize..3, prop_oneof![
+            prop::collection::vec(1u32..6, 1..3).prop_map(|a| format!("at = {a:?}")),
+            (0.05f64..0.6).prop_map(|p| format!("probability = {p}")),
+        ], prop_oneof![Just("http = 503"), Just("http = 429"), Just("fault = \"reset\""), Just("http = 502")]), 1..4),
+    ) {
+        let mut src = format!("name = \"crn\"\nseed = {seed}\nruns = 1\n[task]\n");
+        for t in TOOLS {
+            src.push_str(&format!("[[task.steps]]\ntool = \"{t}\"\n"));
+        }
+        for (t, trig, f) in &rules {
+            src.push_str(&format!("[[faults]]\ntarget = \"{}\"\n{trig}\n{f}\n", TOOLS[*t]));
+        }
+        let sc = load(&src);
+        struct Seen(BTreeMap<(u16, u32), Option<u16>>);
+        impl Observer for Seen {
+            fn event(&mut self, e: &Event<'_>) {
+                if let Event::Attempt { tool, attempt, rule, .. } = *e {
+                    self.0.insert((tool, attempt), rule);
+                }
+            }
+        }
+        let maps: Vec<_> = (0..sc.strategies.len()).map(|i| {
+            let mut seen = Seen(BTreeMap::new());
+            run_one(&sc, i, run, &mut seen);
+            seen.0
+        }).collect();
+        for a in &maps {
+            for b in &maps {
+                for (k, r) in a {
+                    if let Some(r2) = b.get(k) {
+                        prop_assert_eq!(r, r2, "attempt {:?}", k);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The breaker against a small oracle state machine (sequential calls, consecutive mode).
+    #[test]
+    fn breaker_matches_oracle(
+        failures in 1u32..5,
+        open_ms in 1u64..60_000,
+        close_after in 1u32..4,
+        calls in prop::collection::vec((0u64..40_000, any::<bool>()), 1..80),
+    ) {
+        let cfg = BreakerConfig { mode: BreakerMode::Consecutive { failures }, open_ms, probes: 1, close_after };
+        let mut b = Breaker::default();
+        // Oracle: Closed(count) | Open(until) | HalfOpen(successes).
+        #[derive(Debug, Clone, Copy, PartialEq)]
+        enum O { Closed(u32), Open(u64), Half(u32) }
+        let mut o = O::Closed(0);
+        let (mut now, mut trips, mut oracle_trips) = (0u64, 0u32, 0u32);
+        for (dt, fail) in calls {
+            now += dt;
+            if let O::Open(until) = o && now >= until {
+                o = O::Half(0);
+            }
+            let oracle_admits = !matches!(o, O::Open(_));
+            let admit = b.admit(&cfg, now);
+            prop_assert_eq!(oracle_admits, !matches!(admit, Admit::Reject { .. }), "at {} oracle {:?}", now, o);
+            if !oracle_admits {
+                continue;
+            }
+            o = match (o, fail) {
+                (O::Closed(n), true) if n + 1 >= failures => { oracle_trips += 1; O::Open(now + open_ms) }
+                (O::Closed(n), true) => O::Closed(n + 1),
+                (O::Closed(_), false) => O::Closed(0),
+                (O::Half(_), true) => O::Open(now + open_ms),
+                (O::Half(s), false) if s + 1 >= close_after => O::Closed(0),
+                (O::Half(s), false) => O::Half(s + 1),
+                (O::Open(_), _) => unreachable!(),
+            };
+            if b.record(&cfg, now, fail, admit == Admit::Probe) {
+                trips += 1;
+            }
+        }
+        prop_assert_eq!(trips, oracle_trips);
+    }
+
+    /// Delays stay within their formulas' bounds; a honoured retry-after is a floor.
+    #[test]
+    fn backoff_delays_are_bounded(retry in 0u32..12, prev in 0u64..20_000, u in 0.0f64..1.0, ra in prop::option::of(0u64..90_000), kind in 0usize..7) {
+        use tracefault::engine::retry::{Backoff, RetryPolicy};
+        let b = Backoff::parse(Backoff::NAMES[kind]).unwrap();
+        let p = RetryPolicy { backoff: b, ..RetryPolicy::default() };
+        let d = p.delay_ms(retry, prev, u, ra);
+        let ceiling = if b == Backoff::Sdk { 8000 } else { p.cap_ms };
+        prop_assert!(d <= ceiling.max(ra.unwrap_or(0)), "{:?} {}", b, d);
+        if let Some(ra) = ra { prop_assert!(d >= ra); }
+    }
+}
