@@ -123,6 +123,18 @@ fn report_outcome(rep: &Report<'_>) {
     for f in &failed {
         println!("GATE FAILED {f}");
     }
+    for r in rep.results {
+        let mut shown = Vec::new();
+        for g in r.gates.iter().filter(|g| !g.passed) {
+            let Some(i) = r.scenario.strategies.iter().position(|s| s.name == g.strategy) else { continue };
+            if !shown.contains(&i)
+                && let Some(line) = r.repro_line(i)
+            {
+                println!("  worst run of {}: {line}", g.strategy);
+                shown.push(i);
+            }
+        }
+    }
     for s in rep.silent_scenarios() {
         println!("CHECK FAILED {s}: no fault fired in any run");
     }

@@ -297,9 +297,9 @@ impl<O: Observer> Sim<'_, O> {
                 let delay = self.retry.delay_ms(self.provider_chain - 1, self.provider_prev_delay, u, f.retry_after_ms);
                 self.provider_prev_delay = delay;
                 self.orchestrator_retries += 1;
-                self.schedule(self.now + latency + delay, Ev::ModelAttempt);
+                self.schedule(self.now.saturating_add(latency).saturating_add(delay), Ev::ModelAttempt);
             } else {
-                self.now += latency;
+                self.now = self.now.saturating_add(latency);
                 self.finish(TerminatedBy::GaveUp);
             }
             return;
@@ -367,7 +367,7 @@ impl<O: Observer> Sim<'_, O> {
     fn final_turn(&mut self, by: TerminatedBy, is_retry: bool) {
         let text = if by == TerminatedBy::Answer { self.sc.task.final_text.len() } else { GIVE_UP_TEXT.len() };
         self.model_call_done(is_retry, text as u64 / 4 + 8, true);
-        self.now += self.sc.profile.model_latency_ms;
+        self.now = self.now.saturating_add(self.sc.profile.model_latency_ms);
         self.finish(by);
     }
 
@@ -394,7 +394,7 @@ impl<O: Observer> Sim<'_, O> {
         let tokens_out: u64 =
             self.ws.slots.iter().filter(|s| s.active).map(|s| calls[s.call as usize].args.len() as u64 / 4 + 8).sum();
         self.model_call_done(is_retry, tokens_out, false);
-        let at = self.now + sc.profile.model_latency_ms;
+        let at = self.now.saturating_add(sc.profile.model_latency_ms);
         self.pending = 0;
         for i in 0..self.ws.slots.len() {
             let s = &mut self.ws.slots[i];
@@ -515,7 +515,7 @@ impl<O: Observer> Sim<'_, O> {
             wasted,
         };
         self.obs.event(&ev);
-        self.schedule(now + latency, Ev::ToolDone(i as u32));
+        self.schedule(now.saturating_add(latency), Ev::ToolDone(i as u32));
     }
 
     fn tool_done(&mut self, i: usize) {
@@ -546,9 +546,9 @@ impl<O: Observer> Sim<'_, O> {
             s.prev_delay_ms = delay;
             s.chain += 1;
             s.by = By::Orchestrator;
-            s.retry_after_until = o.retry_after_ms.map_or(0, |ms| now + ms);
+            s.retry_after_until = o.retry_after_ms.map_or(0, |ms| now.saturating_add(ms));
             self.orchestrator_retries += 1;
-            return self.schedule(now + delay, Ev::ToolAttempt(i as u32));
+            return self.schedule(now.saturating_add(delay), Ev::ToolAttempt(i as u32));
         }
         self.deliver(i);
     }
@@ -594,7 +594,7 @@ impl<O: Observer> Sim<'_, O> {
         s.last_class = o.class;
         s.last_variant = s.variant;
         s.retry_after_until = match (o.class, o.retry_after_ms) {
-            (Some(ErrorClass::RateLimited), Some(ms)) => now + ms,
+            (Some(ErrorClass::RateLimited), Some(ms)) => now.saturating_add(ms),
             _ => 0,
         };
         if self.strat.loop_guard

@@ -21,6 +21,13 @@ impl Exporter for Junit {
             total += cases;
             failures += failed;
             let _ = writeln!(body, r#"  <testsuite name="{name}" tests="{cases}" failures="{failed}">"#);
+            let _ = writeln!(
+                body,
+                "    <properties>\n      <property name=\"seed\" value=\"{}\"/>\n      <property name=\"runs\" value=\"{}\"/>\n      <property name=\"profile\" value=\"{}\"/>\n    </properties>",
+                r.seed,
+                r.runs,
+                xml_escape(&r.scenario.profile.name)
+            );
             let _ = write!(body, r#"    <testcase classname="tracefault.{name}" name="faults fired""#);
             if r.any_fault_fired() {
                 body.push_str("/>\n");

@@ -22,6 +22,9 @@ use crate::trace::compile::compile;
 pub const DEFAULT_SEED: u64 = 1;
 pub const DEFAULT_RUNS: u64 = 200;
 pub const MAX_RUNS: u64 = 100_000_000;
+/// Any duration a scenario names (latencies, timeouts, waits, windows) is at most a day of
+/// virtual time, so virtual-time arithmetic cannot overflow.
+pub const MAX_MS: u64 = 86_400_000;
 const NON_HTTP_FAULTS: [&str; 6] =
     ["timeout", "reset", "ambiguous", "truncated_json", "code_fenced_json", "no_progress"];
 
@@ -58,6 +61,13 @@ impl Ctx<'_> {
                     || t.starts_with(&format!("[{key}."))
             })
             .map(|i| i + 1)
+    }
+}
+
+fn ms(ctx: &Ctx, line: Option<usize>, field: &str, v: Option<u64>) -> Result<Option<u64>> {
+    match v {
+        Some(v) if v > MAX_MS => Err(ctx.err(line, field, format!("at most {MAX_MS} ms (a day), got {v}"))),
+        v => Ok(v),
     }
 }
 
@@ -211,11 +221,13 @@ fn task_from_dto(ctx: &Ctx, t: &TaskDto) -> Result<Task> {
                 }
                 for c in calls {
                     check_tool_name(ctx, line, &field, &c.tool)?;
+                    ms(ctx, line, &format!("{field}.latency_ms"), c.latency_ms)?;
                     idx.push(task.push_call(&c.tool, &c.args, &c.result, c.latency_ms));
                 }
             }
             (None, Some(tool)) => {
                 check_tool_name(ctx, line, &field, tool)?;
+                ms(ctx, line, &format!("{field}.latency_ms"), step.latency_ms)?;
                 let args = step.args.clone().unwrap_or_else(empty_object);
                 let result = step.result.clone().unwrap_or_else(ok_result);
                 idx.push(task.push_call(tool, &args, &result, step.latency_ms));
@@ -276,12 +288,13 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &mut Task) -> Result<Faul
         if t0 >= t1 {
             return Err(ctx.err(line, field("window_ms"), format!("[t0, t1] with t0 < t1, got [{t0}, {t1}]")));
         }
+        ms(ctx, line, &field("window_ms"), Some(t1))?;
         trigger.window_ms = Some((t0, t1));
     }
     trigger.after_successes = f.after_successes;
     if let Some(rl) = &f.rate_limit {
-        if !(rl.per_s > 0.0 && rl.per_s.is_finite() && rl.burst >= 1.0 && rl.burst.is_finite()) {
-            return Err(ctx.err(line, field("rate_limit"), "per_s > 0 and burst >= 1"));
+        if !((0.001..=1e6).contains(&rl.per_s) && (1.0..=1e6).contains(&rl.burst)) {
+            return Err(ctx.err(line, field("rate_limit"), "per_s in [0.001, 1e6] and burst in [1, 1e6]"));
         }
         trigger.rate_limit = Some(RateLimit { per_s: rl.per_s, burst: rl.burst });
     }
@@ -293,8 +306,8 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &mut Task) -> Result<Faul
         ));
     }
     let retry_after_ms = match f.retry_after_s {
-        Some(s) if !(s >= 0.0 && s.is_finite()) => {
-            return Err(ctx.err(line, field("retry_after_s"), format!("seconds >= 0, got {s}")));
+        Some(s) if !(0.0..=86_400.0).contains(&s) => {
+            return Err(ctx.err(line, field("retry_after_s"), format!("seconds in [0, 86400], got {s}")));
         }
         s => s.map(|s| (s * 1000.0).round() as u64),
     };
@@ -330,7 +343,9 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &mut Task) -> Result<Faul
                 ));
             }
             match kind {
-                "timeout" => Fault::Timeout { after_ms: f.after_ms.unwrap_or(30_000) },
+                "timeout" => {
+                    Fault::Timeout { after_ms: ms(ctx, line, &field("after_ms"), f.after_ms)?.unwrap_or(30_000) }
+                }
                 "reset" => Fault::Reset,
                 "ambiguous" => Fault::Ambiguous,
                 "truncated_json" => Fault::TruncatedJson,
@@ -407,6 +422,14 @@ pub fn retry_from_dto(
     }
     p.base_ms = r.base_ms.unwrap_or(p.base_ms);
     p.cap_ms = r.cap_ms.unwrap_or(p.cap_ms);
+    if p.cap_ms > MAX_MS {
+        return Err(Error::invalid(
+            ctx_file,
+            line,
+            format!("{field}.cap_ms"),
+            format!("at most {MAX_MS} ms, got {}", p.cap_ms),
+        ));
+    }
     p.honor_retry_after = r.honor_retry_after.unwrap_or(p.honor_retry_after);
     p.retry_after_cap_s = r.retry_after_cap_s.unwrap_or(p.retry_after_cap_s);
     if let Some(ratio) = r.budget_ratio {
@@ -442,7 +465,8 @@ fn policy_from_dto(ctx: &Ctx, d: &PolicyDto) -> Result<Policy> {
     }
     if let Some(b) = &d.breaker {
         let mut cfg = BreakerConfig::default();
-        cfg.open_ms = b.open_ms.unwrap_or(cfg.open_ms);
+        cfg.open_ms = ms(ctx, line, "policy.breaker.open_ms", b.open_ms)?.unwrap_or(cfg.open_ms);
+        ms(ctx, line, "policy.breaker.window_ms", b.window_ms)?;
         cfg.probes = b.probes.unwrap_or(cfg.probes).max(1);
         cfg.close_after = b.close_after.unwrap_or(cfg.close_after).max(1);
         cfg.mode = match b.mode.as_deref().unwrap_or("consecutive") {

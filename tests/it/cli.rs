@@ -52,10 +52,12 @@ fn failing_gate_exits_one_and_junit_says_which() {
         .arg(&out)
         .assert()
         .code(1)
-        .stdout(predicate::str::contains("GATE FAILED minimal / raw-exception: calls_mean"));
+        .stdout(predicate::str::contains("GATE FAILED minimal / raw-exception: calls_mean"))
+        .stdout(predicate::str::contains("  worst run of raw-exception: tracefault run "));
     let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
     assert!(junit.contains(r#"<testsuites name="tracefault" tests="2" failures="1">"#), "{junit}");
     assert!(junit.contains("raw-exception: calls_mean &lt;= 1"), "{junit}");
+    assert!(junit.contains(r#"<property name="seed" value="1"/>"#), "{junit}");
 }
 
 #[test]
@@ -225,4 +227,14 @@ fn strategy_filter_keeps_only_named_strategies() {
     assert_eq!(summary.lines().count(), 2);
     assert!(summary.lines().nth(1).unwrap().starts_with("minimal,five-field,7,"));
     tracefault().arg("run").arg(&sc).arg("--out").arg(&out).args(["--strategy", "nope"]).assert().code(2);
+}
+
+#[test]
+fn absurd_durations_and_rates_are_refused_not_overflowed() {
+    let err = broken("s.toml", &MINIMAL.replace("http = 503", "fault = \"timeout\"\nafter_ms = 18446744073709551615"));
+    assert!(err.contains("faults[0].after_ms: expected at most 86400000 ms (a day)"), "{err}");
+    let err = broken("s.toml", &MINIMAL.replace("at = [1]", "rate_limit = { per_s = 1e-300, burst = 1 }"));
+    assert!(err.contains("faults[0].rate_limit: expected per_s in [0.001, 1e6]"), "{err}");
+    let err = broken("s.toml", &format!("{MINIMAL}[profile]\nmodel_latency_ms = 99999999999\n"));
+    assert!(err.contains("profile.model_latency_ms: expected at most 86400000 ms"), "{err}");
 }
