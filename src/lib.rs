@@ -18,11 +18,13 @@
 //! strategies meet the same faults at the same attempts. Aggregates are exact integer sums,
 //! so `--jobs` changes speed, never bytes.
 
+pub mod calibrate;
 pub mod cli;
 pub mod engine;
 pub mod envelope;
 pub mod error;
 pub mod metrics;
+pub mod replay;
 pub mod report;
 pub mod scenario;
 pub mod suite;

@@ -1,6 +1,9 @@
 //! The command line (clap derive): one file per subcommand, no logic beyond wiring.
 
+pub mod calibrate;
 pub mod envelopes;
+pub mod import;
+pub mod replay;
 pub mod run;
 
 use std::path::PathBuf;
@@ -26,6 +29,14 @@ pub enum Command {
     Run(RunArgs),
     /// Render one failure under every strategy in every provider format, and run the portability checks.
     Envelopes(EnvelopesArgs),
+    /// Convert a captured trace (any supported format) to native JSONL.
+    Import(import::ImportArgs),
+    /// Show calls, errors, repeats and loops of a trace, as a table or JSON.
+    Inspect(import::InspectArgs),
+    /// Reproduce a captured trace exactly (as-recorded), then replay it under other strategies.
+    Replay(replay::ReplayArgs),
+    /// Fit the simulated model's profile from traces.
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 #[derive(Debug, Args)]
@@ -75,5 +86,9 @@ pub fn execute(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Run(args) => run::execute(args),
         Command::Envelopes(args) => envelopes::execute(args),
+        Command::Import(args) => import::import(args),
+        Command::Inspect(args) => import::inspect(args),
+        Command::Replay(args) => replay::execute(args),
+        Command::Calibrate(args) => calibrate::execute(args),
     }
 }

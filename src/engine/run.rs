@@ -10,6 +10,7 @@ use super::model::{Action, CallHistory, Perceived, act, perceive_failure};
 use super::retry::{MAX_ATTEMPTS_LIMIT, RetryPolicy};
 use super::rng::{LazyStream, domain, key};
 use super::strategy::{Partials, Routing, Strategy};
+use super::task::{Ending, Script};
 use crate::envelope::read::{Reader, Signal};
 use crate::envelope::render::{Body, Renderer};
 use crate::envelope::{ErrorKind, ToolError};
@@ -251,6 +252,14 @@ impl<O: Observer> Sim<'_, O> {
         for s in self.ws.slots.iter().filter(|s| s.active && s.delivered != 1) {
             self.obs.event(&Event::ProtocolViolation { call_id: s.call_id });
         }
+        if let Some(script) = self.sc.task.script
+            && script.ending == Ending::CutOff
+            && self.next_step == self.sc.task.steps.len()
+            && self.ws.slots.iter().all(|s| !s.active || s.delivered == 1)
+        {
+            // The recording stops here: no final model call.
+            return self.finish(TerminatedBy::StepCap);
+        }
         let policy = &self.sc.policy;
         if self.turn >= policy.max_steps {
             return self.finish(TerminatedBy::StepCap);
@@ -277,8 +286,9 @@ impl<O: Observer> Sim<'_, O> {
             let fault = &plan.rules[usize::from(f.rule)].fault;
             self.provider_chain += 1;
             let latency = if let Fault::Timeout { after_ms } = fault { *after_ms } else { 0 };
-            let retry = self.retry.may_retry(fault.class(), self.provider_chain, f.retry_after_ms)
-                && self.retry.budget_allows(self.orchestrator_retries, self.first_attempts.max(1));
+            let retry = sc.task.script.is_some()
+                || (self.retry.may_retry(fault.class(), self.provider_chain, f.retry_after_ms)
+                    && self.retry.budget_allows(self.orchestrator_retries, self.first_attempts.max(1)));
             self.obs.event(&Event::ModelCall {
                 turn: self.turn + 1,
                 t_ms: self.now,
@@ -294,7 +304,11 @@ impl<O: Observer> Sim<'_, O> {
                     + u64::from(self.turn) * u64::from(MAX_ATTEMPTS_LIMIT)
                     + u64::from(self.provider_chain);
                 let u = self.ws.jitter.unit(slot);
-                let delay = self.retry.delay_ms(self.provider_chain - 1, self.provider_prev_delay, u, f.retry_after_ms);
+                let delay = if sc.task.script.is_some() {
+                    0
+                } else {
+                    self.retry.delay_ms(self.provider_chain - 1, self.provider_prev_delay, u, f.retry_after_ms)
+                };
                 self.provider_prev_delay = delay;
                 self.orchestrator_retries += 1;
                 self.schedule(self.now.saturating_add(latency).saturating_add(delay), Ev::ModelAttempt);
@@ -313,6 +327,9 @@ impl<O: Observer> Sim<'_, O> {
 
     /// The model reads every result of its last turn and decides the next one.
     fn decide(&mut self, is_retry: bool) {
+        if let Some(script) = self.sc.task.script {
+            return self.follow_script(script, is_retry);
+        }
         let profile = &self.sc.profile;
         let turn = u64::from(self.turn);
         let mut give_up = false;
@@ -361,6 +378,19 @@ impl<O: Observer> Sim<'_, O> {
             self.ws.slots.extend(step.iter().map(|&c| Slot::new(c)));
             self.next_step += 1;
         }
+        self.issue(is_retry);
+    }
+
+    /// Recorded decisions: accept every result and take the next recorded turn.
+    fn follow_script(&mut self, script: Script, is_retry: bool) {
+        if self.next_step == self.sc.task.steps.len() {
+            let by = if script.ending == Ending::GaveUp { TerminatedBy::GaveUp } else { TerminatedBy::Answer };
+            return self.final_turn(by, is_retry);
+        }
+        self.ws.slots.clear();
+        let step = &self.sc.task.steps[self.next_step];
+        self.ws.slots.extend(step.iter().map(|&c| Slot::new(c)));
+        self.next_step += 1;
         self.issue(is_retry);
     }
 
@@ -418,6 +448,10 @@ impl<O: Observer> Sim<'_, O> {
             self.pending += 1;
             self.schedule(at, Ev::ToolAttempt(i as u32));
         }
+        if self.pending == 0 {
+            // A text-only turn (recorded scripts have them): the next turn follows it.
+            self.schedule(at, Ev::TurnStart);
+        }
     }
 
     fn tool_attempt(&mut self, i: usize) {
@@ -472,11 +506,12 @@ impl<O: Observer> Sim<'_, O> {
         attempts[tool] += 1;
         let attempt = attempts[tool];
         let s = &mut slots[i];
-        let (rule, fired, retry_after_ms) = if let Some(r) = terminal[tool] {
+        let memory = sc.task.script.is_none();
+        let (rule, fired, retry_after_ms) = if let (true, Some(r)) = (memory, terminal[tool]) {
             (Some(r), false, plan.rules[usize::from(r)].fault_retry_after())
-        } else if s.bad_variant == Some(s.variant) {
+        } else if memory && s.bad_variant == Some(s.variant) {
             (Some(s.bad_rule), false, None)
-        } else if let Some(r) = s.partial_rule {
+        } else if let (true, Some(r)) = (memory, s.partial_rule) {
             (Some(r), false, None)
         } else {
             match plan.decide(injector, tool, attempt, now, successes[tool]) {

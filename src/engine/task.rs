@@ -29,6 +29,26 @@ pub struct Task {
     pub steps: Vec<Vec<u32>>,
     pub calls: Vec<CallSpec>,
     pub final_text: String,
+    /// Set when the task replays recorded decisions (`as-recorded`).
+    pub script: Option<Script>,
+}
+
+/// Recorded decisions: the model takes exactly the recorded turns (a step may have no calls: a
+/// text-only turn), accepts every result, and ends as the recording did. Faults apply exactly at
+/// the recorded attempts, without memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Script {
+    pub ending: Ending,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// A final model call with an answer.
+    Answer,
+    /// A final model call that gives up.
+    GaveUp,
+    /// The recording stops after the last step's results, with no final model call.
+    CutOff,
 }
 
 /// At most this many parallel calls in one step (random slots are laid out for them).

@@ -18,6 +18,10 @@ pub struct ScenarioDto {
     pub baseline: Option<String>,
     pub trace: Option<String>,
     pub trace_format: Option<String>,
+    /// A JSON pointer to the conversation inside a wrapper file (like `--select`).
+    pub trace_select: Option<String>,
+    /// Which conversation (1-based) of a file that holds several.
+    pub trace_conversation: Option<usize>,
     pub task: Option<TaskDto>,
     #[serde(default)]
     pub policy: PolicyDto,

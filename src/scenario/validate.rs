@@ -16,7 +16,6 @@ use crate::engine::task::{MAX_PARALLEL_CALLS, Policy, Task};
 use crate::envelope::{Encoding, Format};
 use crate::error::{Error, Result};
 use crate::metrics::summary::SUMMARY_COLUMNS;
-use crate::trace::Trace;
 use crate::trace::compile::compile;
 
 pub const DEFAULT_SEED: u64 = 1;
@@ -90,7 +89,9 @@ pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scen
             return Err(ctx.err(ctx.key_line("trace"), "trace", "either `trace` or `[task]`, not both"));
         }
         (None, None) => return Err(ctx.err(None, "task", "a `[task]` with steps, or `trace = \"…\"`")),
-        (Some(t), None) => load_trace(&ctx, t, dto.trace_format.as_deref())?,
+        (Some(t), None) => {
+            load_trace(&ctx, t, dto.trace_format.as_deref(), dto.trace_select.as_deref(), dto.trace_conversation)?
+        }
         (None, Some(t)) => (task_from_dto(&ctx, t)?, Vec::new(), None),
     };
     if task.steps.is_empty() {
@@ -185,18 +186,42 @@ pub fn resolve(file: &Path, rel: &str) -> PathBuf {
 
 type Loaded = (Task, Vec<FaultRule>, Option<String>);
 
-fn load_trace(ctx: &Ctx, rel: &str, format: Option<&str>) -> Result<Loaded> {
-    if let Some(f) = format
-        && !matches!(f, "native" | "auto")
-    {
-        return Err(ctx.err(
+fn load_trace(ctx: &Ctx, rel: &str, format: Option<&str>, select: Option<&str>, pick: Option<usize>) -> Result<Loaded> {
+    use crate::trace::import::{ImportOptions, SourceFormat, import_path};
+    let format_name = format.unwrap_or("auto");
+    let format = SourceFormat::parse(format_name).ok_or_else(|| {
+        ctx.err(
             ctx.key_line("trace_format"),
             "trace_format",
-            format!("\"native\" or \"auto\" (importers for other formats are not built yet), got {f:?}"),
-        ));
-    }
+            format!("one of {}, got {format_name:?}", SourceFormat::NAMES.join(", ")),
+        )
+    })?;
     let path = resolve(ctx.file, rel);
-    let trace = Trace::read(&path)?;
+    let opts = ImportOptions { format, select: select.map(str::to_owned), ..ImportOptions::default() };
+    let mut traces = import_path(&path, &opts)?.traces;
+    let n = traces.len();
+    let index = match pick {
+        Some(k) if (1..=n).contains(&k) => k - 1,
+        Some(k) => {
+            return Err(ctx.err(
+                ctx.key_line("trace_conversation"),
+                "trace_conversation",
+                format!("1 to {n}, got {k}"),
+            ));
+        }
+        None if n == 1 => 0,
+        None => {
+            return Err(ctx.err(
+                ctx.key_line("trace"),
+                "trace",
+                format!(
+                    "one conversation; {} holds {n} (pick one with trace_conversation = N or trace_select = \"/…\")",
+                    path.display()
+                ),
+            ));
+        }
+    };
+    let trace = traces.swap_remove(index);
     let c = compile(&trace);
     Ok((c.task, c.rules, trace.header.provider))
 }

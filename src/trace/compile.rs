@@ -16,7 +16,7 @@ pub struct Compiled {
 }
 
 /// The fault a recorded failure stands for: its status when known, else its class.
-fn recorded_fault(status: Option<u16>, class: Option<&str>) -> Fault {
+pub fn recorded_fault(status: Option<u16>, class: Option<&str>) -> Fault {
     let http = |status| Fault::Http { status, retry_after_ms: None, param: None, message: None };
     match (status, class) {
         (Some(s), _) if crate::engine::faults::http_class(s).is_some() => http(s),

@@ -2,6 +2,8 @@
 //! `schema/trace.schema.json`, version [`TRACE_VERSION`].
 
 pub mod compile;
+pub mod import;
+pub mod inspect;
 pub mod record;
 
 use std::path::Path;
@@ -86,6 +88,9 @@ pub enum TraceEvent {
         /// Attempts behind this one result (orchestrator retries included), when known.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         attempts: Option<u32>,
+        /// Why an importer judged the result a failure (or partial), and its class.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        evidence: Option<String>,
     },
     Final {
         text: String,
@@ -104,7 +109,12 @@ pub const ERROR_CLASSES: [&str; 5] = ["transient", "rate_limited", "bad_args", "
 impl Trace {
     /// Parses native JSONL; errors name the file, the line and what was expected.
     pub fn parse(src: &str, file: &Path) -> Result<Trace> {
-        let mut lines = src.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+        Trace::parse_lines(src.lines().enumerate(), file)
+    }
+
+    /// Parses numbered lines (0-based numbers) holding one trace.
+    fn parse_lines<'a>(lines: impl Iterator<Item = (usize, &'a str)>, file: &Path) -> Result<Trace> {
+        let mut lines = lines.filter(|(_, l)| !l.trim().is_empty());
         let Some((hl, first)) = lines.next() else {
             return Err(Error::invalid(file, Some(1), "header", "a header line {\"tracefault_trace\": 1, …}"));
         };
@@ -144,6 +154,23 @@ impl Trace {
     pub fn read(path: &Path) -> Result<Trace> {
         let src = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
         Trace::parse(&src, path)
+    }
+
+    /// Parses a file of one or more native traces: each header line starts the next trace.
+    pub fn parse_many(src: &str, file: &Path) -> Result<Vec<Trace>> {
+        let lines: Vec<&str> = src.lines().collect();
+        let is_header = |l: &str| l.trim_start().starts_with('{') && l.contains("\"tracefault_trace\"");
+        let mut starts: Vec<usize> = (0..lines.len()).filter(|&i| is_header(lines[i])).collect();
+        // Anything but blank lines before the first header belongs to a trace without one.
+        if starts.first().is_none_or(|&f| lines[..f].iter().any(|l| !l.trim().is_empty())) {
+            starts.insert(0, 0);
+        }
+        let mut out = Vec::with_capacity(starts.len());
+        for (k, &s) in starts.iter().enumerate() {
+            let e = starts.get(k + 1).copied().unwrap_or(lines.len());
+            out.push(Trace::parse_lines((s..e).map(|i| (i, lines[i])), file)?);
+        }
+        Ok(out)
     }
 
     /// Native JSONL, one object per line, ending with a newline.

@@ -85,6 +85,7 @@ impl Observer for Recorder {
                     error_class: class.map(|c| c.name().to_owned()),
                     latency_ms: Some(latency_ms),
                     attempts: Some(attempts),
+                    evidence: None,
                 }
             }
             Event::End { by, text, .. } => TraceEvent::Final {

@@ -5,7 +5,9 @@ mod cli;
 mod determinism;
 mod envelopes;
 mod golden;
+mod importers;
 mod properties;
+mod replay;
 mod trace_schema;
 
 use std::path::{Path, PathBuf};
@@ -15,6 +17,11 @@ use assert_cmd::Command;
 /// The repository root (tests run from it, but say so explicitly).
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The shared corpus of real traces (`../shared/corpus`, beside the repository).
+pub fn corpus() -> PathBuf {
+    root().join("../shared/corpus")
 }
 
 /// The tracefault binary, run from the repository root.

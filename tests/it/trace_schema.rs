@@ -24,7 +24,32 @@ fn check(name: &str, text: &str) {
 fn bundled_traces_validate() {
     for entry in std::fs::read_dir(root().join("traces")).unwrap() {
         let path = entry.unwrap().path();
-        check(&path.display().to_string(), &std::fs::read_to_string(&path).unwrap());
+        if path.extension().is_some_and(|e| e == "jsonl") {
+            check(&path.display().to_string(), &std::fs::read_to_string(&path).unwrap());
+        }
+    }
+}
+
+#[test]
+fn imported_traces_validate() {
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(crate::corpus()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("tau-bench")
+            || name.starts_with("toolbench")
+            || name.starts_with("openhands")
+            || name.starts_with("swe-agent")
+            || !path.is_file()
+            || name == "README.md"
+        {
+            continue;
+        }
+        let out = dir.path().join(format!("{name}.jsonl"));
+        tracefault().arg("import").arg(&path).arg("-o").arg(&out).arg("--all").assert().code(0);
+        for trace in tracefault::trace::Trace::parse_many(&std::fs::read_to_string(&out).unwrap(), &out).unwrap() {
+            check(&name, &trace.to_jsonl());
+        }
     }
 }
 

@@ -1,0 +1,195 @@
+//! Fits the simulated model's profile from real traces (`tracefault calibrate`): after each
+//! outcome class, how often the recorded model re-issued the identical call, changed its
+//! arguments, moved on, or gave up. Figures resting on too few observations keep the default.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::engine::profile::Profile;
+use crate::trace::Trace;
+use crate::trace::inspect::stats;
+
+/// What the model did after a result, with respect to that call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Next {
+    RetryIdentical,
+    ChangedArgs,
+    MovedOn,
+    GaveUp,
+}
+
+impl Next {
+    fn name(self) -> &'static str {
+        match self {
+            Next::RetryIdentical => "retried identically",
+            Next::ChangedArgs => "changed the arguments",
+            Next::MovedOn => "moved on",
+            Next::GaveUp => "gave up",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Fit {
+    pub conversations: u64,
+    /// (outcome class, next action) → count.
+    pub counts: BTreeMap<(String, Next), u64>,
+    /// After a bad-arguments failure, changed calls that then succeeded, of all changed calls.
+    pub fixes: (u64, u64),
+    /// Longest run of argument changes after bad arguments, and of identical re-issues after
+    /// transient or terminal failures.
+    pub longest_fix_run: u32,
+    pub longest_retry_run: u32,
+}
+
+/// The class a row's outcome counts under.
+fn class_of(outcome: &str) -> Option<&'static str> {
+    Some(match outcome {
+        "ok" => "ok",
+        "partial" => "partial",
+        "transient" | "rate_limited" => "transient",
+        "bad_args" | "failed" => "bad_args",
+        "terminal" => "terminal",
+        _ => return None,
+    })
+}
+
+pub fn observe(trace: &Trace, fit: &mut Fit) {
+    let s = stats(trace);
+    fit.conversations += 1;
+    let rows = &s.rows;
+    let mut fix_run = 0;
+    let mut retry_run = 0;
+    for (i, r) in rows.iter().enumerate() {
+        let Some(class) = class_of(&r.outcome) else { continue };
+        let next_turn = rows[i + 1..].iter().map(|x| x.turn).find(|t| *t > r.turn);
+        let next: Vec<_> = rows.iter().filter(|x| Some(x.turn) == next_turn).collect();
+        let action = if next.iter().any(|x| x.tool == r.tool && x.args == r.args) {
+            Next::RetryIdentical
+        } else if next.iter().any(|x| x.tool == r.tool) {
+            Next::ChangedArgs
+        } else if next_turn.is_some() || s.ended == "answer" {
+            Next::MovedOn
+        } else {
+            Next::GaveUp
+        };
+        *fit.counts.entry((class.to_owned(), action)).or_insert(0) += 1;
+        if class == "bad_args" && action == Next::ChangedArgs {
+            fix_run += 1;
+            fit.longest_fix_run = fit.longest_fix_run.max(fix_run);
+            let fixed = next.iter().any(|x| x.tool == r.tool && x.args != r.args && x.outcome == "ok");
+            fit.fixes.0 += u64::from(fixed);
+            fit.fixes.1 += 1;
+        } else if class == "bad_args" {
+            fix_run = 0;
+        }
+        if matches!(class, "transient" | "terminal") && action == Next::RetryIdentical {
+            retry_run += 1;
+            fit.longest_retry_run = fit.longest_retry_run.max(retry_run);
+        } else if class != "ok" {
+            retry_run = 0;
+        }
+    }
+}
+
+impl Fit {
+    fn n(&self, class: &str) -> u64 {
+        self.counts.iter().filter(|((c, _), _)| c == class).map(|(_, n)| n).sum()
+    }
+
+    fn k(&self, class: &str, actions: &[Next]) -> u64 {
+        actions.iter().map(|a| self.counts.get(&(class.to_owned(), *a)).copied().unwrap_or(0)).sum()
+    }
+
+    /// The fitted profile as TOML with a comment per figure, and the profile itself.
+    pub fn profile(&self, min_obs: u64) -> (Profile, String) {
+        let mut p = Profile::bundled_default();
+        p.name = "calibrated".into();
+        let mut lines = Vec::new();
+        let mut fit = |key: &str, k: u64, n: u64, default: f64, what: &str| -> f64 {
+            if n >= min_obs {
+                let v = (k as f64 / n as f64 * 1000.0).round() / 1000.0;
+                lines.push(format!("{key} = {v} # {k} of {n} {what}"));
+                v
+            } else {
+                lines.push(format!("{key} = {default} # default kept: {n} observations of {what} (need {min_obs})"));
+                default
+            }
+        };
+        p.p_continue = fit(
+            "p_continue",
+            self.k("partial", &[Next::RetryIdentical]),
+            self.n("partial"),
+            p.p_continue,
+            "partial results were followed by the identical call",
+        );
+        p.p_retry_transient = fit(
+            "p_retry_transient",
+            self.k("transient", &[Next::RetryIdentical]),
+            self.n("transient"),
+            p.p_retry_transient,
+            "transient failures were retried identically by the model",
+        );
+        p.p_fix_args = fit(
+            "p_fix_args",
+            self.fixes.0,
+            self.fixes.1,
+            p.p_fix_args,
+            "argument changes after bad arguments succeeded",
+        );
+        p.p_give_up_terminal = fit(
+            "p_give_up_terminal",
+            self.k("terminal", &[Next::GaveUp, Next::MovedOn]),
+            self.n("terminal"),
+            p.p_give_up_terminal,
+            "terminal failures were abandoned",
+        );
+        let mut ints = |key: &str, observed: u32, n: u64, default: u32| -> u32 {
+            if n >= min_obs && observed > 0 {
+                lines.push(format!("{key} = {observed} # longest run observed over {n} observations"));
+                observed
+            } else if observed == 0 && n >= min_obs {
+                lines.push(format!(
+                    "{key} = {default} # default kept: no run observed in {n} observations (0 would forbid it)"
+                ));
+                default
+            } else {
+                lines.push(format!("{key} = {default} # default kept: {n} observations (need {min_obs})"));
+                default
+            }
+        };
+        p.max_fix_attempts = ints("max_fix_attempts", self.longest_fix_run, self.fixes.1, p.max_fix_attempts);
+        let retry_obs = self.n("transient") + self.n("terminal");
+        p.max_model_retries = ints("max_model_retries", self.longest_retry_run, retry_obs, p.max_model_retries);
+        let mut toml = String::new();
+        let _ = writeln!(
+            toml,
+            "# Simulated-model profile fitted by `tracefault calibrate` from {} conversation(s).",
+            self.conversations
+        );
+        let _ =
+            writeln!(toml, "# Each figure names the observations behind it; figures with too few keep the default.");
+        let _ = writeln!(toml, "# Observed follow-ups (outcome class: action = count):");
+        for ((c, a), n) in &self.counts {
+            let _ = writeln!(toml, "#   {c}: {} = {n}", a.name());
+        }
+        let _ = writeln!(toml, "name = \"calibrated\"");
+        for l in &lines {
+            let _ = writeln!(toml, "{l}");
+        }
+        let _ = writeln!(toml, "# Not observable in traces: defaults kept.");
+        let _ = writeln!(
+            toml,
+            "model_latency_ms = {}\ntool_latency_ms = {}\nprompt_tokens = {}",
+            p.model_latency_ms, p.tool_latency_ms, p.prompt_tokens
+        );
+        let _ = writeln!(toml, "\n[perception] # not observable in traces: defaults kept");
+        let per = &p.perception;
+        let _ = writeln!(
+            toml,
+            "envelope = {}\nflag = {}\nobject = {}\nprefix = {}\nraw = {}\nunmarked = {}",
+            per.envelope, per.flag, per.object, per.prefix, per.raw, per.unmarked
+        );
+        (p, toml)
+    }
+}

@@ -1,0 +1,53 @@
+//! `tracefault calibrate`: fit a profile from traces and write it as TOML.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use super::import::SourceArgs;
+use crate::calibrate::{Fit, observe};
+use crate::engine::profile::Profile;
+use crate::error::{Error, Result, exit};
+
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// Trace files in any supported format.
+    #[arg(required = true)]
+    pub traces: Vec<PathBuf>,
+    #[arg(long, default_value = "auto")]
+    pub format: String,
+    #[arg(long = "failure-rule", value_name = "REGEX")]
+    pub failure_rules: Vec<String>,
+    /// Observations a figure needs before it replaces the default.
+    #[arg(long, default_value_t = 5)]
+    pub min_observations: u64,
+    #[arg(short = 'o', long = "out", value_name = "PROFILE.toml")]
+    pub out: PathBuf,
+}
+
+pub fn execute(args: CalibrateArgs) -> Result<i32> {
+    let mut fit = Fit::default();
+    for path in &args.traces {
+        let source = SourceArgs {
+            trace: path.clone(),
+            format: args.format.clone(),
+            select: None,
+            failure_rules: args.failure_rules.clone(),
+        };
+        for t in &source.import()?.traces {
+            observe(t, &mut fit);
+        }
+    }
+    let (profile, toml) = fit.profile(args.min_observations);
+    // What we write must load as a profile.
+    let check: Profile =
+        toml::from_str(&toml).map_err(|e| Error::Usage(format!("internal: calibrated profile does not parse: {e}")))?;
+    debug_assert_eq!(check, profile);
+    let dir = args.out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name =
+        args.out.file_name().and_then(|n| n.to_str()).ok_or_else(|| Error::Usage("-o needs a file name".into()))?;
+    crate::report::write_atomic(dir, name, toml.as_bytes()).map_err(|e| Error::io(&args.out, e))?;
+    print!("{toml}");
+    println!("wrote {}", args.out.display());
+    Ok(exit::OK)
+}

@@ -1,0 +1,124 @@
+//! `tracefault replay`: reproduce a captured trace (as-recorded), then replay its task and fault
+//! schedule under other strategies and report where each departs from the recording.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::import::SourceArgs;
+use crate::engine::strategy::Strategy;
+use crate::error::{Error, Result, exit};
+use crate::replay::{AS_RECORDED, Counts, divergence, recorded_counts, replay_as_recorded, whatif_scenario};
+use crate::report::{self, Report};
+use crate::suite::{self, RunOptions};
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Strategies to replay under (repeatable): `as-recorded` and presets. Default: all.
+    #[arg(long = "strategy", value_name = "NAME")]
+    pub strategies: Vec<String>,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Runs per what-if strategy.
+    #[arg(long, default_value_t = 200)]
+    pub runs: u64,
+    /// Where the what-if reports go.
+    #[arg(long, default_value = "replay-reports")]
+    pub out: PathBuf,
+    /// Only reproduce the recording; no what-if runs or reports.
+    #[arg(long)]
+    pub as_recorded_only: bool,
+}
+
+fn side_by_side(rec: &Counts, rep: &Counts) -> String {
+    let rows = [
+        ("model calls", rec.model_calls.to_string(), rep.model_calls.to_string()),
+        ("tool calls", rec.tool_calls.to_string(), rep.tool_calls.to_string()),
+        ("tool failures", rec.tool_failures.to_string(), rep.tool_failures.to_string()),
+        ("identical repeats of failing calls", rec.failing_repeats.to_string(), rep.failing_repeats.to_string()),
+        ("ended", rec.ended.clone(), rep.ended.clone()),
+    ];
+    let mut out = format!("  {:<36} {:>10} {:>10}\n", "", "recorded", "replayed");
+    for (name, a, b) in rows {
+        let mark = if a == b { "" } else { "  ← differs" };
+        out.push_str(&format!("  {name:<36} {a:>10} {b:>10}{mark}\n"));
+    }
+    out
+}
+
+pub fn execute(args: ReplayArgs) -> Result<i32> {
+    let names = if args.strategies.is_empty() {
+        std::iter::once(AS_RECORDED.to_owned()).chain(Strategy::presets().into_iter().map(|s| s.name)).collect()
+    } else {
+        args.strategies.clone()
+    };
+    let mut whatif = Vec::new();
+    for n in names.iter().filter(|n| *n != AS_RECORDED) {
+        whatif.push(Strategy::preset_named(n).ok_or_else(|| {
+            Error::Usage(format!(
+                "--strategy {n}: expected as-recorded or a preset ({})",
+                Strategy::presets().into_iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+            ))
+        })?);
+    }
+    if args.runs == 0 {
+        return Err(Error::Usage("--runs must be at least 1".into()));
+    }
+    let imported = args.source.import()?;
+    let mut code = exit::OK;
+    let (mut reproduced, mut total) = (0, 0);
+    let quiet = imported.traces.len() > 20;
+    if names.iter().any(|n| n == AS_RECORDED) {
+        for t in &imported.traces {
+            let (rec, rep) = (recorded_counts(t), replay_as_recorded(t));
+            total += 1;
+            if rec == rep {
+                reproduced += 1;
+            } else {
+                code = exit::FAILED;
+            }
+            if !quiet || rec != rep {
+                println!(
+                    "{} — as-recorded {}",
+                    t.header.id,
+                    if rec == rep { "reproduces the recording" } else { "DIFFERS from the recording" }
+                );
+                print!("{}", side_by_side(&rec, &rep));
+            }
+        }
+        println!("as-recorded: {reproduced} of {total} conversation(s) reproduced exactly");
+    }
+    if args.as_recorded_only || whatif.is_empty() {
+        return Ok(code);
+    }
+    let suite: Vec<_> =
+        imported.traces.iter().map(|t| whatif_scenario(t, whatif.clone(), args.seed, args.runs)).collect();
+    for (t, sc) in imported.traces.iter().zip(&suite) {
+        if quiet {
+            break;
+        }
+        println!(
+            "\n{} — what-if ({} runs per strategy, seed {}); first departure from the recording in run 0:",
+            t.header.id, args.runs, args.seed
+        );
+        for (i, s) in sc.strategies.iter().enumerate() {
+            match divergence(t, sc, i, 0) {
+                None => println!("  {}: follows the recording exactly", s.name),
+                Some(d) => println!("  {}: {d}", s.name),
+            }
+        }
+    }
+    std::fs::create_dir_all(&args.out).map_err(|e| Error::io(&args.out, e))?;
+    let opts =
+        RunOptions { jobs: std::thread::available_parallelism().map_or(1, |n| n.get()), ..RunOptions::default() };
+    let mut rows = report::csv::runs_header();
+    let results = suite::run_suite(&suite, &opts, &mut rows, true, &|_| {}).map_err(|e| Error::io(&args.out, e))?;
+    for (name, bytes) in report::render_all(&Report { results: &results }).map_err(|e| Error::io(&args.out, e))? {
+        report::write_atomic(&args.out, name, &bytes).map_err(|e| Error::io(&args.out.join(name), e))?;
+    }
+    report::write_atomic(&args.out, "runs.csv", &rows).map_err(|e| Error::io(&args.out, e))?;
+    println!("\nwhat-if reports written to {}/", args.out.display());
+    Ok(code)
+}

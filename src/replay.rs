@@ -1,0 +1,345 @@
+//! Reproducing a captured trace: `as-recorded` replays the recorded decisions and faults through
+//! the engine and must reproduce the recorded counts exactly; what-if replays the same task and
+//! fault schedule under other strategies and says where each first departs from the recording.
+
+use serde::Serialize;
+
+use crate::engine::events::{By, Event, Observer, TerminatedBy};
+use crate::engine::faults::{ErrorClass, Fault, FaultPlan, FaultRule, Target, Trigger, http_class};
+use crate::engine::profile::Profile;
+use crate::engine::rng::fnv1a64;
+use crate::engine::strategy::{Partials, Routing, Strategy};
+use crate::engine::task::{Ending, Policy, Script, Task};
+use crate::envelope::{Encoding, Format};
+use crate::scenario::Scenario;
+use crate::trace::compile::{compile, recorded_fault};
+use crate::trace::inspect::stats;
+use crate::trace::{FinalOutcome, Stop, Trace, TraceEvent};
+
+pub const AS_RECORDED: &str = "as-recorded";
+
+/// The counts a replay must reproduce.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    pub model_calls: u64,
+    pub tool_calls: u64,
+    pub tool_failures: u64,
+    pub failing_repeats: u64,
+    pub ended: String,
+}
+
+pub fn recorded_counts(trace: &Trace) -> Counts {
+    let s = stats(trace);
+    Counts {
+        model_calls: s.model_calls,
+        tool_calls: s.tool_calls,
+        tool_failures: s.tool_failures,
+        failing_repeats: s.failing_repeats,
+        ended: s.ended,
+    }
+}
+
+/// The provider format a trace's model saw.
+pub fn trace_format(trace: &Trace) -> Format {
+    trace.header.provider.as_deref().and_then(Format::parse).unwrap_or(Format::OpenAiChat)
+}
+
+fn scenario(
+    name: &str,
+    format: Format,
+    task: Task,
+    rules: Vec<FaultRule>,
+    strategies: Vec<Strategy>,
+    seed: u64,
+    runs: u64,
+) -> Scenario {
+    let mut target_hashes: Vec<u64> = task.tools.iter().map(|t| fnv1a64(t.as_bytes())).collect();
+    target_hashes.push(fnv1a64(b"provider"));
+    Scenario {
+        name: name.to_owned(),
+        name_hash: fnv1a64(name.as_bytes()),
+        description: format!("Replay of trace {name}."),
+        path: std::path::PathBuf::from(name),
+        seed,
+        runs,
+        format,
+        strategies,
+        baseline: 0,
+        faults: FaultPlan::new(rules, task.tools.len()),
+        task,
+        policy: Policy::default(),
+        profile: Profile::bundled_default(),
+        gates: Vec::new(),
+        target_hashes,
+    }
+}
+
+/// The strategy that replays recorded decisions: the model sees every failure, nothing guards.
+pub fn as_recorded_strategy(format: Format) -> Strategy {
+    Strategy {
+        name: AS_RECORDED.into(),
+        encoding: if format.has_error_flag() { Encoding::Flag } else { Encoding::Prefix },
+        routing: Routing::Model,
+        partials: Partials::Ambiguous,
+        breaker: false,
+        budgets: false,
+        loop_guard: false,
+        retry: None,
+    }
+}
+
+/// The recorded turns as a script, and the recorded outcome of every attempt as rules.
+pub fn as_recorded_scenario(trace: &Trace) -> Scenario {
+    let format = trace_format(trace);
+    let mut task = Task::default();
+    for t in &trace.header.tools {
+        task.tools.push(t.name.clone());
+    }
+    let ok_models: Vec<(u32, Stop)> = trace
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            TraceEvent::ModelCall { turn, status: 200, stop, .. } => Some((*turn, *stop)),
+            _ => None,
+        })
+        .collect();
+    let outcome = trace.events.iter().rev().find_map(|e| match e {
+        TraceEvent::Final { outcome, text } => Some((*outcome, text.clone())),
+        _ => None,
+    });
+    let has_calls =
+        |turn: u32| trace.events.iter().any(|e| matches!(e, TraceEvent::ToolCall { turn: t, .. } if *t == turn));
+    // The last model call is the final turn when it asked for no tool.
+    let final_turn = ok_models.last().filter(|(t, _)| !has_calls(*t)).map(|m| m.0);
+    let ending = match (final_turn, outcome.as_ref().map(|o| o.0)) {
+        (Some(_), Some(FinalOutcome::GaveUp)) => Ending::GaveUp,
+        (Some(_), _) => Ending::Answer,
+        (None, _) => Ending::CutOff,
+    };
+    task.final_text = outcome.map(|o| o.1).unwrap_or_default();
+    task.script = Some(Script { ending });
+
+    let mut rules = Vec::new();
+    let mut provider_attempt = 0;
+    let mut tool_attempts: Vec<u32> = Vec::new();
+    let mut calls: Vec<(String, u32)> = Vec::new();
+    for ev in &trace.events {
+        match ev {
+            TraceEvent::ModelCall { turn, status, .. } => {
+                provider_attempt += 1;
+                if *status != 200 {
+                    let status = if http_class(*status).is_some() { *status } else { 500 };
+                    rules.push(rule(
+                        Target::Provider,
+                        provider_attempt,
+                        Fault::Http { status, retry_after_ms: None, param: None, message: None },
+                        "provider",
+                    ));
+                } else if Some(*turn) != final_turn {
+                    task.steps.push(Vec::new());
+                }
+            }
+            TraceEvent::ToolCall { call_id, name, args, .. } => {
+                let idx = task.push_call(name, args, &serde_json::Value::Null, None);
+                let tool = usize::from(task.calls[idx as usize].tool);
+                tool_attempts.resize(task.tools.len(), 0);
+                tool_attempts[tool] += 1;
+                if task.steps.is_empty() {
+                    task.steps.push(Vec::new());
+                }
+                task.steps.last_mut().expect("pushed").push(idx);
+                calls.push((call_id.clone(), idx));
+            }
+            TraceEvent::ToolResult { call_id, ok, status, content, error_class, .. } => {
+                let Some(&(_, idx)) = calls.iter().rev().find(|(id, _)| id == call_id) else { continue };
+                let spec = &mut task.calls[idx as usize];
+                spec.result_text.clone_from(content);
+                spec.result_json = serde_json::to_string(content).expect("a string serializes");
+                spec.result_literal.clone_from(&spec.result_json);
+                let partial = error_class.as_deref() == Some("partial");
+                if !ok || partial {
+                    let tool = usize::from(spec.tool);
+                    let fault = recorded_fault(*status, error_class.as_deref());
+                    let name = task.tools[tool].clone();
+                    rules.push(rule(Target::Tool(tool as u16), tool_attempts[tool], fault, &name));
+                }
+            }
+            TraceEvent::Final { .. } => {}
+        }
+    }
+    let strategy = as_recorded_strategy(format);
+    let mut sc = scenario(&trace.header.id, format, task, rules, vec![strategy], 0, 1);
+    sc.policy.max_steps = u32::MAX;
+    sc
+}
+
+fn rule(target: Target, attempt: u32, fault: Fault, name: &str) -> FaultRule {
+    FaultRule {
+        target,
+        trigger: Trigger { at: Some(vec![attempt]), ..Trigger::default() },
+        label: format!("{name} at [{attempt}]: {} (recorded)", fault.label()),
+        fault,
+    }
+}
+
+/// Counts what a replayed run did, the way [`recorded_counts`] counts a trace.
+#[derive(Default)]
+struct Counter {
+    model_calls: u64,
+    tool_calls: u64,
+    tool_failures: u64,
+    failing_repeats: u64,
+    /// (tool, canonical args, variant) of every call, and whether its result failed.
+    calls: Vec<((String, String, u32), u32, bool)>,
+    ended: Option<TerminatedBy>,
+}
+
+impl Observer for Counter {
+    fn event(&mut self, e: &Event<'_>) {
+        match *e {
+            Event::ModelCall { .. } => self.model_calls += 1,
+            Event::ToolCall { call_id, tool, args, variant, .. } => {
+                let key = (tool.to_owned(), args.to_owned(), variant);
+                if self.calls.iter().any(|c| c.0 == key && c.2) {
+                    self.failing_repeats += 1;
+                }
+                self.calls.push((key, call_id, false));
+            }
+            Event::Attempt { class, .. } => {
+                self.tool_calls += 1;
+                if class.is_some_and(ErrorClass::is_failure) {
+                    self.tool_failures += 1;
+                }
+            }
+            Event::ToolResult { call_id, class, .. } => {
+                if let Some(c) = self.calls.iter_mut().rev().find(|c| c.1 == call_id) {
+                    c.2 = class.is_some_and(ErrorClass::is_failure);
+                }
+            }
+            Event::End { by, .. } => self.ended = Some(by),
+            Event::Rejected { .. } | Event::BreakerTrip { .. } | Event::ProtocolViolation { .. } => {}
+        }
+    }
+}
+
+/// Replays the recorded decisions through the engine and counts what happened.
+pub fn replay_as_recorded(trace: &Trace) -> Counts {
+    let sc = as_recorded_scenario(trace);
+    let mut counter = Counter::default();
+    crate::suite::run_one(&sc, 0, 0, &mut counter);
+    let recorded_stop = recorded_counts(trace).ended;
+    let ended = match counter.ended {
+        Some(TerminatedBy::Answer) => "answer".to_owned(),
+        Some(TerminatedBy::GaveUp) => "gave_up".to_owned(),
+        // The script ran out without a final model call: it ended as the recording did there.
+        Some(TerminatedBy::StepCap) => {
+            if recorded_stop == "answer" {
+                "cut_off".to_owned()
+            } else {
+                recorded_stop
+            }
+        }
+        Some(other) => other.name().to_owned(),
+        None => "none".to_owned(),
+    };
+    Counts {
+        model_calls: counter.model_calls,
+        tool_calls: counter.tool_calls,
+        tool_failures: counter.tool_failures,
+        failing_repeats: counter.failing_repeats,
+        ended,
+    }
+}
+
+/// The task the recording needed and its fault schedule, under `strategies`.
+pub fn whatif_scenario(trace: &Trace, strategies: Vec<Strategy>, seed: u64, runs: u64) -> Scenario {
+    let c = compile(trace);
+    scenario(&trace.header.id, trace_format(trace), c.task, c.rules, strategies, seed, runs)
+}
+
+/// One tool call as both sides can describe it.
+#[derive(Clone, Debug, PartialEq)]
+struct Step {
+    tool: String,
+    args: String,
+    outcome: String,
+    by: Option<By>,
+}
+
+fn recorded_steps(trace: &Trace) -> Vec<Step> {
+    stats(trace).rows.into_iter().map(|r| Step { tool: r.tool, args: r.args, outcome: r.outcome, by: None }).collect()
+}
+
+#[derive(Default)]
+struct Steps {
+    steps: Vec<Step>,
+    open: Vec<(u32, usize)>,
+}
+
+impl Observer for Steps {
+    fn event(&mut self, e: &Event<'_>) {
+        match *e {
+            Event::ToolCall { call_id, tool, args, variant, .. } => {
+                let args = if variant > 0 { format!("{args} (changed ×{variant})") } else { args.to_owned() };
+                self.open.push((call_id, self.steps.len()));
+                self.steps.push(Step { tool: tool.to_owned(), args, outcome: "unanswered".into(), by: None });
+            }
+            Event::Attempt { call_id, class, by, .. } => {
+                if let Some(&(_, i)) = self.open.iter().rev().find(|o| o.0 == call_id) {
+                    if by == By::Orchestrator {
+                        // Each orchestrator retry is an extra attempt the recording did not show.
+                        let mut s = self.steps[i].clone();
+                        s.by = Some(By::Orchestrator);
+                        s.outcome = class.map_or("ok", |c| c.name()).to_owned();
+                        self.steps.push(s);
+                    } else {
+                        self.steps[i].outcome = class.map_or("ok", |c| c.name()).to_owned();
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Where run `run` of strategy `s` first departs from the recording, and why; `None` when it
+/// makes exactly the recorded calls with the recorded outcomes.
+pub fn divergence(trace: &Trace, sc: &Scenario, s: usize, run: u64) -> Option<String> {
+    let rec = recorded_steps(trace);
+    let mut obs = Steps::default();
+    crate::suite::run_one(sc, s, run, &mut obs);
+    let rep = obs.steps;
+    let strat = &sc.strategies[s];
+    let i = (0..rec.len().max(rep.len()))
+        .find(|&i| rec.get(i) != rep.get(i).map(|r| Step { by: None, ..r.clone() }).as_ref())?;
+    let show = |x: Option<&Step>| {
+        x.map_or("nothing (the run had ended)".to_owned(), |x| format!("{} {} → {}", x.tool, clip(&x.args), x.outcome))
+    };
+    let (r, p) = (rec.get(i), rep.get(i));
+    let repeated_success =
+        r.is_some_and(|r| rec[..i].iter().any(|e| e.tool == r.tool && e.args == r.args && e.outcome == "ok"));
+    let why = match (r, p) {
+        (Some(_), _) if repeated_success => {
+            "the recording repeated a call that had already succeeded; the replayed task needs each call once".to_owned()
+        }
+        (_, Some(p)) if p.by == Some(By::Orchestrator) => {
+            "the orchestrator retried a retryable failure (routing = orchestrator); the recorded agent handed it to the model".to_owned()
+        }
+        (Some(r), Some(p)) if r.tool == p.tool && r.args == p.args => format!(
+            "a different injected fault: the recorded schedule is by attempt number, and attempts shifted under {}",
+            strat.name
+        ),
+        (Some(_), Some(_)) => format!(
+            "a model decision: the simulated model (profile `{}`) read the previous result under encoding `{}` and chose otherwise",
+            sc.profile.name,
+            strat.encoding.name()
+        ),
+        (Some(_), None) => "the replay ended earlier (a guard, a budget, or the model giving up)".to_owned(),
+        (None, _) => "the replay went on after the recording ended".to_owned(),
+    };
+    Some(format!("call {}: recorded {}; replay {}; why: {why}", i + 1, show(r), show(p)))
+}
+
+fn clip(s: &str) -> String {
+    if s.chars().count() > 60 { s.chars().take(59).collect::<String>() + "…" } else { s.to_owned() }
+}

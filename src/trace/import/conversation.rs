@@ -1,0 +1,335 @@
+//! The normalized conversation every importer produces, and the one builder that turns it into
+//! a native trace: pairing results with calls, classifying failures by documented rules, and
+//! deciding how the conversation ended.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::Value;
+
+use crate::engine::faults::http_class;
+use crate::trace::{FinalOutcome, Header, Stop, TRACE_VERSION, ToolDef, Trace, TraceEvent};
+
+/// One tool call the model asked for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallItem {
+    pub id: Option<String>,
+    pub name: String,
+    pub args: Value,
+}
+
+/// One step of a conversation, in order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Item {
+    /// Text from the user (or the user simulator).
+    User(String),
+    /// One model call: its text, its tool calls, its usage and HTTP status.
+    Model { text: Option<String>, calls: Vec<CallItem>, tokens_in: u64, tokens_out: u64, status: u16 },
+    /// One tool result. `flag` is a structural error signal (Anthropic `is_error`, Gemini
+    /// `response.error`, an OTel `execute_tool` span with status ERROR); `None` where the
+    /// format has none and text rules decide.
+    Result { id: Option<String>, name: Option<String>, content: String, flag: Option<(bool, &'static str)> },
+}
+
+impl Item {
+    pub fn model(text: Option<String>, calls: Vec<CallItem>) -> Item {
+        let text = text.filter(|t| !t.trim().is_empty());
+        Item::Model { text, calls, tokens_in: 0, tokens_out: 0, status: 200 }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Conversation {
+    pub id: String,
+    pub source_format: String,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub tools: Vec<ToolDef>,
+    pub items: Vec<Item>,
+}
+
+/// How a tool result is judged a failure, and of which class. Documented in the README
+/// ("Importing traces"); `--failure-rule` replaces the text rules.
+#[derive(Clone, Debug)]
+pub struct FailureRules {
+    /// Text rules: a result whose content matches any is a failure.
+    pub text: Vec<Regex>,
+}
+
+impl Default for FailureRules {
+    fn default() -> Self {
+        let rules = [
+            // "Error: …", "ERROR: …", "error - …" at the start (tau-bench, many agents).
+            r"(?i)^\s*error\b\s*[:\-]",
+            // pydantic-ai's retry prompt for a failed tool call.
+            r"Fix the errors and try again\.\s*$",
+            // A raw Python exception.
+            r"Traceback \(most recent call last\)",
+        ];
+        FailureRules { text: rules.iter().map(|r| Regex::new(r).expect("valid built-in rule")).collect() }
+    }
+}
+
+impl FailureRules {
+    pub fn from_patterns(patterns: &[String]) -> Result<FailureRules, regex::Error> {
+        Ok(FailureRules { text: patterns.iter().map(|p| Regex::new(p)).collect::<Result<_, _>>()? })
+    }
+}
+
+/// The verdict on one result: failed or not, its class, and the evidence.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    pub ok: bool,
+    pub class: Option<&'static str>,
+    pub status: Option<u16>,
+    pub evidence: String,
+}
+
+static STATUS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?:\b(?:status(?:_code)?|HTTP|code)\W{0,3}|^)([45]\d\d)\b").expect("valid"));
+
+fn status_in(text: &str) -> Option<u16> {
+    STATUS.captures(text).and_then(|c| c[1].parse().ok()).filter(|s| http_class(*s).is_some())
+}
+
+/// A JSON body with an `error` field: non-empty means failed; empty with a 4xx/5xx status in
+/// the rest of the body is a failure hidden behind an empty error (ToolBench).
+fn error_field(content: &str) -> Option<(bool, String, Option<u16>)> {
+    let v: Value = serde_json::from_str(content.trim()).ok()?;
+    let obj = v.as_object()?;
+    let err = obj.get("error")?;
+    let text = match err {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    if !text.trim().is_empty() {
+        return Some((true, format!("non-empty `error` field: {}", clip(&text, 60)), status_in(&text)));
+    }
+    let rest = obj.get("response").map(|r| r.to_string()).unwrap_or_default();
+    match status_in(&rest).filter(|s| *s >= 400) {
+        Some(s) => Some((true, format!("empty `error` field but status {s} in the body"), Some(s))),
+        None => Some((false, String::new(), None)),
+    }
+}
+
+fn clip(s: &str, n: usize) -> String {
+    let t: String = s.chars().take(n).collect();
+    if t.len() < s.len() { format!("{t}…") } else { t }
+}
+
+/// The class of a failed result, from a status if there is one, else from keywords.
+fn classify_failure(content: &str, status: Option<u16>) -> (&'static str, String) {
+    if let Some(s) = status.filter(|s| http_class(*s).is_some()) {
+        let c = http_class(s).expect("checked");
+        return (c.name(), format!("status {s}"));
+    }
+    for (re, class) in KEYWORDS.iter() {
+        if let Some(m) = re.find(content) {
+            return (class, format!("keyword {:?}", m.as_str()));
+        }
+    }
+    ("bad_args", "default: a failure the model can act on".to_owned())
+}
+
+/// Whole-word keyword rules, in this order: a validation error that mentions "forbidden"
+/// (pydantic's `extra_forbidden`) is still about the arguments.
+static KEYWORDS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
+    let table: [(&str, &'static str); 5] = [
+        (r"(?i)\b(rate limit(ed)?|too many requests|quota)\b", "rate_limited"),
+        (
+            r"(?i)\b(timeout|timed out|temporarily unavailable|connection reset|overloaded|try again later|unavailable)\b",
+            "transient",
+        ),
+        (r"(?i)\b(validation errors?|invalid|field required|missing|required|did you mean)\b", "bad_args"),
+        (r"(?i)\b(not found|unauthorized|forbidden|permission denied|does not exist|not allowed)\b", "terminal"),
+        (r"(?i)\b(more (results )?may be available|partial results?)\b", "partial"),
+    ];
+    table.iter().map(|(p, c)| (Regex::new(p).expect("valid built-in pattern"), *c)).collect()
+});
+
+/// Judges one result by the rules: structural flag first, then an `error` field, then text.
+pub fn judge(content: &str, flag: Option<(bool, &'static str)>, rules: &FailureRules) -> Verdict {
+    let (failed, why, status) = if let Some((f, source)) = flag {
+        (f, source.to_owned(), status_in(content))
+    } else if let Some((f, why, status)) = error_field(content) {
+        (f, why, status)
+    } else if let Some(r) = rules.text.iter().find(|r| r.is_match(content)) {
+        (true, format!("text rule /{}/", r.as_str()), status_in(content))
+    } else {
+        (false, String::new(), None)
+    };
+    if !failed {
+        let more = content.to_lowercase().contains("may be available");
+        return Verdict {
+            ok: true,
+            class: more.then_some("partial"),
+            status: None,
+            evidence: if more { "text says more may be available".into() } else { String::new() },
+        };
+    }
+    let (class, how) = classify_failure(content, status);
+    Verdict { ok: class == "partial", class: Some(class), status, evidence: format!("failed: {why}; class: {how}") }
+}
+
+/// Builds the native trace: one `model_call` per model item, its `tool_call`s, one
+/// `tool_result` per result (paired by id, else by position among the open calls, preferring
+/// the same tool name), and a `final` event.
+pub fn to_trace(conv: &Conversation, rules: &FailureRules) -> Trace {
+    let mut events = Vec::new();
+    let mut turn = 0;
+    // Open calls awaiting a result: (call_id, tool name).
+    let mut open: Vec<(String, String)> = Vec::new();
+    let mut tools: Vec<ToolDef> = conv.tools.clone();
+    for item in &conv.items {
+        match item {
+            Item::User(_) => {}
+            Item::Model { text, calls, tokens_in, tokens_out, status } => {
+                turn += 1;
+                let stop = if *status != 200 {
+                    Stop::Error
+                } else if calls.is_empty() {
+                    Stop::End
+                } else {
+                    Stop::ToolCalls
+                };
+                events.push(TraceEvent::ModelCall {
+                    turn,
+                    status: *status,
+                    tokens_in: *tokens_in,
+                    tokens_out: *tokens_out,
+                    latency_ms: None,
+                    stop,
+                    text: text.clone(),
+                });
+                for (i, c) in calls.iter().enumerate() {
+                    let id = c.id.clone().unwrap_or_else(|| format!("call_t{turn}_{i}"));
+                    if !tools.iter().any(|t| t.name == c.name) {
+                        tools.push(ToolDef { name: c.name.clone(), description: None, parameters: None });
+                    }
+                    open.push((id.clone(), c.name.clone()));
+                    events.push(TraceEvent::ToolCall { turn, call_id: id, name: c.name.clone(), args: c.args.clone() });
+                }
+            }
+            Item::Result { id, name, content, flag } => {
+                let pos = match id {
+                    Some(id) => open.iter().position(|(o, _)| o == id),
+                    None => None,
+                }
+                .or_else(|| name.as_ref().and_then(|n| open.iter().position(|(_, on)| on == n)))
+                .or(if open.is_empty() { None } else { Some(0) });
+                let Some(pos) = pos else { continue };
+                let (call_id, _) = open.remove(pos);
+                let v = judge(content, *flag, rules);
+                events.push(TraceEvent::ToolResult {
+                    call_id,
+                    ok: v.ok,
+                    status: v.status,
+                    content: content.clone(),
+                    error_class: v.class.map(str::to_owned),
+                    latency_ms: None,
+                    attempts: None,
+                    evidence: (!v.evidence.is_empty()).then_some(v.evidence),
+                });
+            }
+        }
+    }
+    let last_model = conv.items.iter().rev().find_map(|i| match i {
+        Item::Model { text, calls, status, .. } => Some((text, calls, *status)),
+        _ => None,
+    });
+    let last_is_model =
+        matches!(conv.items.iter().rev().find(|i| !matches!(i, Item::User(_))), Some(Item::Model { .. }));
+    let (text, outcome) = match last_model {
+        Some((text, calls, 200)) if calls.is_empty() && last_is_model => {
+            (text.clone().unwrap_or_default(), FinalOutcome::Answer)
+        }
+        Some((_, calls, 200)) if last_is_model && calls.len() == 1 && calls[0].name == "Finish" => {
+            // ToolBench's control tool: its return_type says how the episode ended.
+            let rt = calls[0].args.get("return_type").and_then(Value::as_str).unwrap_or_default();
+            let answer = calls[0].args.get("final_answer").and_then(Value::as_str).unwrap_or_default().to_owned();
+            (answer, if rt == "give_answer" { FinalOutcome::Answer } else { FinalOutcome::GaveUp })
+        }
+        _ => (String::new(), FinalOutcome::CutOff),
+    };
+    events.push(TraceEvent::Final { text, outcome });
+    Trace {
+        header: Header {
+            tracefault_trace: TRACE_VERSION,
+            id: conv.id.clone(),
+            source_format: conv.source_format.clone(),
+            provider: conv.provider.clone(),
+            model: conv.model.clone(),
+            tools,
+        },
+        events,
+    }
+}
+
+/// Parses a JSON-encoded arguments string, keeping it as a string when it is not JSON.
+pub fn parse_args(s: &str) -> Value {
+    serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.to_owned()))
+}
+
+/// The text of a content value: a string, or the `text` of each part joined.
+pub fn text_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").or_else(|| p.get("content")).and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(content: &str) -> Verdict {
+        judge(content, None, &FailureRules::default())
+    }
+
+    #[test]
+    fn text_rules() {
+        let r = v("Error: flight HAT030 not available on date 2024-05-13");
+        assert!(!r.ok);
+        assert_eq!(r.class, Some("bad_args"));
+        assert!(v("Did you mean Mexico City?\n\nFix the errors and try again.").class == Some("bad_args"));
+        assert!(v(r#"{"temp": 3}"#).ok);
+        assert_eq!(v("ERROR: rate limit exceeded").class, Some("rate_limited"));
+        assert_eq!(v("error: HTTP 503 from upstream").class, Some("transient"));
+        assert_eq!(v("Error: user not found").class, Some("terminal"));
+        let pydantic =
+            "2 validation errors:\n[{\"type\": \"missing\", \"loc\": [\"symbol\"]}, {\"type\": \"extra_forbidden\"}]";
+        assert_eq!(judge(pydantic, Some((true, "is_error: true")), &FailureRules::default()).class, Some("bad_args"));
+    }
+
+    #[test]
+    fn error_fields_including_hidden_400s() {
+        let r = v(r#"{"error": "Timeout error...Read timed out.", "response": ""}"#);
+        assert_eq!((r.ok, r.class), (false, Some("transient")));
+        let r = v(r#"{"error": "", "response": "{'message': 'Bad Request', 'status_code': 400}"}"#);
+        assert_eq!((r.ok, r.class, r.status), (false, Some("bad_args"), Some(400)));
+        assert!(v(r#"{"error": "", "response": "{'ok': 1}"}"#).ok);
+    }
+
+    #[test]
+    fn structural_flags_win() {
+        let r = judge("all good", Some((true, "is_error: true")), &FailureRules::default());
+        assert!(!r.ok);
+        assert!(r.evidence.contains("is_error"));
+        let r = judge("Error: looks bad", Some((false, "is_error: false")), &FailureRules::default());
+        assert!(r.ok, "an explicit false flag is trusted over text");
+    }
+
+    #[test]
+    fn custom_rules_replace_text_rules() {
+        let rules = FailureRules::from_patterns(&["^FAILED".into()]).unwrap();
+        assert!(judge("Error: x", None, &rules).ok);
+        assert!(!judge("FAILED to do it", None, &rules).ok);
+    }
+}

@@ -1,0 +1,101 @@
+//! Gemini `generateContent`: `functionCall` parts in model turns, `functionResponse` parts
+//! (with `response.error` as the failure signal; ids may be missing) in user turns.
+
+use serde_json::Value;
+
+use super::ImportError;
+use super::conversation::{CallItem, Item};
+use crate::trace::ToolDef;
+
+pub fn items(contents: &[Value], path: &str) -> Result<Vec<Item>, ImportError> {
+    let mut out = Vec::new();
+    for (i, c) in contents.iter().enumerate() {
+        let parts = c
+            .get("parts")
+            .and_then(Value::as_array)
+            .ok_or_else(|| ImportError::at(format!("{path}/{i}"), "a content with `parts`"))?;
+        match c.get("role").and_then(Value::as_str).unwrap_or("user") {
+            "model" => out.push(model(parts)),
+            _ => {
+                let mut text = Vec::new();
+                for p in parts {
+                    if let Some(fr) = p.get("functionResponse") {
+                        let response = fr.get("response").cloned().unwrap_or(Value::Null);
+                        let error = response.get("error").filter(|e| !e.is_null());
+                        let content = match (error, response.get("output")) {
+                            (Some(e), _) => e.as_str().map_or_else(|| e.to_string(), str::to_owned),
+                            (None, Some(Value::String(s))) => s.clone(),
+                            (None, Some(o)) => o.to_string(),
+                            (None, None) => response.to_string(),
+                        };
+                        out.push(Item::Result {
+                            id: fr.get("id").and_then(Value::as_str).map(str::to_owned),
+                            name: fr.get("name").and_then(Value::as_str).map(str::to_owned),
+                            content,
+                            flag: Some(if error.is_some() {
+                                (true, "response.error")
+                            } else {
+                                (false, "no response.error")
+                            }),
+                        });
+                    } else if let Some(t) = p.get("text").and_then(Value::as_str) {
+                        text.push(t.to_owned());
+                    }
+                }
+                if !text.is_empty() {
+                    out.push(Item::User(text.join("\n")));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn model(parts: &[Value]) -> Item {
+    let mut text = Vec::new();
+    let mut calls = Vec::new();
+    for p in parts {
+        if let Some(fc) = p.get("functionCall") {
+            calls.push(CallItem {
+                id: fc.get("id").and_then(Value::as_str).map(str::to_owned),
+                name: fc.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
+                args: fc.get("args").cloned().unwrap_or(Value::Object(Default::default())),
+            });
+        } else if let Some(t) = p.get("text").and_then(Value::as_str)
+            && p.get("thought").and_then(Value::as_bool) != Some(true)
+        {
+            text.push(t.to_owned());
+        }
+    }
+    Item::model(Some(text.join("\n")), calls)
+}
+
+pub fn response(body: &Value) -> Option<Item> {
+    let parts = body.get("candidates")?.get(0)?.get("content")?.get("parts")?.as_array()?;
+    let mut item = model(parts);
+    if let (Item::Model { tokens_in, tokens_out, .. }, Some(u)) = (&mut item, body.get("usageMetadata")) {
+        *tokens_in = u.get("promptTokenCount").and_then(Value::as_u64).unwrap_or(0);
+        *tokens_out = u.get("candidatesTokenCount").and_then(Value::as_u64).unwrap_or(0);
+    }
+    Some(item)
+}
+
+pub fn tools(body: &Value) -> Vec<ToolDef> {
+    let mut out = Vec::new();
+    for t in body.get("tools").and_then(Value::as_array).into_iter().flatten() {
+        for f in t.get("functionDeclarations").and_then(Value::as_array).into_iter().flatten() {
+            if let Some(name) = f.get("name").and_then(Value::as_str) {
+                out.push(ToolDef {
+                    name: name.to_owned(),
+                    description: f.get("description").and_then(Value::as_str).map(str::to_owned),
+                    parameters: f
+                        .get("parameters")
+                        .or_else(|| f.get("parameters_json_schema"))
+                        .or_else(|| f.get("parametersJsonSchema"))
+                        .cloned(),
+                });
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,417 @@
+//! Importers: one module per source format, each producing the normalized
+//! [`conversation::Conversation`]; [`conversation::to_trace`] turns that into a native trace.
+//! `auto` detects the format from the content. Headers of recorded HTTP exchanges are never
+//! read, so authorization headers, API keys and cookies cannot reach a trace.
+
+pub mod anthropic;
+pub mod cassette;
+pub mod conversation;
+pub mod gemini;
+pub mod openai_chat;
+pub mod openai_responses;
+pub mod otel;
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use self::conversation::{Conversation, FailureRules, Item, to_trace};
+use super::Trace;
+use crate::error::Error;
+use crate::trace::ToolDef;
+
+/// Source formats (`--format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceFormat {
+    Auto,
+    Native,
+    OpenAiChat,
+    OpenAiResponses,
+    Anthropic,
+    Gemini,
+    Otel,
+    Cassette,
+}
+
+impl SourceFormat {
+    pub const NAMES: [&'static str; 8] =
+        ["auto", "native", "openai-chat", "openai-responses", "anthropic", "gemini", "otel", "cassette"];
+
+    pub fn parse(s: &str) -> Option<SourceFormat> {
+        use SourceFormat::*;
+        Some(match s {
+            "auto" => Auto,
+            "native" => Native,
+            "openai-chat" => OpenAiChat,
+            "openai-responses" => OpenAiResponses,
+            "anthropic" => Anthropic,
+            "gemini" => Gemini,
+            "otel" => Otel,
+            "cassette" => Cassette,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        SourceFormat::NAMES[self as usize]
+    }
+
+    /// The provider format a model in this source saw, when it is one.
+    fn provider(self) -> Option<&'static str> {
+        match self {
+            SourceFormat::OpenAiChat => Some("openai-chat"),
+            SourceFormat::OpenAiResponses => Some("openai-responses"),
+            SourceFormat::Anthropic => Some("anthropic"),
+            SourceFormat::Gemini => Some("gemini"),
+            _ => None,
+        }
+    }
+}
+
+/// A problem at a JSON path inside the input.
+#[derive(Debug)]
+pub struct ImportError {
+    pub at: String,
+    pub expected: String,
+}
+
+impl ImportError {
+    pub fn at(at: impl Into<String>, expected: impl Into<String>) -> ImportError {
+        ImportError { at: at.into(), expected: expected.into() }
+    }
+
+    fn into_error(self, file: &Path) -> Error {
+        Error::Invalid { file: file.display().to_string(), line: None, field: self.at, expected: self.expected }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct ImportOptions {
+    pub format: SourceFormat,
+    /// A JSON pointer into the file (e.g. `/13/traj`).
+    pub select: Option<String>,
+    pub rules: FailureRules,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        ImportOptions { format: SourceFormat::Auto, select: None, rules: FailureRules::default() }
+    }
+}
+
+pub struct Imported {
+    /// The format read (the detected one under `auto`).
+    pub format: SourceFormat,
+    pub traces: Vec<Trace>,
+}
+
+/// One recorded model exchange: the request's conversation so far, and the response.
+pub struct Exchange {
+    pub items: Vec<Item>,
+    /// The response's model turn (or a failed call with its status); `None` when unreadable.
+    pub response: Option<Item>,
+    pub tools: Vec<ToolDef>,
+    pub model: Option<String>,
+}
+
+/// A comparable fingerprint of an item, to tell whether one request extends the last.
+fn signature(item: &Item) -> String {
+    match item {
+        Item::User(t) => format!("u:{}", t.trim()),
+        Item::Model { calls, text, .. } if calls.is_empty() => format!("m:{}", text.as_deref().unwrap_or("").trim()),
+        Item::Model { calls, .. } => {
+            let c: Vec<String> =
+                calls.iter().map(|c| format!("{}{}", c.name, crate::engine::task::canonical_json(&c.args))).collect();
+            format!("m:{}", c.join("|"))
+        }
+        Item::Result { content, .. } => format!("r:{}", content.trim()),
+    }
+}
+
+/// Groups exchanges into conversations: a request that does not extend the previous request
+/// and its response starts a new conversation. Failed provider calls stay where they occurred.
+pub fn chain(exchanges: Vec<Exchange>, source: SourceFormat, id: &str, provider: Option<&str>) -> Vec<Conversation> {
+    let mut out: Vec<Conversation> = Vec::new();
+    // The current conversation, and the signatures of its items without failed calls.
+    let mut current: Option<(Conversation, Vec<String>)> = None;
+    for ex in exchanges {
+        let sigs: Vec<String> = ex.items.iter().map(signature).collect();
+        let extends =
+            current.as_ref().is_some_and(|(_, prev)| sigs.len() >= prev.len() && sigs[..prev.len()] == prev[..]);
+        if !extends {
+            if let Some((c, _)) = current.take() {
+                out.push(c);
+            }
+            let conv = Conversation {
+                id: String::new(),
+                source_format: source.name().to_owned(),
+                provider: provider.map(str::to_owned),
+                model: ex.model.clone(),
+                tools: ex.tools.clone(),
+                items: Vec::new(),
+            };
+            current = Some((conv, Vec::new()));
+        }
+        let (conv, prev) = current.as_mut().expect("set above");
+        let done = prev.len();
+        conv.items.extend(ex.items[done..].iter().cloned());
+        prev.extend(sigs[done..].iter().cloned());
+        if let Some(resp) = ex.response {
+            let ok = matches!(resp, Item::Model { status: 200, .. });
+            if ok {
+                prev.push(signature(&resp));
+            }
+            conv.items.push(resp);
+        }
+        for t in ex.tools {
+            if !conv.tools.iter().any(|x| x.name == t.name) {
+                conv.tools.push(t);
+            }
+        }
+    }
+    out.extend(current.map(|c| c.0));
+    let n = out.len();
+    for (i, c) in out.iter_mut().enumerate() {
+        c.id = if n == 1 { id.to_owned() } else { format!("{id}#{}", i + 1) };
+    }
+    out
+}
+
+/// Detects the format of a parsed value.
+pub fn detect(v: &Value) -> Option<SourceFormat> {
+    use SourceFormat::*;
+    let has = |k: &str| v.get(k).is_some();
+    if let Value::Array(items) = v {
+        let first = items.first()?;
+        if first.get("role").is_some() || first.get("type").is_some() {
+            if items.iter().any(|m| {
+                matches!(m.get("type").and_then(Value::as_str), Some("function_call" | "function_call_output"))
+            }) {
+                return Some(OpenAiResponses);
+            }
+            return Some(if items.iter().any(has_blocks) { Anthropic } else { OpenAiChat });
+        }
+        return detect(container_inner(first).unwrap_or(first));
+    }
+    if has("interactions") {
+        Some(Cassette)
+    } else if has("resourceSpans") {
+        Some(Otel)
+    } else if has("contents") || has("candidates") {
+        Some(Gemini)
+    } else if has("input") || v.get("output").is_some_and(Value::is_array) {
+        Some(OpenAiResponses)
+    } else if let Some(m) = v.get("messages") {
+        let anthropic =
+            m.as_array().is_some_and(|ms| ms.iter().any(has_blocks)) || has("max_tokens") && !has("choices");
+        Some(if anthropic { Anthropic } else { OpenAiChat })
+    } else if let Some(r) = v.get("request") {
+        detect(r)
+    } else {
+        container_inner(v).and_then(detect)
+    }
+}
+
+/// Whether a message carries Anthropic content blocks.
+fn has_blocks(m: &Value) -> bool {
+    m.get("content").and_then(Value::as_array).is_some_and(|bs| {
+        bs.iter().any(|b| matches!(b.get("type").and_then(Value::as_str), Some("tool_use" | "tool_result")))
+    })
+}
+
+/// The conversation inside a wrapper object (tau-bench's `traj`, `conversation`).
+fn container_inner(v: &Value) -> Option<&Value> {
+    ["traj", "conversation", "trajectory"].iter().find_map(|k| v.get(*k))
+}
+
+fn provider_items(format: SourceFormat, list: &[Value], path: &str) -> Result<Vec<Item>, ImportError> {
+    match format {
+        SourceFormat::OpenAiResponses => openai_responses::items(list, path),
+        SourceFormat::Anthropic => anthropic::items(list, path),
+        SourceFormat::Gemini => gemini::items(list, path),
+        _ => openai_chat::items(list, path),
+    }
+}
+
+/// The request/response exchange a body (or `{request, response}` pair) holds.
+pub fn exchange(
+    format: SourceFormat,
+    body: &Value,
+    response: Option<&Value>,
+    status: u16,
+    path: &str,
+) -> Result<Exchange, ImportError> {
+    let (key, tools) = match format {
+        SourceFormat::OpenAiResponses => ("input", openai_responses::tools(body)),
+        SourceFormat::Anthropic => ("messages", anthropic::tools(body)),
+        SourceFormat::Gemini => ("contents", gemini::tools(body)),
+        _ => ("messages", openai_chat::tools(body)),
+    };
+    let list = match body.get(key) {
+        Some(Value::Array(l)) => l.clone(),
+        Some(Value::String(s)) => vec![serde_json::json!({"role": "user", "content": s})],
+        _ => return Err(ImportError::at(format!("{path}/{key}"), format!("the request's `{key}` list"))),
+    };
+    let items = provider_items(format, &list, &format!("{path}/{key}"))?;
+    let response = match response {
+        _ if status != 200 => Some(Item::Model { text: None, calls: Vec::new(), tokens_in: 0, tokens_out: 0, status }),
+        Some(r) => match format {
+            SourceFormat::OpenAiResponses => openai_responses::response(r),
+            SourceFormat::Anthropic => anthropic::response(r),
+            SourceFormat::Gemini => gemini::response(r),
+            _ => openai_chat::response(r),
+        },
+        None => None,
+    };
+    let model = body.get("model").and_then(Value::as_str).map(str::to_owned);
+    Ok(Exchange { items, response, tools, model })
+}
+
+/// Conversations in a provider-format value: a bare list, a body, a pair, a list of bodies or
+/// pairs (chained), or a list of wrapped conversations (each its own).
+fn provider_conversations(format: SourceFormat, v: &Value, id: &str) -> Result<Vec<Conversation>, ImportError> {
+    let provider = format.provider();
+    let list_key = match format {
+        SourceFormat::OpenAiResponses => "input",
+        SourceFormat::Gemini => "contents",
+        _ => "messages",
+    };
+    match v {
+        Value::Array(items) if items.first().is_some_and(|m| m.get("role").is_some() || m.get("type").is_some()) => {
+            let ex =
+                Exchange { items: provider_items(format, items, "")?, response: None, tools: Vec::new(), model: None };
+            Ok(chain(vec![ex], format, id, provider))
+        }
+        Value::Array(items) => {
+            if items.iter().all(|i| container_inner(i).is_some()) {
+                let mut out = Vec::new();
+                for (i, item) in items.iter().enumerate() {
+                    let inner = container_inner(item).expect("checked");
+                    let mut convs = provider_conversations(format, inner, &format!("{id}#{i}"))
+                        .map_err(|e| ImportError::at(format!("/{i}{}", e.at), e.expected))?;
+                    out.append(&mut convs);
+                }
+                return Ok(out);
+            }
+            let mut exchanges = Vec::new();
+            for (i, item) in items.iter().enumerate() {
+                let (body, resp) = match item.get("request") {
+                    Some(req) => (req, item.get("response")),
+                    None => (item, None),
+                };
+                exchanges.push(exchange(format, body, resp, 200, &format!("/{i}"))?);
+            }
+            Ok(chain(exchanges, format, id, provider))
+        }
+        Value::Object(_) => {
+            if let Some(inner) = container_inner(v) {
+                return provider_conversations(format, inner, id);
+            }
+            let (body, resp) = match v.get("request") {
+                Some(req) => (req, v.get("response")),
+                None if v.get(list_key).is_some() => (v, None),
+                None => {
+                    // A response body alone.
+                    let ex = exchange(format, &serde_json::json!({ list_key: [] }), Some(v), 200, "")?;
+                    return Ok(chain(vec![ex], format, id, provider));
+                }
+            };
+            Ok(chain(vec![exchange(format, body, resp, 200, "")?], format, id, provider))
+        }
+        _ => Err(ImportError::at("/", "a JSON object or list")),
+    }
+}
+
+/// Parses a file's text as JSON, or as JSONL (a list of its lines).
+fn parse_json_or_jsonl(text: &str, file: &Path) -> Result<Value, Error> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(v) => Ok(v),
+        Err(whole) => {
+            let mut lines = Vec::new();
+            for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+                let v: Value = serde_json::from_str(line).map_err(|e| {
+                    let message = if i == 0 { format!("not JSON or JSONL: {whole}") } else { format!("JSONL: {e}") };
+                    Error::Parse { file: format!("{}:{}", file.display(), i + 1), message }
+                })?;
+                lines.push(v);
+            }
+            Ok(Value::Array(lines))
+        }
+    }
+}
+
+/// Imports every conversation in `path`.
+pub fn import_path(path: &Path, opts: &ImportOptions) -> Result<Imported, Error> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    import_str(&text, path, opts)
+}
+
+pub fn import_str(text: &str, path: &Path, opts: &ImportOptions) -> Result<Imported, Error> {
+    let looks_native = text.lines().find(|l| !l.trim().is_empty()).is_some_and(|l| l.contains("\"tracefault_trace\""));
+    if opts.format == SourceFormat::Native
+        || (opts.format == SourceFormat::Auto && looks_native && opts.select.is_none())
+    {
+        return Ok(Imported { format: SourceFormat::Native, traces: Trace::parse_many(text, path)? });
+    }
+    let is_yaml = opts.format == SourceFormat::Cassette
+        || path.extension().is_some_and(|e| e == "yaml" || e == "yml")
+        || text.trim_start().starts_with("interactions:");
+    let root: Value = if is_yaml {
+        serde_norway::from_str(text)
+            .map_err(|e| Error::Parse { file: path.display().to_string(), message: format!("YAML: {e}") })?
+    } else {
+        parse_json_or_jsonl(text, path)?
+    };
+    let v = match &opts.select {
+        None => &root,
+        Some(ptr) => root.pointer(ptr).ok_or_else(|| {
+            let top = match &root {
+                Value::Array(a) => format!("a list of {}", a.len()),
+                Value::Object(o) => {
+                    format!("an object with keys {}", o.keys().take(8).cloned().collect::<Vec<_>>().join(", "))
+                }
+                _ => "a scalar".into(),
+            };
+            Error::Invalid {
+                file: path.display().to_string(),
+                line: None,
+                field: format!("--select {ptr}"),
+                expected: format!("a JSON pointer into the file; no such path (the top level is {top})"),
+            }
+        })?,
+    };
+    let format = match opts.format {
+        SourceFormat::Auto => detect(v).ok_or_else(|| Error::Invalid {
+            file: path.display().to_string(),
+            line: None,
+            field: opts.select.clone().unwrap_or_else(|| "/".into()),
+            expected: format!(
+                "a recognizable trace ({}); pass --format, or --select the conversation inside a wrapper",
+                SourceFormat::NAMES[1..].join(", ")
+            ),
+        })?,
+        f => f,
+    };
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("trace");
+    let id = match &opts.select {
+        Some(p) => format!("{stem}{p}"),
+        None => stem.to_owned(),
+    };
+    let convs = match format {
+        SourceFormat::Cassette => cassette::conversations(v, &id),
+        SourceFormat::Otel => otel::conversations(v, &id),
+        SourceFormat::Native | SourceFormat::Auto => unreachable!("handled above"),
+        f => provider_conversations(f, v, &id),
+    }
+    .map_err(|e| e.into_error(path))?;
+    if convs.is_empty() {
+        return Err(Error::Invalid {
+            file: path.display().to_string(),
+            line: None,
+            field: "/".into(),
+            expected: "at least one conversation".into(),
+        });
+    }
+    let traces = convs.iter().map(|c| to_trace(c, &opts.rules)).collect();
+    Ok(Imported { format, traces })
+}

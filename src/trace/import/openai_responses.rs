@@ -1,0 +1,88 @@
+//! OpenAI Responses: `input` items (`function_call` / `function_call_output` paired on
+//! `call_id`, messages) and `output` items of a response.
+
+use serde_json::Value;
+
+use super::ImportError;
+use super::conversation::{CallItem, Item, parse_args, text_of};
+use crate::trace::ToolDef;
+
+/// Consecutive assistant messages and function calls form one model turn.
+pub fn items(input: &[Value], path: &str) -> Result<Vec<Item>, ImportError> {
+    let mut out: Vec<Item> = Vec::new();
+    let mut open_turn = false;
+    for (i, it) in input.iter().enumerate() {
+        let kind = it.get("type").and_then(Value::as_str).unwrap_or("message");
+        let role = it.get("role").and_then(Value::as_str);
+        match (kind, role) {
+            ("function_call", _) => {
+                let call = CallItem {
+                    id: it.get("call_id").and_then(Value::as_str).map(str::to_owned),
+                    name: it.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
+                    args: parse_args(it.get("arguments").and_then(Value::as_str).unwrap_or("{}")),
+                };
+                match out.last_mut() {
+                    Some(Item::Model { calls, .. }) if open_turn => calls.push(call),
+                    _ => out.push(Item::model(None, vec![call])),
+                }
+                open_turn = true;
+            }
+            ("function_call_output", _) => {
+                out.push(Item::Result {
+                    id: it.get("call_id").and_then(Value::as_str).map(str::to_owned),
+                    name: None,
+                    content: text_of(it.get("output").unwrap_or(&Value::Null)),
+                    flag: None,
+                });
+                open_turn = false;
+            }
+            ("message", Some("assistant")) => {
+                out.push(Item::model(Some(text_of(it.get("content").unwrap_or(&Value::Null))), Vec::new()));
+                open_turn = true;
+            }
+            ("message", Some("user")) => {
+                out.push(Item::User(text_of(it.get("content").unwrap_or(&Value::Null))));
+                open_turn = false;
+            }
+            ("message", Some("system" | "developer")) | ("reasoning", _) => {}
+            ("message", _) => return Err(ImportError::at(format!("{path}/{i}"), "a message with a `role`")),
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+pub fn response(body: &Value) -> Option<Item> {
+    let output = body.get("output")?.as_array()?;
+    let items = items(output, "/output").ok()?;
+    // A response is one model turn: merge its pieces.
+    let mut text = None;
+    let mut calls = Vec::new();
+    for it in items {
+        if let Item::Model { text: t, calls: c, .. } = it {
+            text = text.or(t);
+            calls.extend(c);
+        }
+    }
+    let mut item = Item::model(text, calls);
+    if let (Item::Model { tokens_in, tokens_out, .. }, Some(u)) = (&mut item, body.get("usage")) {
+        *tokens_in = u.get("input_tokens").and_then(Value::as_u64).unwrap_or(0);
+        *tokens_out = u.get("output_tokens").and_then(Value::as_u64).unwrap_or(0);
+    }
+    Some(item)
+}
+
+pub fn tools(body: &Value) -> Vec<ToolDef> {
+    body.get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| {
+            Some(ToolDef {
+                name: t.get("name")?.as_str()?.to_owned(),
+                description: t.get("description").and_then(Value::as_str).filter(|d| !d.is_empty()).map(str::to_owned),
+                parameters: t.get("parameters").cloned(),
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,229 @@
+//! Importers against the shared corpus of real traces: every format imports, and `inspect`
+//! gives counts checked by hand (from the raw files, independently of tracefault) for at least
+//! one conversation per format.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::{corpus, tracefault, write};
+
+/// `inspect --json` lines of a file.
+fn inspect(file: &Path, extra: &[&str]) -> Vec<Value> {
+    let out = tracefault().arg("inspect").arg(file).args(extra).arg("--json").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// (model calls, tool calls, failures, failing repeats, ended)
+fn counts(v: &Value) -> (u64, u64, u64, u64, String) {
+    (
+        v["model_calls"].as_u64().unwrap(),
+        v["tool_calls"].as_u64().unwrap(),
+        v["tool_failures"].as_u64().unwrap(),
+        v["failing_repeats"].as_u64().unwrap(),
+        v["ended"].as_str().unwrap().to_owned(),
+    )
+}
+
+#[test]
+fn openai_chat_tau_bench_conversation_13() {
+    // By hand from the raw file: 58 messages, 28 assistant messages, 14 tool calls, 6 tool
+    // messages starting "Error:", 3 attempts identical to an earlier failing call (corpus README).
+    let v = inspect(&corpus().join("tau-bench_gpt-4o-airline.subset5.json"), &["--select", "/0/traj"]);
+    assert_eq!(v.len(), 1);
+    assert_eq!(counts(&v[0]), (28, 14, 6, 3, "answer".into()));
+    assert_eq!(v[0]["loop_guard_at"], 11);
+    assert_eq!(v[0]["longest_failing_streak"], 2);
+}
+
+#[test]
+fn openai_chat_whole_tau_bench_file() {
+    let v = inspect(&corpus().join("tau-bench_gpt-4o-airline.json"), &[]);
+    assert_eq!(v.len(), 200);
+    let sum = |k: &str| v.iter().map(|c| c[k].as_u64().unwrap()).sum::<u64>();
+    // The corpus README: 1,164 tool calls, 73 tool errors in 36 conversations.
+    assert_eq!(sum("tool_calls"), 1164);
+    assert_eq!(sum("tool_failures"), 73);
+    assert_eq!(v.iter().filter(|c| c["tool_failures"].as_u64().unwrap() > 0).count(), 36);
+    assert_eq!(counts(&v[13]), (28, 14, 6, 3, "answer".into()));
+}
+
+#[test]
+fn openai_chat_legacy_function_call_toolbench() {
+    // train_messages[3]: 4 function calls (the last the control tool Finish with
+    // give_up_and_restart), one result with a read timeout in its `error` field.
+    let v = inspect(
+        &corpus().join("toolbench_G2_10_ChatGPT_DFS_woFilter_w2.json"),
+        &["--select", "/answer_generation/train_messages/3"],
+    );
+    assert_eq!(counts(&v[0]), (4, 4, 1, 0, "gave_up".into()));
+}
+
+#[test]
+fn cassettes_of_every_provider() {
+    // From the corpus README and the cassettes themselves.
+    let v = inspect(&corpus().join("pydantic-ai_openai-chat_temporal_agent_with_model_retry.yaml"), &[]);
+    assert_eq!(counts(&v[0]), (3, 2, 1, 0, "answer".into()));
+    let v = inspect(&corpus().join("pydantic-ai_openai-responses_model_retry.yaml"), &[]);
+    assert_eq!(counts(&v[0]), (2, 2, 1, 0, "answer".into()));
+    let v = inspect(&corpus().join("pydantic-ai_anthropic-messages_tool_search_eval.yaml"), &[]);
+    assert_eq!(v.len(), 4, "one cassette, four conversations");
+    assert_eq!(v.iter().map(|c| c["model_calls"].as_u64().unwrap()).sum::<u64>(), 11);
+    assert_eq!(counts(&v[1]), (4, 3, 1, 0, "answer".into()));
+    let v = inspect(&corpus().join("pydantic-ai_gemini_model_retry.yaml"), &[]);
+    assert_eq!(counts(&v[0]), (3, 2, 1, 0, "answer".into()));
+    let v = inspect(&corpus().join("otel-contrib_openai-chat_tool_calls_with_content.yaml"), &[]);
+    assert_eq!(counts(&v[0]), (2, 2, 0, 0, "answer".into()));
+}
+
+#[test]
+fn otel_spans() {
+    let v = inspect(&corpus().join("otel-genai-spans_from_pydantic-ai_retry_cassette.otlp.json"), &[]);
+    assert_eq!(counts(&v[0]), (3, 2, 1, 0, "answer".into()));
+    let v = inspect(&corpus().join("otel-genai-spans_from_otel-contrib_tool_calls_cassette.otlp.json"), &[]);
+    assert_eq!(counts(&v[0]), (2, 2, 0, 0, "answer".into()));
+}
+
+/// The OpenAI Chat cassette and the OTel spans made from the same conversation import to the
+/// same task: same calls, same arguments, same outcomes.
+#[test]
+fn cassette_and_otel_spans_of_one_conversation_agree() {
+    use tracefault::trace::import::{ImportOptions, import_path};
+    use tracefault::trace::inspect::stats;
+    let pairs = [
+        (
+            "otel-contrib_openai-chat_tool_calls_with_content.yaml",
+            "otel-genai-spans_from_otel-contrib_tool_calls_cassette.otlp.json",
+        ),
+        (
+            "pydantic-ai_openai-chat_temporal_agent_with_model_retry.yaml",
+            "otel-genai-spans_from_pydantic-ai_retry_cassette.otlp.json",
+        ),
+    ];
+    for (a, b) in pairs {
+        let ta = &import_path(&corpus().join(a), &ImportOptions::default()).unwrap().traces[0];
+        let tb = &import_path(&corpus().join(b), &ImportOptions::default()).unwrap().traces[0];
+        let (sa, sb) = (stats(ta), stats(tb));
+        let rows = |s: &tracefault::trace::inspect::Stats| {
+            s.rows.iter().map(|r| (r.turn, r.tool.clone(), r.args.clone(), r.outcome.clone())).collect::<Vec<_>>()
+        };
+        assert_eq!(rows(&sa), rows(&sb), "{a} vs {b}");
+        let ca = tracefault::trace::compile::compile(ta);
+        let cb = tracefault::trace::compile::compile(tb);
+        assert_eq!(ca.task.steps, cb.task.steps);
+        assert_eq!(
+            ca.task.calls.iter().map(|c| (&c.args, &c.result_json)).collect::<Vec<_>>(),
+            cb.task.calls.iter().map(|c| (&c.args, &c.result_json)).collect::<Vec<_>>()
+        );
+        assert_eq!(ca.rules.len(), cb.rules.len());
+    }
+}
+
+/// Secrets never reach a trace: the corpus cassette carries `authorization: Bearer
+/// test_openai_api_key`, and this one adds keys and cookies of every kind.
+#[test]
+fn secrets_never_reach_a_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.jsonl");
+    tracefault()
+        .arg("import")
+        .arg(corpus().join("otel-contrib_openai-chat_tool_calls_with_content.yaml"))
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .code(0);
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(!text.contains("test_openai_api_key") && !text.contains("Bearer"), "{text}");
+    let cassette = r#"interactions:
+- request:
+    headers:
+      authorization: [Bearer sk-live-SECRET1]
+      x-api-key: [sk-ant-SECRET2]
+      x-goog-api-key: [AIzaSECRET3]
+      cookie: [session=SECRET4]
+    method: POST
+    uri: https://api.openai.com/v1/chat/completions?api_key=SECRET5
+    body: '{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}'
+  response:
+    headers:
+      set-cookie: [__cf_bm=SECRET6]
+      openai-organization: [org-SECRET7]
+    status: {code: 200, message: OK}
+    body: {string: '{"choices": [{"message": {"role": "assistant", "content": "hello"}}], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}'}
+"#;
+    let path = write(dir.path(), "c.yaml", cassette);
+    tracefault().arg("import").arg(&path).arg("-o").arg(&out).assert().code(0);
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("\"hello\""), "{text}");
+    assert!(!text.contains("SECRET"), "a secret leaked: {text}");
+}
+
+#[test]
+fn bad_input_is_explained_not_panicked() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, &str, &[&str], &str); 5] = [
+        ("broken.json", "{\"messages\": [", &[], "broken.json:1: not JSON or JSONL"),
+        (
+            "list.json",
+            "[{\"role\": \"user\", \"content\": \"x\"}, {\"content\": \"no role\"}]",
+            &[],
+            "list.json: /1: expected a message with a `role`",
+        ),
+        (
+            "list.json",
+            "[1, 2]",
+            &["--select", "/5"],
+            "--select /5: expected a JSON pointer into the file; no such path (the top level is a list of 2)",
+        ),
+        ("what.json", "{\"hello\": 1}", &[], "what.json: /: expected a recognizable trace"),
+        ("c.yaml", "interactions: [{response: {}}]", &[], "c.yaml: /interactions/0: expected a `request`"),
+    ];
+    for (name, text, extra, expected) in cases {
+        let p = write(dir.path(), name, text);
+        let out = tracefault().arg("inspect").arg(&p).args(extra).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).replace(&*dir.path().to_string_lossy(), "");
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(err.contains(expected), "{name}: expected {expected:?} in {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    tracefault().args(["inspect", "x.json", "--format", "csv"]).assert().code(2);
+}
+
+#[test]
+fn failure_rule_overrides_text_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(
+        dir.path(),
+        "m.json",
+        r#"[{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"t","arguments":"{}"}}]},{"role":"tool","tool_call_id":"a","content":"NOPE: it broke"},{"role":"assistant","content":"done"}]"#,
+    );
+    assert_eq!(inspect(&p, &[])[0]["tool_failures"], 0);
+    assert_eq!(inspect(&p, &["--failure-rule", "^NOPE"])[0]["tool_failures"], 1);
+}
+
+#[test]
+fn several_conversations_import_as_several_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("anth.jsonl");
+    tracefault()
+        .arg("import")
+        .arg(corpus().join("pydantic-ai_anthropic-messages_tool_search_eval.yaml"))
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .code(0);
+    for i in 1..=4 {
+        assert!(dir.path().join(format!("anth-{i}.jsonl")).exists());
+    }
+    tracefault()
+        .arg("import")
+        .arg(corpus().join("pydantic-ai_anthropic-messages_tool_search_eval.yaml"))
+        .arg("-o")
+        .arg(&out)
+        .arg("--all")
+        .assert()
+        .code(0);
+    // Native files with several traces read back as several conversations.
+    assert_eq!(inspect(&out, &[]).len(), 4);
+}
