@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::ImportError;
-use super::conversation::{CallItem, Item, text_of};
+use super::conversation::{CallItem, Item, text_of, tool_defs, with_usage};
 use crate::trace::ToolDef;
 
 pub fn items(messages: &[Value], path: &str) -> Result<Vec<Item>, ImportError> {
@@ -73,25 +73,9 @@ fn assistant(content: &Value) -> Item {
 }
 
 pub fn response(body: &Value) -> Option<Item> {
-    let mut item = assistant(body.get("content")?);
-    if let (Item::Model { tokens_in, tokens_out, .. }, Some(u)) = (&mut item, body.get("usage")) {
-        *tokens_in = u.get("input_tokens").and_then(Value::as_u64).unwrap_or(0);
-        *tokens_out = u.get("output_tokens").and_then(Value::as_u64).unwrap_or(0);
-    }
-    Some(item)
+    Some(with_usage(assistant(body.get("content")?), body.get("usage"), "input_tokens", "output_tokens"))
 }
 
 pub fn tools(body: &Value) -> Vec<ToolDef> {
-    body.get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|t| {
-            Some(ToolDef {
-                name: t.get("name")?.as_str()?.to_owned(),
-                description: t.get("description").and_then(Value::as_str).map(str::to_owned),
-                parameters: t.get("input_schema").cloned(),
-            })
-        })
-        .collect()
+    tool_defs(body.get("tools"), "input_schema")
 }

@@ -266,6 +266,30 @@ pub fn to_trace(conv: &Conversation, rules: &FailureRules) -> Trace {
     }
 }
 
+/// Sets a model item's token usage from a usage object's `in_key` and `out_key`.
+pub fn with_usage(mut item: Item, usage: Option<&Value>, in_key: &str, out_key: &str) -> Item {
+    if let (Item::Model { tokens_in, tokens_out, .. }, Some(u)) = (&mut item, usage) {
+        *tokens_in = u.get(in_key).and_then(Value::as_u64).unwrap_or(0);
+        *tokens_out = u.get(out_key).and_then(Value::as_u64).unwrap_or(0);
+    }
+    item
+}
+
+/// Tool definitions from a list of flat `{name, description, <params_key>}` objects.
+pub fn tool_defs(list: Option<&Value>, params_key: &str) -> Vec<ToolDef> {
+    list.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| {
+            Some(ToolDef {
+                name: t.get("name")?.as_str()?.to_owned(),
+                description: t.get("description").and_then(Value::as_str).filter(|d| !d.is_empty()).map(str::to_owned),
+                parameters: t.get(params_key).cloned(),
+            })
+        })
+        .collect()
+}
+
 /// Parses a JSON-encoded arguments string, keeping it as a string when it is not JSON.
 pub fn parse_args(s: &str) -> Value {
     serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.to_owned()))

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::ImportError;
-use super::conversation::{CallItem, Item};
+use super::conversation::{CallItem, Item, with_usage};
 use crate::trace::ToolDef;
 
 pub fn items(contents: &[Value], path: &str) -> Result<Vec<Item>, ImportError> {
@@ -72,12 +72,7 @@ fn model(parts: &[Value]) -> Item {
 
 pub fn response(body: &Value) -> Option<Item> {
     let parts = body.get("candidates")?.get(0)?.get("content")?.get("parts")?.as_array()?;
-    let mut item = model(parts);
-    if let (Item::Model { tokens_in, tokens_out, .. }, Some(u)) = (&mut item, body.get("usageMetadata")) {
-        *tokens_in = u.get("promptTokenCount").and_then(Value::as_u64).unwrap_or(0);
-        *tokens_out = u.get("candidatesTokenCount").and_then(Value::as_u64).unwrap_or(0);
-    }
-    Some(item)
+    Some(with_usage(model(parts), body.get("usageMetadata"), "promptTokenCount", "candidatesTokenCount"))
 }
 
 pub fn tools(body: &Value) -> Vec<ToolDef> {

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::ImportError;
-use super::conversation::{CallItem, Item, parse_args, text_of};
+use super::conversation::{CallItem, Item, parse_args, text_of, with_usage};
 use crate::trace::ToolDef;
 
 pub fn items(messages: &[Value], path: &str) -> Result<Vec<Item>, ImportError> {
@@ -64,12 +64,7 @@ fn assistant(m: &Value) -> Item {
 /// The model turn a response body holds, with its usage.
 pub fn response(body: &Value) -> Option<Item> {
     let msg = body.get("choices")?.get(0)?.get("message")?;
-    let mut item = assistant(msg);
-    if let (Item::Model { tokens_in, tokens_out, .. }, Some(u)) = (&mut item, body.get("usage")) {
-        *tokens_in = u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0);
-        *tokens_out = u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0);
-    }
-    Some(item)
+    Some(with_usage(assistant(msg), body.get("usage"), "prompt_tokens", "completion_tokens"))
 }
 
 pub fn tools(body: &Value) -> Vec<ToolDef> {

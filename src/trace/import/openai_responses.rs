@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::ImportError;
-use super::conversation::{CallItem, Item, parse_args, text_of};
+use super::conversation::{CallItem, Item, parse_args, text_of, tool_defs, with_usage};
 use crate::trace::ToolDef;
 
 /// Consecutive assistant messages and function calls form one model turn.
@@ -64,25 +64,9 @@ pub fn response(body: &Value) -> Option<Item> {
             calls.extend(c);
         }
     }
-    let mut item = Item::model(text, calls);
-    if let (Item::Model { tokens_in, tokens_out, .. }, Some(u)) = (&mut item, body.get("usage")) {
-        *tokens_in = u.get("input_tokens").and_then(Value::as_u64).unwrap_or(0);
-        *tokens_out = u.get("output_tokens").and_then(Value::as_u64).unwrap_or(0);
-    }
-    Some(item)
+    Some(with_usage(Item::model(text, calls), body.get("usage"), "input_tokens", "output_tokens"))
 }
 
 pub fn tools(body: &Value) -> Vec<ToolDef> {
-    body.get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|t| {
-            Some(ToolDef {
-                name: t.get("name")?.as_str()?.to_owned(),
-                description: t.get("description").and_then(Value::as_str).filter(|d| !d.is_empty()).map(str::to_owned),
-                parameters: t.get("parameters").cloned(),
-            })
-        })
-        .collect()
+    tool_defs(body.get("tools"), "parameters")
 }
