@@ -190,3 +190,36 @@ pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportErr
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn kv(k: &str, v: &str) -> Value {
+        json!({"key": k, "value": {"stringValue": v}})
+    }
+
+    /// The pre-1.37 form: per-message span events and `gen_ai.system`.
+    #[test]
+    fn legacy_span_events() {
+        let body = |v: Value| kv("body", &v.to_string());
+        let span = json!({
+            "traceId": "t1", "startTimeUnixNano": "1",
+            "attributes": [kv("gen_ai.operation.name", "chat"), kv("gen_ai.system", "openai")],
+            "events": [
+                {"name": "gen_ai.user.message", "attributes": [body(json!({"content": "weather?"}))]},
+                {"name": "gen_ai.assistant.message", "attributes": [body(json!({"tool_calls": [{"id": "c1", "function": {"name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}}]}))]},
+                {"name": "gen_ai.tool.message", "attributes": [body(json!({"id": "c1", "content": "Error: city not found"}))]},
+                {"name": "gen_ai.choice", "attributes": [body(json!({"message": {"content": "Sorry, no data."}}))]},
+            ]
+        });
+        let doc = json!({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]});
+        let convs = conversations(&doc, "legacy").unwrap();
+        assert_eq!(convs.len(), 1);
+        let trace = crate::trace::import::conversation::to_trace(&convs[0], &Default::default());
+        let s = crate::trace::inspect::stats(&trace);
+        assert_eq!((s.model_calls, s.tool_calls, s.tool_failures, s.ended.as_str()), (2, 1, 1, "answer"));
+        assert_eq!(s.rows[0].outcome, "terminal");
+    }
+}
