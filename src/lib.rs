@@ -29,3 +29,4 @@ pub mod report;
 pub mod scenario;
 pub mod suite;
 pub mod trace;
+pub mod wire;

@@ -5,6 +5,7 @@ pub mod envelopes;
 pub mod import;
 pub mod replay;
 pub mod run;
+pub mod wire;
 
 use std::path::PathBuf;
 
@@ -37,6 +38,10 @@ pub enum Command {
     Replay(replay::ReplayArgs),
     /// Fit the simulated model's profile from traces.
     Calibrate(calibrate::CalibrateArgs),
+    /// Serve the scenario's mock providers and tools over HTTP (loopback by default).
+    Serve(wire::ServeArgs),
+    /// Run an agent against the mocks, record its traffic, report metrics and the checklist.
+    Exec(wire::ExecArgs),
 }
 
 #[derive(Debug, Args)]
@@ -90,5 +95,7 @@ pub fn execute(cli: Cli) -> Result<i32> {
         Command::Inspect(args) => import::inspect(args),
         Command::Replay(args) => replay::execute(args),
         Command::Calibrate(args) => calibrate::execute(args),
+        Command::Serve(args) => wire::serve(args),
+        Command::Exec(args) => wire::exec(args),
     }
 }

@@ -9,6 +9,7 @@ mod importers;
 mod properties;
 mod replay;
 mod trace_schema;
+mod wire;
 
 use std::path::{Path, PathBuf};
 

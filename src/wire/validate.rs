@@ -1,0 +1,316 @@
+//! Request validation like the real APIs (`wire-formats.md` §6): every tool call answered in
+//! the next turn, results first (Anthropic), pairing rules for Responses and Gemini. A violation
+//! gets the provider's real status and error body, byte for byte where the text is verified.
+
+use serde_json::{Value, json};
+
+use crate::envelope::Format;
+
+/// A rejected request: the provider's error body (always HTTP 400 here).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Violation {
+    pub body: Value,
+}
+
+fn openai_error(message: String, param: Option<String>) -> Violation {
+    Violation {
+        body: json!({"error": {"message": message, "type": "invalid_request_error", "param": param, "code": null}}),
+    }
+}
+
+fn ids_of(calls: Option<&Value>) -> Vec<String> {
+    calls
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.get("id").and_then(Value::as_str).map(str::to_owned))
+        .collect()
+}
+
+/// OpenAI Chat Completions (also Gemini's OpenAI-compatible endpoint).
+pub fn openai_chat(body: &Value) -> Option<Violation> {
+    let msgs = body.get("messages")?.as_array()?;
+    for (i, m) in msgs.iter().enumerate() {
+        if m.get("role").and_then(Value::as_str) == Some("tool")
+            && m.get("tool_call_id").and_then(Value::as_str).is_none()
+        {
+            return Some(openai_error(
+                "Missing parameter 'tool_call_id': messages with role 'tool' must have a 'tool_call_id'.".into(),
+                Some(format!("messages.[{i}].tool_call_id")),
+            ));
+        }
+    }
+    let mut i = 0;
+    while i < msgs.len() {
+        let m = &msgs[i];
+        let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
+        if role == "assistant" && m.get("tool_calls").is_some_and(|t| t.as_array().is_some_and(|a| !a.is_empty())) {
+            let mut missing = ids_of(m.get("tool_calls"));
+            let mut k = i + 1;
+            while k < msgs.len() && msgs[k].get("role").and_then(Value::as_str) == Some("tool") {
+                let id = msgs[k].get("tool_call_id").and_then(Value::as_str).unwrap_or_default();
+                match missing.iter().position(|x| x == id) {
+                    Some(p) => {
+                        missing.remove(p);
+                    }
+                    None => {
+                        return Some(openai_error(
+                            "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.".into(),
+                            Some(format!("messages.[{k}].role")),
+                        ));
+                    }
+                }
+                k += 1;
+            }
+            if !missing.is_empty() {
+                let at = if k < msgs.len() { k } else { i };
+                return Some(openai_error(
+                    format!(
+                        "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {}",
+                        missing.join(", ")
+                    ),
+                    Some(format!("messages.[{at}].role")),
+                ));
+            }
+            i = k;
+            continue;
+        }
+        if role == "tool" {
+            return Some(openai_error(
+                "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.".into(),
+                Some(format!("messages.[{i}].role")),
+            ));
+        }
+        i += 1;
+    }
+    None
+}
+
+/// OpenAI Responses: `function_call` and `function_call_output` paired on `call_id`.
+pub fn openai_responses(body: &Value) -> Option<Violation> {
+    let input = body.get("input")?.as_array()?;
+    let of = |t: &str| -> Vec<String> {
+        input
+            .iter()
+            .filter(|it| it.get("type").and_then(Value::as_str) == Some(t))
+            .filter_map(|it| it.get("call_id").and_then(Value::as_str).map(str::to_owned))
+            .collect()
+    };
+    let (calls, outputs) = (of("function_call"), of("function_call_output"));
+    if let Some(c) = calls.iter().find(|c| !outputs.contains(c)) {
+        return Some(openai_error(format!("No tool output found for function call {c}."), Some("input".into())));
+    }
+    if let Some(o) = outputs.iter().find(|o| !calls.contains(o)) {
+        return Some(openai_error(
+            format!("No tool call found for function call output with call_id {o}."),
+            Some("input".into()),
+        ));
+    }
+    None
+}
+
+fn blocks(m: &Value) -> Vec<&Value> {
+    m.get("content").and_then(Value::as_array).map(|a| a.iter().collect()).unwrap_or_default()
+}
+
+fn block_type(b: &Value) -> &str {
+    b.get("type").and_then(Value::as_str).unwrap_or_default()
+}
+
+/// Anthropic Messages.
+pub fn anthropic(body: &Value, request_id: &str) -> Option<Violation> {
+    let msgs = body.get("messages")?.as_array()?;
+    let err = |message: String| Violation {
+        body: json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}, "request_id": request_id}),
+    };
+    for (i, m) in msgs.iter().enumerate() {
+        let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
+        if role == "user" {
+            let prev: Vec<String> = match i.checked_sub(1).map(|p| &msgs[p]) {
+                Some(p) if p.get("role").and_then(Value::as_str) == Some("assistant") => blocks(p)
+                    .into_iter()
+                    .filter(|b| block_type(b) == "tool_use")
+                    .filter_map(|b| b.get("id").and_then(Value::as_str).map(str::to_owned))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            for (j, b) in blocks(m).into_iter().enumerate() {
+                if block_type(b) == "tool_result" {
+                    let id = b.get("tool_use_id").and_then(Value::as_str).unwrap_or_default();
+                    if !prev.iter().any(|p| p == id) {
+                        return Some(err(format!(
+                            "messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+                        )));
+                    }
+                }
+            }
+        }
+        if role == "assistant" {
+            let uses: Vec<String> = blocks(m)
+                .into_iter()
+                .filter(|b| block_type(b) == "tool_use")
+                .filter_map(|b| b.get("id").and_then(Value::as_str).map(str::to_owned))
+                .collect();
+            if uses.is_empty() {
+                continue;
+            }
+            let answered: Vec<String> = match msgs.get(i + 1) {
+                Some(n) if n.get("role").and_then(Value::as_str) == Some("user") => blocks(n)
+                    .into_iter()
+                    .take_while(|b| block_type(b) == "tool_result")
+                    .filter_map(|b| b.get("tool_use_id").and_then(Value::as_str).map(str::to_owned))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let missing: Vec<&String> = uses.iter().filter(|u| !answered.contains(u)).collect();
+            if !missing.is_empty() {
+                let ids: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
+                return Some(err(format!(
+                    "messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+                    ids.join(", ")
+                )));
+            }
+        }
+    }
+    None
+}
+
+/// Gemini generateContent.
+pub fn gemini(body: &Value) -> Option<Violation> {
+    let contents = body.get("contents")?.as_array()?;
+    let err = |message: &str| Violation {
+        body: json!({"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}),
+    };
+    let count = |c: &Value, key: &str| {
+        c.get("parts").and_then(Value::as_array).map_or(0, |ps| ps.iter().filter(|p| p.get(key).is_some()).count())
+    };
+    for (i, c) in contents.iter().enumerate() {
+        let calls = count(c, "functionCall");
+        let responses = count(c, "functionResponse");
+        let prev = i.checked_sub(1).map(|p| &contents[p]);
+        if responses > 0 && prev.is_none_or(|p| count(p, "functionCall") == 0) {
+            return Some(err(
+                "Please ensure that function response turn comes immediately after a function call turn.",
+            ));
+        }
+        if calls > 0 {
+            let ok_before = prev.is_some_and(|p| p.get("role").and_then(Value::as_str).unwrap_or("user") == "user");
+            if !ok_before {
+                return Some(err(
+                    "Please ensure that function call turn comes immediately after a user turn or after a function response turn.",
+                ));
+            }
+            if let Some(next) = contents.get(i + 1)
+                && count(next, "functionResponse") != calls
+            {
+                return Some(err(
+                    "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.",
+                ));
+            }
+        }
+    }
+    None
+}
+
+pub fn validate(format: Format, body: &Value, request_id: &str) -> Option<Violation> {
+    match format {
+        Format::OpenAiChat | Format::GeminiOpenAi => openai_chat(body),
+        Format::OpenAiResponses => openai_responses(body),
+        Format::Anthropic => anthropic(body, request_id),
+        Format::Gemini => gemini(body),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openai_unanswered_call_gets_the_verified_text() {
+        let body = json!({"messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "call_W353ADYhbga77VOI65B7MIsL", "type": "function", "function": {"name": "a", "arguments": "{}"}},
+                {"id": "call_IFx8fBJ6Oiz1XKIztWbsf9QX", "type": "function", "function": {"name": "a", "arguments": "{}"}}]},
+            {"role": "user", "content": "well?"}
+        ]});
+        let v = openai_chat(&body).unwrap();
+        assert_eq!(
+            v.body["error"]["message"],
+            "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: call_W353ADYhbga77VOI65B7MIsL, call_IFx8fBJ6Oiz1XKIztWbsf9QX"
+        );
+        assert_eq!(v.body["error"]["param"], "messages.[2].role");
+        assert_eq!(v.body["error"]["type"], "invalid_request_error");
+        assert!(v.body["error"]["code"].is_null());
+    }
+
+    #[test]
+    fn openai_orphan_and_missing_id() {
+        let v = openai_chat(&json!({"messages": [{"role": "user", "content": "x"}, {"role": "tool", "tool_call_id": "c", "content": "r"}]})).unwrap();
+        assert_eq!(
+            v.body["error"]["message"],
+            "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'."
+        );
+        assert_eq!(v.body["error"]["param"], "messages.[1].role");
+        let v = openai_chat(&json!({"messages": [{"role": "tool", "content": "r"}]})).unwrap();
+        assert_eq!(
+            v.body["error"]["message"],
+            "Missing parameter 'tool_call_id': messages with role 'tool' must have a 'tool_call_id'."
+        );
+        assert_eq!(v.body["error"]["param"], "messages.[0].tool_call_id");
+    }
+
+    #[test]
+    fn responses_pairing() {
+        let v = openai_responses(&json!({"input": [{"type": "function_call", "call_id": "call_eM9vRKidFzbpz05S7hlNJBHa", "name": "a", "arguments": "{}"}]})).unwrap();
+        assert_eq!(
+            v.body,
+            json!({"error": {"message": "No tool output found for function call call_eM9vRKidFzbpz05S7hlNJBHa.", "type": "invalid_request_error", "param": "input", "code": null}})
+        );
+        let v = openai_responses(&json!({"input": [{"type": "function_call_output", "call_id": "call_uelfkqtHfJDC4Btqeoozq82e", "output": "x"}]})).unwrap();
+        assert_eq!(
+            v.body["error"]["message"],
+            "No tool call found for function call output with call_id call_uelfkqtHfJDC4Btqeoozq82e."
+        );
+    }
+
+    #[test]
+    fn anthropic_texts() {
+        let body = json!({"messages": [
+            {"role": "user", "content": "x"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01N82CRmSxsFBkxD4tYG2md8", "name": "a", "input": {}}]},
+            {"role": "user", "content": [{"type": "text", "text": "first"}, {"type": "tool_result", "tool_use_id": "toolu_01N82CRmSxsFBkxD4tYG2md8", "content": "r"}]}
+        ]});
+        let v = anthropic(&body, "req_1").unwrap();
+        assert_eq!(
+            v.body["error"]["message"],
+            "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_01N82CRmSxsFBkxD4tYG2md8. Each `tool_use` block must have a corresponding `tool_result` block in the next message."
+        );
+        let body = json!({"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_019ETtGZEhTBXgWPVsdVnXMh", "content": "r"}]}]});
+        assert_eq!(
+            anthropic(&body, "r").unwrap().body["error"]["message"],
+            "messages.0.content.0: unexpected `tool_use_id` found in `tool_result` blocks: toolu_019ETtGZEhTBXgWPVsdVnXMh. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+        );
+    }
+
+    #[test]
+    fn gemini_texts() {
+        let call = json!({"role": "model", "parts": [{"functionCall": {"name": "a", "args": {}}}]});
+        let resp = json!({"role": "user", "parts": [{"functionResponse": {"name": "a", "response": {}}}]});
+        let user = json!({"role": "user", "parts": [{"text": "x"}]});
+        assert_eq!(
+            gemini(&json!({"contents": [user, resp]})).unwrap().body["error"]["message"],
+            "Please ensure that function response turn comes immediately after a function call turn."
+        );
+        assert_eq!(
+            gemini(&json!({"contents": [call]})).unwrap().body["error"]["message"],
+            "Please ensure that function call turn comes immediately after a user turn or after a function response turn."
+        );
+        assert_eq!(
+            gemini(&json!({"contents": [user, call, user]})).unwrap().body["error"]["message"],
+            "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn."
+        );
+        assert!(gemini(&json!({"contents": [user, call, resp]})).is_none());
+        assert_eq!(gemini(&json!({"contents": [user, call, resp]})), None);
+    }
+}

@@ -1,0 +1,315 @@
+//! Wire mode over real HTTP: the Rust reference agent and the official Python SDKs against
+//! `tracefault exec` / `serve`; request validation with the providers' exact error texts.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::{root, tracefault};
+
+/// The reference agent, built by `cargo test` as an example.
+fn reference_agent() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let debug = exe.parent().unwrap().parent().unwrap();
+    debug.join("examples").join("reference_agent")
+}
+
+/// The venv Python with the official SDKs (installed by scripts/python-env.sh). Under
+/// scripts/test.sh (the README's test command, and CI) it must exist; a bare `cargo test`
+/// without it says so and skips only these tests.
+fn sdk_python() -> Option<PathBuf> {
+    let py = root().join(".venv/bin/python");
+    if py.exists() {
+        return Some(py);
+    }
+    let required = std::env::var_os("TRACEFAULT_REQUIRE_SDKS").is_some() || std::env::var_os("CI").is_some();
+    assert!(!required, "the SDK tests need .venv: run bash scripts/python-env.sh");
+    eprintln!("skipping: no .venv (run scripts/python-env.sh)");
+    None
+}
+
+fn exec(scenario: &str, out: &Path, agent: &[&str], extra: &[&str]) -> (i32, Value, String) {
+    let o = tracefault()
+        .arg("exec")
+        .arg(scenario)
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .arg("--")
+        .args(agent)
+        .output()
+        .unwrap();
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("exec.json")).unwrap_or_else(|_| "{}".into())).unwrap();
+    (o.status.code().unwrap_or(-1), report, String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+fn failed_checks(report: &Value) -> Vec<String> {
+    report["checks"].as_array().unwrap().iter().filter(|c| c["passed"] == false).map(|c| c.to_string()).collect()
+}
+
+#[test]
+fn reference_agent_completes_in_both_formats_and_traffic_matches_wiremock() {
+    let agent = reference_agent();
+    for format in ["openai-chat", "anthropic"] {
+        let dir = tempfile::tempdir().unwrap();
+        let (code, report, stdout) = exec(
+            "scenarios/01-worked-example.toml",
+            dir.path(),
+            &[agent.to_str().unwrap(), "--format", format, "--strategy", "five-field"],
+            &["--runs", "3", "--json-envelope"],
+        );
+        assert_eq!(code, 0, "{format}: {stdout} {:?}", failed_checks(&report));
+        for (i, run) in report["runs"].as_array().unwrap().iter().enumerate() {
+            assert_eq!(run["ended"], "answer");
+            // wiremock's own recording agrees with what tracefault counted.
+            assert_eq!(run["wiremock_requests"]["provider"], run["counted"]["model_calls"], "run {i}");
+            assert_eq!(run["wiremock_requests"]["tools"], run["counted"]["tool_calls"], "run {i}");
+            let trace = std::fs::read_to_string(dir.path().join(format!("traces/run-{i}.jsonl"))).unwrap();
+            let t = tracefault::trace::Trace::parse(&trace, Path::new("t")).unwrap();
+            let calls =
+                t.events.iter().filter(|e| matches!(e, tracefault::trace::TraceEvent::ModelCall { .. })).count();
+            assert_eq!(Some(calls as u64), run["counted"]["model_calls"].as_u64());
+            assert!(!trace.contains("placeholder"), "no key or auth header reaches a trace");
+        }
+        // Same seed, same faults at the same attempts: the worked example's 503, 503, 400.
+        let runs = std::fs::read_to_string(dir.path().join("runs.csv")).unwrap();
+        assert!(runs.lines().nth(1).unwrap().starts_with("worked-example-503-503-400,agent,0,7,answer,"), "{runs}");
+    }
+}
+
+#[test]
+fn checklist_catches_raw_exceptions_and_missing_is_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = reference_agent();
+    let (code, report, _) = exec(
+        "scenarios/01-worked-example.toml",
+        dir.path(),
+        &[agent.to_str().unwrap(), "--format", "anthropic", "--strategy", "raw-exception"],
+        &[],
+    );
+    assert_eq!(code, 1);
+    let failed = failed_checks(&report).join("\n");
+    assert!(failed.contains("no raw exception text reaches the model"), "{failed}");
+    assert!(failed.contains("is_error on every failed Anthropic result"), "{failed}");
+}
+
+#[test]
+fn unanswered_tool_call_gets_the_real_400() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = reference_agent();
+    let (code, report, _) =
+        exec("tests/fixtures/wire/plain.toml", dir.path(), &[agent.to_str().unwrap(), "--leave-unanswered"], &[]);
+    assert_eq!(code, 1);
+    let log = std::fs::read_to_string(dir.path().join("agent-run-0.log")).unwrap();
+    assert!(log.contains(r#""message":"An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: call_000001""#), "{log}");
+    assert!(failed_checks(&report).join(" ").contains("the provider rejected request"));
+}
+
+#[test]
+fn clear_errors_for_port_in_use_missing_scenario_and_silent_agent() {
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = busy.local_addr().unwrap().to_string();
+    tracefault()
+        .args(["serve", "tests/fixtures/wire/plain.toml", "--addr", &addr])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(format!("cannot listen on {addr}: is in use")));
+    tracefault()
+        .args(["exec", "no/such.toml", "--", "true"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("no/such.toml"));
+    let dir = tempfile::tempdir().unwrap();
+    let (code, report, _) = exec("tests/fixtures/wire/plain.toml", dir.path(), &["true"], &[]);
+    assert_eq!(code, 1);
+    assert!(failed_checks(&report).join(" ").contains("the agent never called the mock provider"));
+    tracefault()
+        .args(["exec", "tests/fixtures/wire/plain.toml", "--", "/no/such/agent"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("cannot start `/no/such/agent`"));
+}
+
+/// A `tracefault serve` process and the base URL it printed.
+struct Served {
+    child: Child,
+    base: String,
+}
+
+impl Served {
+    fn start(scenario: &str) -> Served {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("tracefault"))
+            .current_dir(root())
+            .args(["serve", scenario])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut base = String::new();
+        for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+            let line = line.unwrap();
+            if let Some(v) = line.strip_prefix("export ANTHROPIC_BASE_URL=") {
+                base = v.to_owned();
+            }
+            if line.starts_with("# tracefault is serving") {
+                break;
+            }
+        }
+        assert!(base.starts_with("http://127.0.0.1:"), "loopback by default: {base}");
+        Served { child, base }
+    }
+
+    fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        match ureq::post(&format!("{}{path}", self.base)).send_json(body) {
+            Ok(r) => (r.status(), r.into_json().unwrap()),
+            Err(ureq::Error::Status(code, r)) => (code, r.into_json().unwrap_or(Value::Null)),
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn validation_errors_are_the_providers_verified_texts() {
+    let s = Served::start("tests/fixtures/wire/plain.toml");
+    let call = json!({"id": "call_ctiGXrgM0r61c6nkf2v7zbKb", "type": "function", "function": {"name": "search", "arguments": "{}"}});
+    let (code, body) = s.post("/v1/chat/completions", json!({"model": "m", "messages": [
+        {"role": "user", "content": "x"}, {"role": "assistant", "content": null, "tool_calls": [call]}, {"role": "user", "content": "y"}]}));
+    assert_eq!(code, 400);
+    assert_eq!(
+        body,
+        json!({"error": {"message": "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: call_ctiGXrgM0r61c6nkf2v7zbKb", "type": "invalid_request_error", "param": "messages.[2].role", "code": null}})
+    );
+    let (_, body) = s.post("/v1/chat/completions", json!({"model": "m", "messages": [{"role": "user", "content": "x"}, {"role": "tool", "tool_call_id": "c", "content": "r"}]}));
+    assert_eq!(
+        body["error"]["message"],
+        "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'."
+    );
+    let (_, body) =
+        s.post("/v1/chat/completions", json!({"model": "m", "messages": [{"role": "tool", "content": "r"}]}));
+    assert_eq!(
+        body["error"]["message"],
+        "Missing parameter 'tool_call_id': messages with role 'tool' must have a 'tool_call_id'."
+    );
+    let (code, body) = s.post("/v1/responses", json!({"model": "m", "input": [{"type": "function_call", "call_id": "call_eM9vRKidFzbpz05S7hlNJBHa", "name": "search", "arguments": "{}"}]}));
+    assert_eq!(
+        (code, body),
+        (
+            400,
+            json!({"error": {"message": "No tool output found for function call call_eM9vRKidFzbpz05S7hlNJBHa.", "type": "invalid_request_error", "param": "input", "code": null}})
+        )
+    );
+    let (_, body) = s.post("/v1/responses", json!({"model": "m", "input": [{"type": "function_call_output", "call_id": "call_uelfkqtHfJDC4Btqeoozq82e", "output": "x"}]}));
+    assert_eq!(
+        body["error"]["message"],
+        "No tool call found for function call output with call_id call_uelfkqtHfJDC4Btqeoozq82e."
+    );
+    let (code, body) = s.post("/v1/messages", json!({"model": "m", "max_tokens": 5, "messages": [
+        {"role": "user", "content": "x"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01N82CRmSxsFBkxD4tYG2md8", "name": "search", "input": {}}]},
+        {"role": "user", "content": [{"type": "text", "text": "y"}]}]}));
+    assert_eq!(code, 400);
+    assert_eq!(body["type"], "error");
+    assert_eq!(body["error"]["type"], "invalid_request_error");
+    assert_eq!(
+        body["error"]["message"],
+        "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_01N82CRmSxsFBkxD4tYG2md8. Each `tool_use` block must have a corresponding `tool_result` block in the next message."
+    );
+    let (_, body) = s.post("/v1/messages", json!({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_019ETtGZEhTBXgWPVsdVnXMh", "content": "r"}]}]}));
+    assert_eq!(
+        body["error"]["message"],
+        "messages.0.content.0: unexpected `tool_use_id` found in `tool_result` blocks: toolu_019ETtGZEhTBXgWPVsdVnXMh. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+    );
+    let user = json!({"role": "user", "parts": [{"text": "x"}]});
+    let fcall = json!({"role": "model", "parts": [{"functionCall": {"name": "search", "args": {}}}]});
+    let fresp = json!({"role": "user", "parts": [{"functionResponse": {"name": "search", "response": {}}}]});
+    let (code, body) = s.post("/v1beta/models/gemini-2.5-flash:generateContent", json!({"contents": [user, fresp]}));
+    assert_eq!(
+        (code, body),
+        (
+            400,
+            json!({"error": {"code": 400, "message": "Please ensure that function response turn comes immediately after a function call turn.", "status": "INVALID_ARGUMENT"}})
+        )
+    );
+    let (_, body) = s.post("/v1beta/models/gemini-2.5-flash:generateContent", json!({"contents": [fcall]}));
+    assert_eq!(
+        body["error"]["message"],
+        "Please ensure that function call turn comes immediately after a user turn or after a function response turn."
+    );
+    let (_, body) = s.post("/v1beta/models/gemini-2.5-flash:generateContent", json!({"contents": [user, fcall, user]}));
+    assert_eq!(
+        body["error"]["message"],
+        "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn."
+    );
+    // And a valid first request gets the scenario's first tool call.
+    let (code, body) =
+        s.post("/v1/chat/completions", json!({"model": "m", "messages": [{"role": "user", "content": "x"}]}));
+    assert_eq!(code, 200);
+    assert_eq!(body["choices"][0]["message"]["tool_calls"][0]["function"]["name"], "search");
+    assert_eq!(body["choices"][0]["finish_reason"], "tool_calls");
+}
+
+#[test]
+fn official_sdks_complete_a_tool_calling_conversation_streaming_and_not() {
+    let Some(py) = sdk_python() else { return };
+    for sdk in ["openai", "anthropic", "gemini"] {
+        for stream in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let script = format!("examples/{sdk}_agent.py");
+            let mut agent = vec![py.to_str().unwrap(), script.as_str()];
+            if stream {
+                agent.push("--stream");
+            }
+            let (code, report, stdout) =
+                exec("scenarios/01-worked-example.toml", dir.path(), &agent, &["--runs", "2", "--json-envelope"]);
+            let log = std::fs::read_to_string(dir.path().join("agent-run-0.log")).unwrap_or_default();
+            assert_eq!(code, 0, "{sdk} stream={stream}: {stdout}\n{:?}\n{log}", failed_checks(&report));
+            assert!(log.contains("It is 18 °C in Paris."), "{log}");
+        }
+    }
+}
+
+#[test]
+fn official_sdks_retry_a_429_as_documented_and_raise_bad_request_with_the_exact_text() {
+    let Some(py) = sdk_python() else { return };
+    // (sdk, provider requests for a 429 with retry-after: the first call plus default retries)
+    for (sdk, requests) in [("openai", 3), ("anthropic", 3), ("gemini", 1)] {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, report, _) = exec(
+            "tests/fixtures/wire/provider-429.toml",
+            dir.path(),
+            &[py.to_str().unwrap(), "tests/sdk/sdk_checks.py", "retry429", sdk],
+            &[],
+        );
+        let run = &report["runs"][0];
+        assert_eq!(
+            run["agent_exit_code"],
+            0,
+            "{sdk}: {}",
+            std::fs::read_to_string(dir.path().join("agent-run-0.log")).unwrap()
+        );
+        assert_eq!(run["wiremock_requests"]["provider"], requests, "{sdk}");
+        let dir = tempfile::tempdir().unwrap();
+        let (_, report, _) = exec(
+            "tests/fixtures/wire/plain.toml",
+            dir.path(),
+            &[py.to_str().unwrap(), "tests/sdk/sdk_checks.py", "unanswered", sdk],
+            &[],
+        );
+        assert_eq!(
+            report["runs"][0]["agent_exit_code"],
+            0,
+            "{sdk}: {}",
+            std::fs::read_to_string(dir.path().join("agent-run-0.log")).unwrap()
+        );
+    }
+}

@@ -1,0 +1,77 @@
+"""Official-SDK behaviour against tracefault's mocks; run through `tracefault exec`.
+
+    sdk_checks.py retry429 openai|anthropic|gemini   the SDK's own retries of a 429 with retry-after
+    sdk_checks.py unanswered openai|anthropic|gemini the SDK's BadRequest error for an unanswered call
+
+Exit 0 when the SDK behaved as its documentation says (the caller counts requests separately).
+"""
+
+import os
+import sys
+
+OPENAI_UNANSWERED = ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                     "'tool_call_id'. The following tool_call_ids did not have response messages: call_unanswered1")
+ANTHROPIC_UNANSWERED = ("messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: "
+                        "toolu_unanswered1. Each `tool_use` block must have a corresponding `tool_result` block in the next message.")
+GEMINI_UNANSWERED = ("Please ensure that the number of function response parts is equal to the number of function call "
+                     "parts of the function call turn.")
+
+
+def openai_check(check):
+    import openai
+    client = openai.OpenAI()  # default max_retries = 2
+    messages = [{"role": "user", "content": "hi"}]
+    if check == "unanswered":
+        messages += [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_unanswered1", "type": "function", "function": {"name": "search", "arguments": "{}"}}]},
+            {"role": "user", "content": "well?"}]
+    try:
+        client.chat.completions.create(model="gpt-4o", messages=messages)
+    except openai.RateLimitError:
+        return check == "retry429"
+    except openai.BadRequestError as e:
+        print("message:", e.body.get("message") if isinstance(e.body, dict) else e.body)
+        return check == "unanswered" and e.body.get("message") == OPENAI_UNANSWERED and OPENAI_UNANSWERED in str(e)
+    return False
+
+
+def anthropic_check(check):
+    import anthropic
+    client = anthropic.Anthropic()  # default max_retries = 2
+    messages = [{"role": "user", "content": "hi"}]
+    if check == "unanswered":
+        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_unanswered1", "name": "search", "input": {}}]},
+                     {"role": "user", "content": [{"type": "text", "text": "well?"}]}]
+    try:
+        client.messages.create(model="claude-sonnet-4-5", max_tokens=64, messages=messages)
+    except anthropic.RateLimitError:
+        return check == "retry429"
+    except anthropic.BadRequestError as e:
+        print("message:", e.body)
+        return check == "unanswered" and e.body["error"]["message"] == ANTHROPIC_UNANSWERED and ANTHROPIC_UNANSWERED in str(e)
+    return False
+
+
+def gemini_check(check):
+    from google import genai
+    from google.genai import errors, types
+    client = genai.Client(api_key=os.environ["GEMINI_API_KEY"], http_options=types.HttpOptions(base_url=os.environ["GOOGLE_GEMINI_BASE_URL"]))
+    contents = [types.Content(role="user", parts=[types.Part(text="hi")])]
+    if check == "unanswered":
+        contents += [types.Content(role="model", parts=[types.Part(function_call=types.FunctionCall(name="search", args={}))]),
+                     types.Content(role="user", parts=[types.Part(text="well?")])]
+    try:
+        client.models.generate_content(model="gemini-2.5-flash", contents=contents)
+    except errors.ClientError as e:
+        print("error:", e.code, e.message)
+        if check == "retry429":
+            return e.code == 429  # google-genai does not retry by default
+        return e.code == 400 and e.message == GEMINI_UNANSWERED
+    return False
+
+
+if __name__ == "__main__":
+    check, sdk = sys.argv[1], sys.argv[2]
+    ok = {"openai": openai_check, "anthropic": anthropic_check, "gemini": gemini_check}[sdk](check)
+    print("OK" if ok else "UNEXPECTED")
+    sys.exit(0 if ok else 1)
