@@ -29,6 +29,31 @@ pub struct Header {
     pub tools: Vec<ToolDef>,
 }
 
+impl Header {
+    /// The header of a trace tracefault records for a scenario's run.
+    pub fn for_scenario(
+        sc: &crate::scenario::Scenario,
+        id: String,
+        source_format: &str,
+        provider: Option<String>,
+        model: String,
+    ) -> Header {
+        Header {
+            tracefault_trace: TRACE_VERSION,
+            id,
+            source_format: source_format.to_owned(),
+            provider,
+            model: Some(model),
+            tools: sc
+                .task
+                .tools
+                .iter()
+                .map(|n| ToolDef { name: n.clone(), description: None, parameters: None })
+                .collect(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolDef {

@@ -117,6 +117,15 @@ fn block_type(b: &Value) -> &str {
     b.get("type").and_then(Value::as_str).unwrap_or_default()
 }
 
+/// The ids of an assistant message's `tool_use` blocks.
+fn tool_use_ids(m: &Value) -> Vec<String> {
+    blocks(m)
+        .into_iter()
+        .filter(|b| block_type(b) == "tool_use")
+        .filter_map(|b| b.get("id").and_then(Value::as_str).map(str::to_owned))
+        .collect()
+}
+
 /// Anthropic Messages.
 pub fn anthropic(body: &Value, request_id: &str) -> Option<Violation> {
     let msgs = body.get("messages")?.as_array()?;
@@ -127,11 +136,7 @@ pub fn anthropic(body: &Value, request_id: &str) -> Option<Violation> {
         let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
         if role == "user" {
             let prev: Vec<String> = match i.checked_sub(1).map(|p| &msgs[p]) {
-                Some(p) if p.get("role").and_then(Value::as_str) == Some("assistant") => blocks(p)
-                    .into_iter()
-                    .filter(|b| block_type(b) == "tool_use")
-                    .filter_map(|b| b.get("id").and_then(Value::as_str).map(str::to_owned))
-                    .collect(),
+                Some(p) if p.get("role").and_then(Value::as_str) == Some("assistant") => tool_use_ids(p),
                 _ => Vec::new(),
             };
             for (j, b) in blocks(m).into_iter().enumerate() {
@@ -146,11 +151,7 @@ pub fn anthropic(body: &Value, request_id: &str) -> Option<Violation> {
             }
         }
         if role == "assistant" {
-            let uses: Vec<String> = blocks(m)
-                .into_iter()
-                .filter(|b| block_type(b) == "tool_use")
-                .filter_map(|b| b.get("id").and_then(Value::as_str).map(str::to_owned))
-                .collect();
+            let uses = tool_use_ids(m);
             if uses.is_empty() {
                 continue;
             }
