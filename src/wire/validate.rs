@@ -151,6 +151,24 @@ pub fn anthropic(body: &Value, request_id: &str) -> Option<Violation> {
             }
         }
         if role == "assistant" {
+            let mut seen: Vec<&str> = Vec::new();
+            for (j, b) in blocks(m).into_iter().enumerate().filter(|(_, b)| block_type(b) == "tool_use") {
+                let id = b.get("id").and_then(Value::as_str).unwrap_or_default();
+                if id.is_empty() || !id.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-') {
+                    return Some(err(format!(
+                        "messages.{i}.content.{j}.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'"
+                    )));
+                }
+                if !b.get("input").is_some_and(Value::is_object) {
+                    return Some(err(format!(
+                        "messages.{i}.content.{j}.tool_use.input: Input should be a valid dictionary"
+                    )));
+                }
+                if seen.contains(&id) {
+                    return Some(err(format!("messages.{i}.content.{j}: `tool_use` ids must be unique")));
+                }
+                seen.push(id);
+            }
             let uses = tool_use_ids(m);
             if uses.is_empty() {
                 continue;
@@ -291,6 +309,25 @@ mod tests {
         assert_eq!(
             anthropic(&body, "r").unwrap().body["error"]["message"],
             "messages.0.content.0: unexpected `tool_use_id` found in `tool_result` blocks: toolu_019ETtGZEhTBXgWPVsdVnXMh. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+        );
+    }
+
+    #[test]
+    fn anthropic_tool_use_shape_texts() {
+        let msg = |blocks: Value| json!({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": blocks}]});
+        let tu = |id: &str, input: Value| json!({"type": "tool_use", "id": id, "name": "a", "input": input});
+        let text = |b: Value| anthropic(&msg(b), "r").unwrap().body["error"]["message"].as_str().unwrap().to_owned();
+        assert_eq!(
+            text(json!([tu("toolu_1", json!({})), tu("toolu_1", json!({}))])),
+            "messages.1.content.1: `tool_use` ids must be unique"
+        );
+        assert_eq!(
+            text(json!([tu("toolu.1", json!({}))])),
+            "messages.1.content.0.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'"
+        );
+        assert_eq!(
+            text(json!([tu("toolu_1", json!("x"))])),
+            "messages.1.content.0.tool_use.input: Input should be a valid dictionary"
         );
     }
 

@@ -1,0 +1,79 @@
+//! Wire-mode overhead: request latency of tracefault's mock tool and mock provider against a bare
+//! wiremock response, on loopback, with one keep-alive client. Prints p50/p99 from 3000 requests
+//! each (design 9: a mock adds < 1 ms p99), then criterion's means.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::json;
+use tracefault::scenario::load::load_file;
+use tracefault::wire::WireServer;
+use wiremock::matchers::any;
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+struct Servers {
+    _rt: tokio::runtime::Runtime,
+    bare: MockServer,
+    mock: WireServer,
+}
+
+fn servers() -> Servers {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let sc = load_file(&root.join("tests/fixtures/wire/plain.toml")).unwrap();
+    let (bare, mock) = rt.block_on(async {
+        let bare = MockServer::start().await;
+        Mock::given(any())
+            .respond_with(ResponseTemplate::new(200).set_body_raw(r#"{"temp_c":18}"#, "application/json"))
+            .mount(&bare)
+            .await;
+        (bare, WireServer::start(sc, "127.0.0.1:0".parse().unwrap()).await.unwrap())
+    });
+    Servers { _rt: rt, bare, mock }
+}
+
+// A latency benchmark measures wall time; the ban on the wall clock is for the engine.
+#[allow(clippy::disallowed_methods)]
+fn once(agent: &ureq::Agent, url: &str, body: &serde_json::Value) -> Duration {
+    let t = Instant::now();
+    let _ = agent.post(url).send_json(body.clone()).map(|r| r.into_string());
+    t.elapsed()
+}
+
+fn percentiles(mut d: Vec<Duration>) -> (f64, f64) {
+    d.sort();
+    let at = |q: f64| d[((q * d.len() as f64) as usize).min(d.len() - 1)].as_secs_f64() * 1e3;
+    (at(0.5), at(0.99))
+}
+
+fn wire(c: &mut Criterion) {
+    let s = servers();
+    let agent = ureq::AgentBuilder::new().build();
+    let args = json!({"query": "Paris"});
+    let chat = json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]});
+    let cases = [
+        ("bare wiremock", format!("{}/tools/search", s.bare.uri()), args.clone()),
+        ("mock tool", format!("{}/tools/search", s.mock.server.uri()), args.clone()),
+        ("mock provider (chat completions)", format!("{}/v1/chat/completions", s.mock.server.uri()), chat.clone()),
+    ];
+    let mut bare_p99 = 0.0;
+    for (name, url, body) in &cases {
+        for _ in 0..200 {
+            once(&agent, url, body);
+        }
+        let (p50, p99) = percentiles((0..3000).map(|_| once(&agent, url, body)).collect());
+        if *name == "bare wiremock" {
+            bare_p99 = p99;
+        }
+        println!("{name:<34} p50 {p50:.3} ms  p99 {p99:.3} ms  (p99 over bare: {:+.3} ms)", p99 - bare_p99);
+    }
+    let mut group = c.benchmark_group("wire");
+    for (name, url, body) in &cases {
+        group.bench_function(*name, |b| b.iter(|| once(&agent, url, body)));
+    }
+    group.finish();
+}
+
+criterion_group!(benches, wire);
+criterion_main!(benches);
