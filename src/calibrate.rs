@@ -7,27 +7,7 @@ use std::fmt::Write as _;
 
 use crate::engine::profile::Profile;
 use crate::trace::Trace;
-use crate::trace::inspect::stats;
-
-/// What the model did after a result, with respect to that call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Next {
-    RetryIdentical,
-    ChangedArgs,
-    MovedOn,
-    GaveUp,
-}
-
-impl Next {
-    fn name(self) -> &'static str {
-        match self {
-            Next::RetryIdentical => "retried identically",
-            Next::ChangedArgs => "changed the arguments",
-            Next::MovedOn => "moved on",
-            Next::GaveUp => "gave up",
-        }
-    }
-}
+use crate::trace::inspect::{Next, follow_up, stats};
 
 #[derive(Clone, Debug, Default)]
 pub struct Fit {
@@ -62,17 +42,9 @@ pub fn observe(trace: &Trace, fit: &mut Fit) {
     let mut retry_run = 0;
     for (i, r) in rows.iter().enumerate() {
         let Some(class) = class_of(&r.outcome) else { continue };
+        let action = follow_up(&s, i);
         let next_turn = rows[i + 1..].iter().map(|x| x.turn).find(|t| *t > r.turn);
         let next: Vec<_> = rows.iter().filter(|x| Some(x.turn) == next_turn).collect();
-        let action = if next.iter().any(|x| x.tool == r.tool && x.args == r.args) {
-            Next::RetryIdentical
-        } else if next.iter().any(|x| x.tool == r.tool) {
-            Next::ChangedArgs
-        } else if next_turn.is_some() || s.ended == "answer" {
-            Next::MovedOn
-        } else {
-            Next::GaveUp
-        };
         *fit.counts.entry((class.to_owned(), action)).or_insert(0) += 1;
         if class == "bad_args" && action == Next::ChangedArgs {
             fix_run += 1;

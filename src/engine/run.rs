@@ -187,6 +187,9 @@ pub fn simulate<O: Observer>(
         orchestrator_retries: 0,
         provider_chain: 0,
         provider_prev_delay: 0,
+        rec_pos: 0,
+        off_record: false,
+        unfinished: false,
         end: None,
     };
     sim.schedule(0, Ev::TurnStart);
@@ -230,6 +233,11 @@ struct Sim<'a, O> {
     orchestrator_retries: u32,
     provider_chain: u32,
     provider_prev_delay: u64,
+    /// Position in the task's recording, and whether the run has left it.
+    rec_pos: usize,
+    off_record: bool,
+    /// A call's failure was accepted (a recorded "moved on"): answering does not complete the task.
+    unfinished: bool,
     end: Option<TerminatedBy>,
 }
 
@@ -330,22 +338,48 @@ impl<O: Observer> Sim<'_, O> {
         if let Some(script) = self.sc.task.script {
             return self.follow_script(script, is_retry);
         }
-        let profile = &self.sc.profile;
+        let sc = self.sc;
+        let profile = &sc.profile;
         let turn = u64::from(self.turn);
         let mut give_up = false;
         let mut reissue = false;
         let Workspace { slots, model, .. } = &mut *self.ws;
         for (i, s) in slots.iter_mut().enumerate().filter(|(_, s)| s.active) {
             let slot = (i as u64 * TURN_SLOTS + turn) * DRAWS_PER_TURN;
+            // While the run meets the results the recording did (same tool, class and, for a
+            // failure, the same signal), the model does what the recorded model did.
+            let recorded = match sc.task.recording.get(self.rec_pos).filter(|_| !self.off_record) {
+                Some(r)
+                    if r.tool == sc.task.calls[s.call as usize].tool
+                        && r.class == s.last_class
+                        && r.signal.is_none_or(|sig| sig == s.signal)
+                        && r.more_available == s.more_available =>
+                {
+                    self.rec_pos += 1;
+                    Some(r.action)
+                }
+                _ => {
+                    self.off_record = true;
+                    None
+                }
+            };
             let perceived = match s.last_class {
                 None => Perceived::Ok,
                 Some(ErrorClass::Partial) if s.more_available => Perceived::Partial,
                 Some(ErrorClass::Partial) => Perceived::Ok,
+                Some(c) if recorded.is_some() => perceive_failure(profile, s.signal, c, 0.0, 0.0),
                 Some(c) => perceive_failure(profile, s.signal, c, model.unit(slot), model.unit(slot + 1)),
             };
-            let u = if perceived == Perceived::Ok { 0.0 } else { model.unit(slot + 2) };
-            match act(profile, perceived, &s.hist, u) {
-                Action::Accept => s.active = false,
+            let action = recorded.unwrap_or_else(|| {
+                let u = if perceived == Perceived::Ok { 0.0 } else { model.unit(slot + 2) };
+                act(profile, perceived, &s.hist, u)
+            });
+            match action {
+                Action::Accept => {
+                    // Only a recorded decision accepts a failure: the task is then not done.
+                    self.unfinished |= s.last_class.is_some_and(ErrorClass::is_failure);
+                    s.active = false;
+                }
                 Action::Repeat => {
                     if matches!(perceived, Perceived::Transient | Perceived::Terminal) {
                         s.hist.model_retries += 1;
@@ -371,7 +405,8 @@ impl<O: Observer> Sim<'_, O> {
         }
         if !reissue {
             if self.next_step == self.sc.task.steps.len() {
-                return self.final_turn(TerminatedBy::Answer, is_retry);
+                let by = if self.unfinished { TerminatedBy::GaveUp } else { TerminatedBy::Answer };
+                return self.final_turn(by, is_retry);
             }
             self.ws.slots.clear();
             let step = &self.sc.task.steps[self.next_step];

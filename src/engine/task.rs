@@ -31,6 +31,22 @@ pub struct Task {
     pub final_text: String,
     /// Set when the task replays recorded decisions (`as-recorded`).
     pub script: Option<Script>,
+    /// The recorded model's decision after each result, in order: followed while the run
+    /// still meets the same results the recording did (design 3.6).
+    pub recording: Vec<Recorded>,
+}
+
+/// One recorded result and what the recorded model did next.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Recorded {
+    pub tool: u16,
+    /// The result's class (`None`: success).
+    pub class: Option<crate::engine::faults::ErrorClass>,
+    /// For a failure, the signal the recorded model read it with.
+    pub signal: Option<crate::envelope::read::Signal>,
+    /// Whether the result said more may be available.
+    pub more_available: bool,
+    pub action: crate::engine::model::Action,
 }
 
 /// Recorded decisions: the model takes exactly the recorded turns (a step may have no calls: a

@@ -41,6 +41,7 @@ pub struct Reader {
     error_obj_escaped: Finder<'static>,
     error_obj: Finder<'static>,
     prefix: Finder<'static>,
+    prefix_title: Finder<'static>,
     traceback: Finder<'static>,
     more: Finder<'static>,
     complete: Finder<'static>,
@@ -56,6 +57,7 @@ impl Default for Reader {
             error_obj_escaped: Finder::new(r#"{\"error\":"#),
             error_obj: Finder::new(r#"{"error":"#),
             prefix: Finder::new(r#"":"ERROR:"#),
+            prefix_title: Finder::new(r#"":"Error:"#),
             traceback: Finder::new("Traceback (most recent call last)"),
             more: Finder::new("may be available"),
             complete: Finder::new(r#""complete":true"#),
@@ -74,7 +76,7 @@ impl Reader {
             Signal::Flag
         } else if self.error_obj_escaped.find(b).is_some() || self.error_obj.find(b).is_some() {
             Signal::Object
-        } else if self.prefix.find(b).is_some() {
+        } else if self.prefix.find(b).is_some() || self.prefix_title.find(b).is_some() {
             Signal::Prefix
         } else if self.traceback.find(b).is_some() {
             Signal::Raw

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::{Trace, TraceEvent};
 use crate::engine::faults::{ErrorClass, Fault, FaultRule, Target, Trigger};
-use crate::engine::task::{Task, canonical_json};
+use crate::engine::task::{Recorded, Task, canonical_json};
 
 pub struct Compiled {
     pub task: Task,
@@ -114,7 +114,67 @@ pub fn compile(trace: &Trace) -> Compiled {
         }
     }
     task.steps = steps.into_values().collect();
+    task.recording = recording(trace, &task);
     Compiled { task, rules }
+}
+
+/// The recorded model's decisions, result by result, until the first unanswered call.
+fn recording(trace: &Trace, task: &Task) -> Vec<Recorded> {
+    use crate::engine::model::Action;
+    use crate::envelope::Format;
+    use crate::envelope::read::{Reader, Signal};
+    use crate::trace::inspect::{Next, follow_up, stats};
+    let s = stats(trace);
+    let reader = Reader::default();
+    let format = trace.header.provider.as_deref().and_then(Format::parse).unwrap_or(Format::OpenAiChat);
+    let evidence: Vec<Option<&str>> = trace
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            TraceEvent::ToolResult { evidence, .. } => Some(evidence.as_deref()),
+            _ => None,
+        })
+        .collect();
+    let contents: Vec<&str> = trace
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            TraceEvent::ToolResult { content, .. } => Some(content.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (i, row) in s.rows.iter().enumerate() {
+        let class = match row.outcome.as_str() {
+            "ok" => None,
+            "unanswered" => break,
+            "partial" => Some(ErrorClass::Partial),
+            "transient" => Some(ErrorClass::Transient),
+            "rate_limited" => Some(ErrorClass::RateLimited),
+            "terminal" => Some(ErrorClass::Terminal),
+            _ => Some(ErrorClass::BadArgs),
+        };
+        let Some(tool) = task.tools.iter().position(|t| *t == row.tool) else { break };
+        let signal = class.filter(|c| c.is_failure()).map(|_| {
+            // Read the recorded content as the model received it in the trace's format.
+            let mut wrapped = String::from(r#"{"role":"tool","content":"#);
+            crate::envelope::render::push_json_str(&mut wrapped, contents.get(i).copied().unwrap_or_default());
+            wrapped.push('}');
+            let read = reader.signal(&wrapped);
+            let flagged = evidence.get(i).copied().flatten().is_some_and(|e| e.contains("is_error: true"));
+            if flagged && format.has_error_flag() && read > Signal::Flag { Signal::Flag } else { read }
+        });
+        let action = match follow_up(&s, i) {
+            Next::RetryIdentical => Action::Repeat,
+            Next::ChangedArgs => Action::FixArgs,
+            Next::MovedOn => Action::Accept,
+            Next::GaveUp => Action::GiveUp,
+        };
+        let more_available = class == Some(ErrorClass::Partial)
+            && contents.get(i).is_some_and(|c| c.to_lowercase().contains("may be available"));
+        out.push(Recorded { tool: tool as u16, class, signal, more_available, action });
+    }
+    out
 }
 
 #[cfg(test)]

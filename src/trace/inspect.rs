@@ -35,6 +35,45 @@ pub struct Stats {
 
 pub const LOOP_GUARD_K: u32 = 3;
 
+/// What the model did after a result, with respect to that call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Next {
+    RetryIdentical,
+    ChangedArgs,
+    MovedOn,
+    GaveUp,
+}
+
+impl Next {
+    pub fn name(self) -> &'static str {
+        match self {
+            Next::RetryIdentical => "retried identically",
+            Next::ChangedArgs => "changed the arguments",
+            Next::MovedOn => "moved on",
+            Next::GaveUp => "gave up",
+        }
+    }
+}
+
+/// What the recorded model did after the result of tool call `i`: in its next turn with tool
+/// calls, the identical call, the same tool with other arguments, or neither; with no further
+/// turn, it moved on if the conversation ended with an answer, else it gave up.
+pub fn follow_up(s: &Stats, i: usize) -> Next {
+    let rows = &s.rows;
+    let r = &rows[i];
+    let next_turn = rows[i + 1..].iter().map(|x| x.turn).find(|t| *t > r.turn);
+    let next = || rows.iter().filter(move |x| Some(x.turn) == next_turn);
+    if next().any(|x| x.tool == r.tool && x.args == r.args) {
+        Next::RetryIdentical
+    } else if next().any(|x| x.tool == r.tool) {
+        Next::ChangedArgs
+    } else if next_turn.is_some() || s.ended == "answer" {
+        Next::MovedOn
+    } else {
+        Next::GaveUp
+    }
+}
+
 pub fn ended_name(o: FinalOutcome) -> &'static str {
     match o {
         FinalOutcome::Answer => "answer",

@@ -100,3 +100,21 @@ fn calibrate_writes_a_profile_scenarios_can_use() {
     let report = std::fs::read_to_string(dir.path().join("o/report.md")).unwrap();
     assert!(report.contains("profile `calibrated`"), "{report}");
 }
+
+/// Design 3.6: while the run meets what the recording met, the model does what the recorded
+/// model did; the recorded agent saw `ERROR:` strings, so error-string follows it, and five-field,
+/// whose orchestrator absorbs the 503s, departs at once.
+#[test]
+fn what_if_follows_the_recording_while_it_applies() {
+    use tracefault::engine::strategy::Strategy;
+    use tracefault::replay::{divergence, whatif_scenario};
+    let trace = tracefault::trace::Trace::read(&crate::root().join("traces/search-503-503-400.jsonl")).unwrap();
+    let strategies =
+        vec![Strategy::preset_named("error-string").unwrap(), Strategy::preset_named("five-field").unwrap()];
+    let sc = whatif_scenario(&trace, strategies, 7, 100);
+    let followed = (0..100).filter(|&run| divergence(&trace, &sc, 0, run).is_none()).count();
+    // It departs only where the changed arguments are not fixed (p_fix_args = 0.7).
+    assert!((55..=85).contains(&followed), "{followed} of 100 runs followed the recording");
+    let d = divergence(&trace, &sc, 1, 0).unwrap();
+    assert!(d.starts_with("call 2: ") && d.contains("the orchestrator retried"), "{d}");
+}
