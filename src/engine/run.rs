@@ -403,23 +403,16 @@ impl<O: Observer> Sim<'_, O> {
         if give_up {
             return self.final_turn(TerminatedBy::GaveUp, is_retry);
         }
-        if !reissue {
-            if self.next_step == self.sc.task.steps.len() {
-                let by = if self.unfinished { TerminatedBy::GaveUp } else { TerminatedBy::Answer };
-                return self.final_turn(by, is_retry);
-            }
-            self.ws.slots.clear();
-            let step = &self.sc.task.steps[self.next_step];
-            self.ws.slots.extend(step.iter().map(|&c| Slot::new(c)));
-            self.next_step += 1;
+        if reissue {
+            return self.issue(is_retry);
         }
-        self.issue(is_retry);
+        let by = if self.unfinished { TerminatedBy::GaveUp } else { TerminatedBy::Answer };
+        self.advance(by, is_retry);
     }
 
-    /// Recorded decisions: accept every result and take the next recorded turn.
-    fn follow_script(&mut self, script: Script, is_retry: bool) {
+    /// Issues the task's next step, or ends with `by` when the task has none left.
+    fn advance(&mut self, by: TerminatedBy, is_retry: bool) {
         if self.next_step == self.sc.task.steps.len() {
-            let by = if script.ending == Ending::GaveUp { TerminatedBy::GaveUp } else { TerminatedBy::Answer };
             return self.final_turn(by, is_retry);
         }
         self.ws.slots.clear();
@@ -427,6 +420,12 @@ impl<O: Observer> Sim<'_, O> {
         self.ws.slots.extend(step.iter().map(|&c| Slot::new(c)));
         self.next_step += 1;
         self.issue(is_retry);
+    }
+
+    /// Recorded decisions: accept every result and take the next recorded turn.
+    fn follow_script(&mut self, script: Script, is_retry: bool) {
+        let by = if script.ending == Ending::GaveUp { TerminatedBy::GaveUp } else { TerminatedBy::Answer };
+        self.advance(by, is_retry);
     }
 
     fn final_turn(&mut self, by: TerminatedBy, is_retry: bool) {

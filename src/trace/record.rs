@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::{FinalOutcome, Header, Stop, TRACE_VERSION, ToolDef, Trace, TraceEvent};
+use super::{FinalOutcome, Header, Stop, Trace, TraceEvent};
 use crate::engine::events::{By, Event, Observer, TerminatedBy};
 use crate::scenario::Scenario;
 
@@ -16,19 +16,13 @@ pub struct Recorder {
 
 impl Recorder {
     pub fn new(sc: &Scenario, strategy: &str, run: u64) -> Recorder {
-        let header = Header {
-            tracefault_trace: TRACE_VERSION,
-            id: format!("{}/{}/run{}", sc.name, strategy, run),
-            source_format: "tracefault-sim".into(),
-            provider: Some(sc.format.name().into()),
-            model: Some(format!("simulated:{}", sc.profile.name)),
-            tools: sc
-                .task
-                .tools
-                .iter()
-                .map(|n| ToolDef { name: n.clone(), description: None, parameters: None })
-                .collect(),
-        };
+        let header = Header::for_scenario(
+            sc,
+            format!("{}/{}/run{}", sc.name, strategy, run),
+            "tracefault-sim",
+            Some(sc.format.name().into()),
+            format!("simulated:{}", sc.profile.name),
+        );
         Recorder {
             trace: Trace { header, events: Vec::new() },
             status: BTreeMap::new(),
