@@ -127,22 +127,6 @@ fn recording(trace: &Trace, task: &Task) -> Vec<Recorded> {
     let s = stats(trace);
     let reader = Reader::default();
     let format = trace.header.provider.as_deref().and_then(Format::parse).unwrap_or(Format::OpenAiChat);
-    let evidence: Vec<Option<&str>> = trace
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            TraceEvent::ToolResult { evidence, .. } => Some(evidence.as_deref()),
-            _ => None,
-        })
-        .collect();
-    let contents: Vec<&str> = trace
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            TraceEvent::ToolResult { content, .. } => Some(content.as_str()),
-            _ => None,
-        })
-        .collect();
     let mut out = Vec::new();
     for (i, row) in s.rows.iter().enumerate() {
         let class = match row.outcome.as_str() {
@@ -158,10 +142,10 @@ fn recording(trace: &Trace, task: &Task) -> Vec<Recorded> {
         let signal = class.filter(|c| c.is_failure()).map(|_| {
             // Read the recorded content as the model received it in the trace's format.
             let mut wrapped = String::from(r#"{"role":"tool","content":"#);
-            crate::envelope::render::push_json_str(&mut wrapped, contents.get(i).copied().unwrap_or_default());
+            crate::envelope::render::push_json_str(&mut wrapped, &row.content);
             wrapped.push('}');
             let read = reader.signal(&wrapped);
-            let flagged = evidence.get(i).copied().flatten().is_some_and(|e| e.contains("is_error: true"));
+            let flagged = row.evidence.as_deref().is_some_and(|e| e.contains("is_error: true"));
             if flagged && format.has_error_flag() && read > Signal::Flag { Signal::Flag } else { read }
         });
         let action = match follow_up(&s, i) {
@@ -170,8 +154,8 @@ fn recording(trace: &Trace, task: &Task) -> Vec<Recorded> {
             Next::MovedOn => Action::Accept,
             Next::GaveUp => Action::GiveUp,
         };
-        let more_available = class == Some(ErrorClass::Partial)
-            && contents.get(i).is_some_and(|c| c.to_lowercase().contains("may be available"));
+        let more_available =
+            class == Some(ErrorClass::Partial) && row.content.to_lowercase().contains("may be available");
         out.push(Recorded { tool: tool as u16, class, signal, more_available, action });
     }
     out
@@ -202,5 +186,24 @@ mod tests {
         assert_eq!(c.rules[0].trigger.at, Some(vec![1]));
         assert_eq!(c.rules[1].fault.status(), Some(400));
         assert_eq!(c.task.final_text, "18C");
+    }
+
+    #[test]
+    fn recording_pairs_results_with_their_calls_whatever_their_order() {
+        let src = r#"{"tracefault_trace":1,"id":"p","source_format":"native","tools":[{"name":"a"},{"name":"b"}]}
+{"type":"tool_call","turn":1,"call_id":"x","name":"a","args":{}}
+{"type":"tool_call","turn":1,"call_id":"y","name":"b","args":{}}
+{"type":"tool_result","call_id":"y","ok":false,"status":503,"content":"ERROR: b is down","error_class":"transient"}
+{"type":"tool_result","call_id":"x","ok":true,"content":"{}"}
+{"type":"tool_call","turn":2,"call_id":"z","name":"b","args":{}}
+{"type":"tool_result","call_id":"z","ok":true,"content":"{}"}
+{"type":"final","text":"done","outcome":"answer"}
+"#;
+        let c = compile(&Trace::parse(src, Path::new("p.jsonl")).unwrap());
+        let r = &c.task.recording;
+        assert_eq!((r[0].tool, r[0].class, r[0].signal), (0, None, None));
+        assert_eq!((r[1].tool, r[1].class), (1, Some(ErrorClass::Transient)));
+        assert_eq!(r[1].signal, Some(crate::envelope::read::Signal::Prefix));
+        assert_eq!(r[1].action, crate::engine::model::Action::Repeat);
     }
 }

@@ -16,6 +16,11 @@ pub struct Row {
     pub outcome: String,
     /// Identical (tool, canonical arguments) to an earlier call of this trace that failed.
     pub failing_repeat: bool,
+    /// The result the model was given, and why an importer judged it as it did.
+    #[serde(skip)]
+    pub content: String,
+    #[serde(skip)]
+    pub evidence: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -100,10 +105,14 @@ pub fn stats(trace: &Trace) -> Stats {
                     args: canonical_json(args),
                     outcome: "unanswered".into(),
                     failing_repeat: false,
+                    content: String::new(),
+                    evidence: None,
                 });
             }
-            TraceEvent::ToolResult { call_id, ok, error_class, .. } => {
+            TraceEvent::ToolResult { call_id, ok, error_class, content, evidence, .. } => {
                 if let Some(&(_, i)) = index_of.iter().rev().find(|(id, _)| id == call_id) {
+                    rows[i].content.clone_from(content);
+                    rows[i].evidence.clone_from(evidence);
                     rows[i].outcome = match (ok, error_class.as_deref()) {
                         (_, Some(c)) => c.to_owned(),
                         (true, None) => "ok".to_owned(),
