@@ -1,11 +1,15 @@
-"""An agent on the official `openai` SDK (Chat Completions), for `tracefault exec`.
+"""An agent on the official `openai` SDK, for `tracefault exec`.
 
     tracefault exec scenarios/01-worked-example.toml -- python examples/openai_agent.py [--stream]
+        [--api responses] [--gemini-compat]
 
-The SDK reads OPENAI_BASE_URL and OPENAI_API_KEY from the environment `exec` sets.
+Chat Completions by default; `--api responses` uses the Responses API; `--gemini-compat` talks
+Chat Completions to Gemini's OpenAI-compatible endpoint. The SDK reads OPENAI_BASE_URL and
+OPENAI_API_KEY from the environment `exec` sets.
 """
 
 import json
+import os
 import sys
 
 from openai import OpenAI
@@ -13,6 +17,28 @@ from openai import OpenAI
 from tools_client import call_tool
 
 STREAM = "--stream" in sys.argv
+RESPONSES = "--api" in sys.argv and sys.argv[sys.argv.index("--api") + 1] == "responses"
+GEMINI_COMPAT = "--gemini-compat" in sys.argv
+
+
+def run_responses(client):
+    items = [{"role": "user", "content": "Please do the task."}]
+    for _ in range(50):
+        if STREAM:
+            with client.responses.stream(model="gpt-4o", input=items) as stream:
+                resp = stream.get_final_response()
+        else:
+            resp = client.responses.create(model="gpt-4o", input=items)
+        calls = [o for o in resp.output if o.type == "function_call"]
+        if not calls:
+            print(resp.output_text)
+            return 0
+        for c in calls:
+            items.append({"type": "function_call", "call_id": c.call_id, "name": c.name, "arguments": c.arguments})
+        for c in calls:
+            result, _, _ = call_tool(c.name, json.loads(c.arguments or "{}"))
+            items.append({"type": "function_call_output", "call_id": c.call_id, "output": result})
+    return 4
 
 
 def ask(client, messages):
@@ -38,7 +64,13 @@ def ask(client, messages):
 
 
 def main():
-    client = OpenAI()
+    if GEMINI_COMPAT:
+        base = os.environ["GOOGLE_GEMINI_BASE_URL"].rstrip("/") + "/v1beta/openai/"
+        client = OpenAI(base_url=base, api_key=os.environ.get("GEMINI_API_KEY", "placeholder"))
+    else:
+        client = OpenAI()
+    if RESPONSES:
+        return run_responses(client)
     messages = [{"role": "user", "content": "Please do the task."}]
     for _ in range(50):
         text, calls = ask(client, messages)

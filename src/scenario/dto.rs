@@ -22,6 +22,8 @@ pub struct ScenarioDto {
     pub trace_select: Option<String>,
     /// Which conversation (1-based) of a file that holds several.
     pub trace_conversation: Option<usize>,
+    /// Regular expressions that replace the importers' text rules for failed results.
+    pub trace_failure_rules: Option<Vec<String>>,
     pub task: Option<TaskDto>,
     #[serde(default)]
     pub policy: PolicyDto,

@@ -89,9 +89,7 @@ pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scen
             return Err(ctx.err(ctx.key_line("trace"), "trace", "either `trace` or `[task]`, not both"));
         }
         (None, None) => return Err(ctx.err(None, "task", "a `[task]` with steps, or `trace = \"…\"`")),
-        (Some(t), None) => {
-            load_trace(&ctx, t, dto.trace_format.as_deref(), dto.trace_select.as_deref(), dto.trace_conversation)?
-        }
+        (Some(t), None) => load_trace(&ctx, t, &dto)?,
         (None, Some(t)) => (task_from_dto(&ctx, t)?, Vec::new(), None),
     };
     if task.steps.is_empty() {
@@ -186,9 +184,11 @@ pub fn resolve(file: &Path, rel: &str) -> PathBuf {
 
 type Loaded = (Task, Vec<FaultRule>, Option<String>);
 
-fn load_trace(ctx: &Ctx, rel: &str, format: Option<&str>, select: Option<&str>, pick: Option<usize>) -> Result<Loaded> {
+fn load_trace(ctx: &Ctx, rel: &str, dto: &ScenarioDto) -> Result<Loaded> {
+    use crate::trace::import::conversation::FailureRules;
     use crate::trace::import::{ImportOptions, SourceFormat, import_path};
-    let format_name = format.unwrap_or("auto");
+    let (select, pick) = (dto.trace_select.as_deref(), dto.trace_conversation);
+    let format_name = dto.trace_format.as_deref().unwrap_or("auto");
     let format = SourceFormat::parse(format_name).ok_or_else(|| {
         ctx.err(
             ctx.key_line("trace_format"),
@@ -197,7 +197,13 @@ fn load_trace(ctx: &Ctx, rel: &str, format: Option<&str>, select: Option<&str>, 
         )
     })?;
     let path = resolve(ctx.file, rel);
-    let opts = ImportOptions { format, select: select.map(str::to_owned), ..ImportOptions::default() };
+    let rules = match &dto.trace_failure_rules {
+        None => FailureRules::default(),
+        Some(patterns) => FailureRules::from_patterns(patterns).map_err(|e| {
+            ctx.err(ctx.key_line("trace_failure_rules"), "trace_failure_rules", format!("regular expressions: {e}"))
+        })?,
+    };
+    let opts = ImportOptions { format, select: select.map(str::to_owned), rules };
     let mut traces = import_path(&path, &opts)?.traces;
     let n = traces.len();
     let index = match pick {

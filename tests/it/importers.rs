@@ -227,3 +227,21 @@ fn several_conversations_import_as_several_files() {
     // Native files with several traces read back as several conversations.
     assert_eq!(inspect(&out, &[]).len(), 4);
 }
+
+#[test]
+fn scenarios_can_override_the_failure_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "m.json",
+        r#"[{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"t","arguments":"{}"}}]},{"role":"tool","tool_call_id":"a","content":"NOPE: it broke"},{"role":"assistant","content":"done"}]"#,
+    );
+    let with = |rules: &str| {
+        let sc = write(dir.path(), "s.toml", &format!("name = \"r\"\ntrace = \"m.json\"\n{rules}"));
+        tracefault::scenario::load::load_file(&sc).map(|s| s.faults.rules.len())
+    };
+    assert_eq!(with("").unwrap(), 0, "the built-in rules see no failure");
+    assert_eq!(with("trace_failure_rules = [\"^NOPE\"]\n").unwrap(), 1, "the scenario's rule does");
+    let err = with("trace_failure_rules = [\"(\"]\n").unwrap_err().to_string();
+    assert!(err.contains("trace_failure_rules: expected regular expressions"), "{err}");
+}

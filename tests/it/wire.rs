@@ -261,18 +261,26 @@ fn validation_errors_are_the_providers_verified_texts() {
 #[test]
 fn official_sdks_complete_a_tool_calling_conversation_streaming_and_not() {
     let Some(py) = sdk_python() else { return };
-    for sdk in ["openai", "anthropic", "gemini"] {
+    let variants: [(&str, &[&str]); 5] = [
+        ("openai", &[]),
+        ("openai", &["--api", "responses"]),
+        ("openai", &["--gemini-compat"]),
+        ("anthropic", &[]),
+        ("gemini", &[]),
+    ];
+    for (sdk, flags) in variants {
         for stream in [false, true] {
             let dir = tempfile::tempdir().unwrap();
             let script = format!("examples/{sdk}_agent.py");
             let mut agent = vec![py.to_str().unwrap(), script.as_str()];
+            agent.extend_from_slice(flags);
             if stream {
                 agent.push("--stream");
             }
             let (code, report, stdout) =
                 exec("scenarios/01-worked-example.toml", dir.path(), &agent, &["--runs", "2", "--json-envelope"]);
             let log = std::fs::read_to_string(dir.path().join("agent-run-0.log")).unwrap_or_default();
-            assert_eq!(code, 0, "{sdk} stream={stream}: {stdout}\n{:?}\n{log}", failed_checks(&report));
+            assert_eq!(code, 0, "{sdk} {flags:?} stream={stream}: {stdout}\n{:?}\n{log}", failed_checks(&report));
             assert!(log.contains("It is 18 °C in Paris."), "{log}");
         }
     }
