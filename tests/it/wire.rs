@@ -127,7 +127,9 @@ fn clear_errors_for_port_in_use_missing_scenario_and_silent_agent() {
     assert_eq!(code, 1);
     assert!(failed_checks(&report).join(" ").contains("the agent never called the mock provider"));
     tracefault()
-        .args(["exec", "tests/fixtures/wire/plain.toml", "--", "/no/such/agent"])
+        .args(["exec", "tests/fixtures/wire/plain.toml", "--out"])
+        .arg(dir.path().join("o"))
+        .args(["--", "/no/such/agent"])
         .assert()
         .code(2)
         .stderr(predicates::str::contains("cannot start `/no/such/agent`"));
