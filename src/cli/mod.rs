@@ -49,7 +49,7 @@ pub struct RunArgs {
     /// Scenario files or folders (searched for *.toml and *.json).
     #[arg(default_value = "scenarios/")]
     pub paths: Vec<PathBuf>,
-    /// Where reports go (default: reports/; with --run, no reports unless given).
+    /// Where reports go (default: reports/). Not used with --run, which prints its one run.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Root seed for every scenario (default: each scenario's `seed`).
