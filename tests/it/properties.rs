@@ -263,3 +263,173 @@ proptest! {
         if let Some(ra) = ra { prop_assert!(d >= ra); }
     }
 }
+
+/// Arbitrary JSON (shaped like the formats, so the importers get past detection).
+fn arb_json() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::{Value, json};
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        "[a-z_ {}\":,\\[\\]]{0,12}".prop_map(Value::from),
+        prop::sample::select(vec![
+            "user",
+            "assistant",
+            "tool",
+            "model",
+            "function_call",
+            "tool_use",
+            "tool_result",
+            "Error: x",
+            "{}"
+        ])
+        .prop_map(Value::from),
+    ];
+    leaf.prop_recursive(4, 48, 6, |inner| {
+        let keys = prop::sample::select(vec![
+            "role",
+            "content",
+            "tool_calls",
+            "id",
+            "function",
+            "name",
+            "arguments",
+            "messages",
+            "type",
+            "input",
+            "call_id",
+            "output",
+            "contents",
+            "parts",
+            "functionCall",
+            "functionResponse",
+            "response",
+            "error",
+            "is_error",
+            "tool_use_id",
+            "interactions",
+            "request",
+            "response",
+            "resourceSpans",
+            "traj",
+            "choices",
+        ]);
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+            prop::collection::vec((keys, inner), 0..5).prop_map(|kv| {
+                let mut m = serde_json::Map::new();
+                for (k, v) in kv {
+                    m.insert(k.to_owned(), v);
+                }
+                Value::Object(m)
+            }),
+        ]
+    })
+    .prop_map(|v| json!(v))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    /// Bad input gets an error, never a panic: every importer, every format, arbitrary JSON.
+    #[test]
+    fn importers_never_panic(v in arb_json(), format in 0usize..8) {
+        use tracefault::trace::import::{ImportOptions, SourceFormat, import_str};
+        let f = SourceFormat::parse(SourceFormat::NAMES[format]).unwrap();
+        let opts = ImportOptions { format: f, ..ImportOptions::default() };
+        let text = v.to_string();
+        if let Ok(imported) = import_str(&text, Path::new("x.json"), &opts) {
+            for t in &imported.traces {
+                // And whatever imports can be inspected, compiled and replayed as recorded.
+                let _ = tracefault::trace::inspect::stats(t);
+                let _ = tracefault::trace::compile::compile(t);
+                let _ = tracefault::replay::replay_as_recorded(t);
+            }
+        }
+    }
+
+    #[test]
+    fn scenario_and_trace_parsers_never_panic(text in "[ -~\n]{0,200}") {
+        let _ = load_str(&text, Path::new("x.toml"));
+        let _ = load_str(&text, Path::new("x.json"));
+        let _ = tracefault::trace::Trace::parse_many(&text, Path::new("x.jsonl"));
+    }
+}
+
+/// Replaces the node reached by `path` (indices taken modulo each level's size) with `with`.
+fn mutate(v: &mut serde_json::Value, path: &[usize], with: serde_json::Value) {
+    use serde_json::Value;
+    let Some((&step, rest)) = path.split_first() else {
+        *v = with;
+        return;
+    };
+    match v {
+        Value::Array(a) if !a.is_empty() => {
+            let n = a.len();
+            mutate(&mut a[step % n], rest, with);
+        }
+        Value::Object(m) if !m.is_empty() => {
+            let key = m.keys().nth(step % m.len()).cloned().expect("in range");
+            mutate(m.get_mut(&key).expect("present"), rest, with);
+        }
+        other => *other = with,
+    }
+}
+
+/// Small real traces of every format, parsed once.
+fn corpus_values() -> &'static Vec<(String, serde_json::Value)> {
+    static CORPUS: std::sync::OnceLock<Vec<(String, serde_json::Value)>> = std::sync::OnceLock::new();
+    CORPUS.get_or_init(|| {
+        let dir = crate::root().join("traces");
+        let mut out = Vec::new();
+        for name in [
+            "openai-chat_model-retry.cassette.yaml",
+            "openai-responses_model-retry.cassette.yaml",
+            "anthropic_tool-search.cassette.yaml",
+            "gemini_model-retry.cassette.yaml",
+            "otel_model-retry.otlp.json",
+            "openai-chat_tau-bench-airline-13.json",
+        ] {
+            let text = std::fs::read_to_string(dir.join(name)).unwrap();
+            let v: serde_json::Value = if name.ends_with(".yaml") {
+                serde_norway::from_str(&text).unwrap()
+            } else {
+                serde_json::from_str(&text).unwrap()
+            };
+            out.push((name.to_owned(), v));
+        }
+        out
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+    /// Real traces with one node replaced at random: still an error or a trace, never a panic.
+    #[test]
+    fn mutated_corpus_traces_never_panic(
+        which in 0usize..6,
+        path in prop::collection::vec(any::<usize>(), 0..9),
+        with in prop_oneof![
+            Just(serde_json::Value::Null),
+            Just(serde_json::json!(7)),
+            Just(serde_json::json!("Error: x")),
+            Just(serde_json::json!([])),
+            Just(serde_json::json!({})),
+            Just(serde_json::json!([{"role": "tool"}])),
+        ],
+    ) {
+        use tracefault::trace::import::{ImportOptions, import_str};
+        let (name, v) = &corpus_values()[which];
+        let mut v = v.clone();
+        mutate(&mut v, &path, with);
+        let text = v.to_string();
+        let file = if name.ends_with(".yaml") { "x.json" } else { name.as_str() };
+        if let Ok(imported) = import_str(&text, Path::new(file), &ImportOptions::default()) {
+            for t in &imported.traces {
+                let _ = tracefault::trace::compile::compile(t);
+                let _ = tracefault::replay::replay_as_recorded(t);
+            }
+        }
+    }
+}
