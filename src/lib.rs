@@ -27,6 +27,7 @@ pub mod metrics;
 pub mod replay;
 pub mod report;
 pub mod scenario;
+pub mod shard;
 pub mod suite;
 pub mod trace;
 pub mod wire;

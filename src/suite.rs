@@ -109,12 +109,38 @@ pub fn apply_overrides(suite: &mut [Scenario], opts: &RunOptions) -> crate::erro
     Ok(())
 }
 
+/// A work unit: runs `first..last` of scenario `scenario` (its `chunk`-th slice), under every
+/// strategy. Units are independent; their order is fixed by the suite alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unit {
+    pub scenario: usize,
+    pub chunk: usize,
+    pub first: u64,
+    pub last: u64,
+}
+
 /// What one work unit produced.
-struct UnitResult {
-    scenario: usize,
-    chunk: usize,
-    aggregates: Vec<Aggregate>,
-    rows: Vec<u8>,
+pub struct UnitResult {
+    pub unit: usize,
+    pub aggregates: Vec<Aggregate>,
+    pub rows: Vec<u8>,
+}
+
+/// The suite's work units, in their fixed order.
+pub fn units(suite: &[Scenario]) -> Vec<Unit> {
+    suite
+        .iter()
+        .enumerate()
+        .flat_map(|(si, sc)| {
+            let size = chunk_size(sc.runs);
+            (0..sc.runs.div_ceil(size)).map(move |c| Unit {
+                scenario: si,
+                chunk: c as usize,
+                first: c * size,
+                last: ((c + 1) * size).min(sc.runs),
+            })
+        })
+        .collect()
 }
 
 /// Runs of one scenario per work unit: small enough to spread 200-run scenarios over two
@@ -154,6 +180,89 @@ fn run_unit(
     (aggs, rows)
 }
 
+/// Runs the units `selected` (indices into [`units`]) on `jobs` threads and hands each
+/// result to `on_result` in the order of `selected`, whatever order they finish in.
+pub fn run_units(
+    suite: &[Scenario],
+    jobs: usize,
+    selected: &[usize],
+    with_rows: bool,
+    progress: &(dyn Fn(u64) + Sync),
+    on_result: &mut dyn FnMut(UnitResult) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let all = units(suite);
+    let jobs = jobs.max(1).min(selected.len().max(1));
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = mpsc::sync_channel::<(usize, UnitResult)>(jobs * 4);
+    let mut io_result = Ok(());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            let tx = tx.clone();
+            let (all, next) = (&all, &next);
+            scope.spawn(move || {
+                let mut ws = Workspace::default();
+                let mut m = Vec::new();
+                loop {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&unit) = selected.get(k) else { break };
+                    let u = all[unit];
+                    let sc = &suite[u.scenario];
+                    let (aggregates, rows) = run_unit(sc, u.first, u.last, with_rows, &mut ws, &mut m);
+                    progress((u.last - u.first) * sc.strategies.len() as u64);
+                    if tx.send((k, UnitResult { unit, aggregates, rows })).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut pending = std::collections::BTreeMap::new();
+        let mut expect = 0usize;
+        for (k, r) in rx {
+            pending.insert(k, r);
+            while let Some(r) = pending.remove(&expect) {
+                expect += 1;
+                if io_result.is_ok() {
+                    io_result = on_result(r);
+                }
+            }
+        }
+    });
+    io_result
+}
+
+/// Folds unit results, in unit order, into finished scenarios.
+pub struct Merger<'a> {
+    suite: &'a [Scenario],
+    units: Vec<Unit>,
+    partial: Vec<(Vec<Aggregate>, u64)>,
+    pub done: Vec<ScenarioResult>,
+}
+
+impl<'a> Merger<'a> {
+    pub fn new(suite: &'a [Scenario]) -> Merger<'a> {
+        Merger {
+            suite,
+            units: units(suite),
+            partial: suite.iter().map(|sc| (vec![Aggregate::default(); sc.strategies.len()], 0)).collect(),
+            done: Vec::with_capacity(suite.len()),
+        }
+    }
+
+    pub fn add(&mut self, unit: usize, aggregates: &[Aggregate]) {
+        let si = self.units[unit].scenario;
+        let (aggs, seen) = &mut self.partial[si];
+        for (a, b) in aggs.iter_mut().zip(aggregates) {
+            a.merge(b);
+        }
+        *seen += 1;
+        let sc = &self.suite[si];
+        if *seen == sc.runs.div_ceil(chunk_size(sc.runs)) {
+            self.done.push(finish_scenario(sc, std::mem::take(aggs)));
+        }
+    }
+}
+
 /// Runs the whole suite. `progress` is told of each finished unit (runs × strategies).
 pub fn run_suite(
     suite: &[Scenario],
@@ -162,65 +271,13 @@ pub fn run_suite(
     with_rows: bool,
     progress: &(dyn Fn(u64) + Sync),
 ) -> std::io::Result<Vec<ScenarioResult>> {
-    let units: Vec<(usize, usize, u64, u64)> = suite
-        .iter()
-        .enumerate()
-        .flat_map(|(si, sc)| {
-            let size = chunk_size(sc.runs);
-            (0..sc.runs.div_ceil(size)).map(move |c| (si, c as usize, c * size, ((c + 1) * size).min(sc.runs)))
-        })
-        .collect();
-    let jobs = opts.jobs.max(1).min(units.len().max(1));
-    let next = AtomicUsize::new(0);
-    let mut results: Vec<(Vec<Aggregate>, usize)> =
-        suite.iter().map(|sc| (vec![Aggregate::default(); sc.strategies.len()], 0)).collect();
-    let mut done: Vec<ScenarioResult> = Vec::with_capacity(suite.len());
-    let (tx, rx) = mpsc::sync_channel::<UnitResult>(jobs * 4);
-    let mut io_result = Ok(());
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            let tx = tx.clone();
-            let (units, next) = (&units, &next);
-            scope.spawn(move || {
-                let mut ws = Workspace::default();
-                let mut m = Vec::new();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&(si, chunk, first, last)) = units.get(i) else { break };
-                    let sc = &suite[si];
-                    let (aggregates, rows) = run_unit(sc, first, last, with_rows, &mut ws, &mut m);
-                    progress((last - first) * sc.strategies.len() as u64);
-                    if tx.send(UnitResult { scenario: si, chunk, aggregates, rows }).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(tx);
-        // Merge in unit order, whatever order units finish in.
-        let mut pending = std::collections::BTreeMap::new();
-        let mut expect = 0usize;
-        for r in rx {
-            pending.insert(units.iter().position(|u| u.0 == r.scenario && u.1 == r.chunk).unwrap_or(usize::MAX), r);
-            while let Some(r) = pending.remove(&expect) {
-                expect += 1;
-                let (aggs, chunks_seen) = &mut results[r.scenario];
-                for (a, b) in aggs.iter_mut().zip(&r.aggregates) {
-                    a.merge(b);
-                }
-                *chunks_seen += 1;
-                if io_result.is_ok() {
-                    io_result = sink.rows(&r.rows);
-                }
-                let sc = &suite[r.scenario];
-                if *chunks_seen as u64 == sc.runs.div_ceil(chunk_size(sc.runs)) {
-                    done.push(finish_scenario(sc, std::mem::take(aggs)));
-                }
-            }
-        }
-    });
-    io_result?;
-    Ok(done)
+    let all: Vec<usize> = (0..units(suite).len()).collect();
+    let mut merger = Merger::new(suite);
+    run_units(suite, opts.jobs, &all, with_rows, progress, &mut |r| {
+        merger.add(r.unit, &r.aggregates);
+        sink.rows(&r.rows)
+    })?;
+    Ok(merger.done)
 }
 
 fn finish_scenario(sc: &Scenario, aggregates: Vec<Aggregate>) -> ScenarioResult {

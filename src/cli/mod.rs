@@ -38,6 +38,8 @@ pub enum Command {
     Replay(replay::ReplayArgs),
     /// Fit the simulated model's profile from traces.
     Calibrate(calibrate::CalibrateArgs),
+    /// Combine shard outputs into the reports one unsharded run would write.
+    Merge(MergeArgs),
     /// Serve the scenario's mock providers and tools over HTTP (loopback by default).
     Serve(wire::ServeArgs),
     /// Run an agent against the mocks, record its traffic, report metrics and the checklist.
@@ -76,6 +78,18 @@ pub struct RunArgs {
     /// Do not write runs.csv.
     #[arg(long)]
     pub no_runs_csv: bool,
+    /// Run only slice K of N (1-based) of the suite's work units; `merge` combines the slices.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<crate::shard::Shard>,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The `--out` folders of shards 1..N.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    #[arg(long, default_value = "reports")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -95,6 +109,7 @@ pub fn execute(cli: Cli) -> Result<i32> {
         Command::Inspect(args) => import::inspect(args),
         Command::Replay(args) => replay::execute(args),
         Command::Calibrate(args) => calibrate::execute(args),
+        Command::Merge(args) => run::merge(args),
         Command::Serve(args) => wire::serve(args),
         Command::Exec(args) => wire::exec(args),
     }

@@ -12,6 +12,7 @@ use crate::metrics::summary::SUMMARY_COLUMNS;
 use crate::report::{self, Report};
 use crate::scenario::Scenario;
 use crate::scenario::load::load_suite;
+use crate::shard::{self, ShardSource};
 use crate::suite::{self, RunOptions, RunsSink, ScenarioResult};
 use crate::trace::record::Recorder;
 
@@ -37,34 +38,41 @@ pub fn execute(args: RunArgs) -> Result<i32> {
     let total: u64 = suite.iter().map(|sc| sc.runs * sc.strategies.len() as u64).sum();
     let bar = progress_bar(total);
     let progress = |n: u64| bar.inc(n);
-
     let with_rows = !args.no_runs_csv;
+
+    if let Some(shard) = args.shard {
+        if args.check_determinism {
+            return Err(Error::Usage("--check-determinism runs the whole suite; it does not go with --shard".into()));
+        }
+        let source = ShardSource {
+            paths: args.paths.clone(),
+            seed: args.seed,
+            runs: args.runs,
+            strategies: args.strategies.clone(),
+        };
+        let n = shard::run_shard(&suite, jobs, shard, with_rows, &source, &out, &progress)?;
+        bar.finish_and_clear();
+        println!(
+            "shard {}/{}: {n} of {} work units written to {}/ ({}, {}); combine the shards with `tracefault merge DIR... --out DIR`",
+            shard.k,
+            shard.n,
+            suite::units(&suite).len(),
+            out.display(),
+            shard::MANIFEST,
+            shard::ROWS
+        );
+        return Ok(exit::OK);
+    }
+
     let runs_tmp = tempfile::Builder::new().prefix(".runs.csv.").tempfile_in(&out).map_err(|e| Error::io(&out, e))?;
     let mut sink = Tee { file: std::io::BufWriter::with_capacity(1 << 20, runs_tmp), hash: HashRuns::default() };
     sink.file.write_all(&report::csv::runs_header()).map_err(|e| Error::io(&out, e))?;
     let results = suite::run_suite(&suite, &opts, &mut sink, with_rows, &progress).map_err(|e| Error::io(&out, e))?;
     bar.finish_and_clear();
-
+    let runs_file =
+        if with_rows { Some(sink.file.into_inner().map_err(|e| Error::io(&out, e.into_error()))?) } else { None };
+    let files = publish(&results, &out, runs_file)?;
     let rep = Report { results: &results };
-    let files = report::render_all(&rep).map_err(|e| Error::io(&out, e))?;
-    for (name, bytes) in &files {
-        report::write_atomic(&out, name, bytes).map_err(|e| Error::io(&out.join(name), e))?;
-    }
-    if with_rows {
-        let runs_file = sink.file.into_inner().map_err(|e| Error::io(&out, e.into_error()))?;
-        report::persist(runs_file, &out.join("runs.csv")).map_err(|e| Error::io(&out.join("runs.csv"), e))?;
-    }
-    print_summary(&results);
-    for r in &results {
-        for w in &r.warnings {
-            eprintln!("warning: {}: {w}", r.scenario.name);
-        }
-    }
-    let mut names: Vec<&str> = files.iter().map(|f| f.0).collect();
-    if with_rows {
-        names.insert(1, "runs.csv");
-    }
-    println!("reports written to {}/ ({})", out.display(), names.join(", "));
 
     let mut code = if rep.passed() { exit::OK } else { exit::FAILED };
     if args.check_determinism {
@@ -91,6 +99,49 @@ pub fn execute(args: RunArgs) -> Result<i32> {
     Ok(code)
 }
 
+/// `tracefault merge`: the shards' results, published as one run.
+pub fn merge(args: super::MergeArgs) -> Result<i32> {
+    let (suite, manifests) = shard::load_suite_of(&args.dirs)?;
+    std::fs::create_dir_all(&args.out).map_err(|e| Error::io(&args.out, e))?;
+    let runs_tmp =
+        tempfile::Builder::new().prefix(".runs.csv.").tempfile_in(&args.out).map_err(|e| Error::io(&args.out, e))?;
+    let mut file = std::io::BufWriter::with_capacity(1 << 20, runs_tmp);
+    file.write_all(&report::csv::runs_header()).map_err(|e| Error::io(&args.out, e))?;
+    let (results, with_rows) = shard::merge(&suite, manifests, &mut file)?;
+    let runs_file =
+        if with_rows { Some(file.into_inner().map_err(|e| Error::io(&args.out, e.into_error()))?) } else { None };
+    publish(&results, &args.out, runs_file)?;
+    let rep = Report { results: &results };
+    report_outcome(&rep);
+    Ok(if rep.passed() { exit::OK } else { exit::FAILED })
+}
+
+/// Writes the reports (and runs.csv, from a finished temporary file) into `out` and prints the
+/// summary and warnings; returns the rendered reports.
+pub fn publish(
+    results: &[ScenarioResult],
+    out: &Path,
+    runs_file: Option<tempfile::NamedTempFile>,
+) -> Result<Vec<(&'static str, Vec<u8>)>> {
+    let files = report::render_all(&Report { results }).map_err(|e| Error::io(out, e))?;
+    for (name, bytes) in &files {
+        report::write_atomic(out, name, bytes).map_err(|e| Error::io(&out.join(name), e))?;
+    }
+    let mut names: Vec<&str> = files.iter().map(|f| f.0).collect();
+    if let Some(f) = runs_file {
+        report::persist(f, &out.join("runs.csv")).map_err(|e| Error::io(&out.join("runs.csv"), e))?;
+        names.insert(1, "runs.csv");
+    }
+    print_summary(results);
+    for r in results {
+        for w in &r.warnings {
+            eprintln!("warning: {}: {w}", r.scenario.name);
+        }
+    }
+    println!("reports written to {}/ ({})", out.display(), names.join(", "));
+    Ok(files)
+}
+
 fn progress_bar(total: u64) -> ProgressBar {
     let show = std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
     let bar = ProgressBar::with_draw_target(
@@ -103,7 +154,7 @@ fn progress_bar(total: u64) -> ProgressBar {
     bar
 }
 
-fn report_outcome(rep: &Report<'_>) {
+pub fn report_outcome(rep: &Report<'_>) {
     let failed: Vec<String> = rep
         .results
         .iter()

@@ -2,9 +2,11 @@
 //! merging partial aggregates in any order gives the same bytes: `--jobs` cannot change output.
 
 use super::run::RunMetrics;
+
+// Aggregates travel between shards and `merge` as JSON; every field is an exact integer.
 use crate::engine::events::TerminatedBy;
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Aggregate {
     pub runs: u64,
     /// Runs by how they ended, indexed like [`TerminatedBy::ALL`].

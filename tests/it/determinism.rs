@@ -48,3 +48,53 @@ fn a_different_seed_changes_the_numbers() {
     let y = std::fs::read(b.path().join("runs.csv")).unwrap();
     assert_ne!(x, y);
 }
+
+/// Design 8: shards merged give the bytes of one unsharded run, whatever order they are given in.
+#[test]
+fn shards_merge_into_the_unsharded_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    tracefault().args(["run", "scenarios/", "--runs", "120", "--out"]).arg(d.join("whole")).assert().code(0);
+    for k in 1..=3 {
+        tracefault()
+            .args(["run", "scenarios/", "--runs", "120", "--jobs", "1", "--shard", &format!("{k}/3"), "--out"])
+            .arg(d.join(format!("s{k}")))
+            .assert()
+            .code(0)
+            .stdout(predicates::str::contains(format!("shard {k}/3: ")));
+    }
+    tracefault()
+        .arg("merge")
+        .args([d.join("s2"), d.join("s3"), d.join("s1")])
+        .arg("--out")
+        .arg(d.join("merged"))
+        .assert()
+        .code(0);
+    for f in REPORTS {
+        let x = std::fs::read(d.join("whole").join(f)).unwrap();
+        let y = std::fs::read(d.join("merged").join(f)).unwrap();
+        assert!(x == y, "{f} differs between the merged shards and one run");
+    }
+    tracefault()
+        .arg("merge")
+        .args([d.join("s1"), d.join("s2")])
+        .arg("--out")
+        .arg(d.join("m"))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("merge needs shards 1 to 3 exactly once each; got [1, 2]"));
+    tracefault()
+        .args(["run", "scenarios/", "--runs", "121", "--shard", "3/3", "--out"])
+        .arg(d.join("other"))
+        .assert()
+        .code(0);
+    tracefault()
+        .arg("merge")
+        .args([d.join("s1"), d.join("s2"), d.join("other")])
+        .arg("--out")
+        .arg(d.join("m"))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("this shard ran another suite"));
+    tracefault().args(["run", "scenarios/", "--shard", "4/3"]).assert().code(2);
+}

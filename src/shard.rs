@@ -1,0 +1,206 @@
+//! Beyond one machine (design 8): `run --shard K/N` runs every N-th work unit and writes its
+//! exact aggregates and runs.csv rows; `merge` combines the N shards into reports byte-identical
+//! to one unsharded run. A fingerprint of the loaded suite makes sure every shard ran the same
+//! thing.
+
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::rng::fnv1a64;
+use crate::error::{Error, Result};
+use crate::metrics::aggregate::Aggregate;
+use crate::scenario::Scenario;
+use crate::suite::{self, Merger, RunsSink, ScenarioResult};
+
+pub const MANIFEST: &str = "shard.json";
+pub const ROWS: &str = "runs.part";
+
+/// `K/N`, 1-based.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    pub k: usize,
+    pub n: usize,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Shard, String> {
+        let (k, n) = s.split_once('/').ok_or_else(|| format!("expected K/N (e.g. 2/8), got {s:?}"))?;
+        let (k, n): (usize, usize) =
+            (k.trim().parse().map_err(|_| "K must be a number")?, n.trim().parse().map_err(|_| "N must be a number")?);
+        if n == 0 || k == 0 || k > n {
+            return Err(format!("expected 1 <= K <= N, got {k}/{n}"));
+        }
+        Ok(Shard { k, n })
+    }
+}
+
+/// One unit's results in a shard: its aggregates, and where its rows are in `runs.part`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct UnitEntry {
+    unit: usize,
+    offset: u64,
+    len: u64,
+    aggregates: Vec<Aggregate>,
+}
+
+/// What a shard ran: scenario paths and overrides, so `merge` can load the same suite.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ShardSource {
+    pub paths: Vec<PathBuf>,
+    pub seed: Option<u64>,
+    pub runs: Option<u64>,
+    pub strategies: Vec<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Manifest {
+    tracefault_version: String,
+    source: ShardSource,
+    fingerprint: String,
+    shard: Shard,
+    total_units: usize,
+    with_rows: bool,
+    units: Vec<UnitEntry>,
+}
+
+/// A fixed hash of everything loaded (scenarios after overrides): shards must agree on it.
+pub fn fingerprint(suite: &[Scenario]) -> String {
+    format!("{:016x}", fnv1a64(format!("{suite:?}").as_bytes()))
+}
+
+/// The units shard K of N runs: every N-th, starting at K−1.
+pub fn selected(total: usize, shard: Shard) -> Vec<usize> {
+    (shard.k - 1..total).step_by(shard.n).collect()
+}
+
+/// Runs one shard into `out`.
+pub fn run_shard(
+    suite: &[Scenario],
+    jobs: usize,
+    shard: Shard,
+    with_rows: bool,
+    source: &ShardSource,
+    out: &Path,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<usize> {
+    let total = suite::units(suite).len();
+    let sel = selected(total, shard);
+    let mut part = tempfile::Builder::new().prefix(".runs.part.").tempfile_in(out).map_err(|e| Error::io(out, e))?;
+    let mut offset = 0u64;
+    let mut entries = Vec::new();
+    suite::run_units(suite, jobs, &sel, with_rows, progress, &mut |r| {
+        part.write_all(&r.rows)?;
+        entries.push(UnitEntry { unit: r.unit, offset, len: r.rows.len() as u64, aggregates: r.aggregates });
+        offset += r.rows.len() as u64;
+        Ok(())
+    })
+    .map_err(|e| Error::io(out, e))?;
+    let manifest = Manifest {
+        tracefault_version: crate::report::VERSION.into(),
+        source: source.clone(),
+        fingerprint: fingerprint(suite),
+        shard,
+        total_units: total,
+        with_rows,
+        units: entries,
+    };
+    crate::report::persist(part, &out.join(ROWS)).map_err(|e| Error::io(&out.join(ROWS), e))?;
+    let text = serde_json::to_string(&manifest).expect("a manifest serializes");
+    crate::report::write_atomic(out, MANIFEST, text.as_bytes()).map_err(|e| Error::io(&out.join(MANIFEST), e))?;
+    Ok(sel.len())
+}
+
+/// A shard's folder and its manifest.
+pub type Shipped = (PathBuf, Manifest);
+
+/// The suite a set of shards ran, loaded again from the first shard's source.
+pub fn load_suite_of(dirs: &[PathBuf]) -> Result<(Vec<Scenario>, Vec<Shipped>)> {
+    let mut manifests: Vec<Shipped> = Vec::new();
+    for d in dirs {
+        let path = d.join(MANIFEST);
+        let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+        let m: Manifest = serde_json::from_str(&text)
+            .map_err(|e| Error::Parse { file: path.display().to_string(), message: e.to_string() })?;
+        manifests.push((d.clone(), m));
+    }
+    let Some((_, first)) = manifests.first() else {
+        return Err(Error::Usage("merge needs at least one shard folder".into()));
+    };
+    let src = &first.source;
+    let opts = suite::RunOptions { jobs: 1, seed: src.seed, runs: src.runs, strategies: src.strategies.clone() };
+    let mut suite = crate::scenario::load::load_suite(&src.paths)?;
+    suite::apply_overrides(&mut suite, &opts)?;
+    suite.retain(|sc| !sc.strategies.is_empty());
+    Ok((suite, manifests))
+}
+
+/// Merges shard folders: checks they are shards 1..N of this suite, then replays their unit
+/// results in unit order into `sink` and the scenario results.
+pub fn merge(
+    suite: &[Scenario],
+    manifests: Vec<Shipped>,
+    sink: &mut dyn RunsSink,
+) -> Result<(Vec<ScenarioResult>, bool)> {
+    let want = fingerprint(suite);
+    let n = manifests.first().map_or(0, |m| m.1.shard.n);
+    for (d, m) in &manifests {
+        if m.fingerprint != want {
+            return Err(Error::Usage(format!(
+                "{}: this shard ran another suite (fingerprint {}, here {want}): same scenario files, --seed, --runs and --strategy are needed",
+                d.display(),
+                m.fingerprint
+            )));
+        }
+        if m.shard.n != n {
+            return Err(Error::Usage(format!(
+                "{}: shard {}/{} does not belong with shards of {n}",
+                d.display(),
+                m.shard.k,
+                m.shard.n
+            )));
+        }
+    }
+    let mut ks: Vec<usize> = manifests.iter().map(|m| m.1.shard.k).collect();
+    ks.sort_unstable();
+    if ks != (1..=n).collect::<Vec<_>>() {
+        return Err(Error::Usage(format!("merge needs shards 1 to {n} exactly once each; got {ks:?}")));
+    }
+    let with_rows = manifests.iter().all(|m| m.1.with_rows);
+    let total = suite::units(suite).len();
+    // unit → (manifest, entry)
+    let mut at: Vec<Option<(usize, usize)>> = vec![None; total];
+    for (mi, (_, m)) in manifests.iter().enumerate() {
+        for (ei, e) in m.units.iter().enumerate() {
+            if let Some(slot) = at.get_mut(e.unit) {
+                *slot = Some((mi, ei));
+            }
+        }
+    }
+    let mut merger = Merger::new(suite);
+    let mut files: Vec<Option<std::fs::File>> = manifests.iter().map(|_| None).collect();
+    let mut buf = Vec::new();
+    for (unit, place) in at.iter().enumerate() {
+        let Some((mi, ei)) = *place else {
+            return Err(Error::Usage(format!("no shard holds work unit {unit}: a shard is incomplete")));
+        };
+        let (dir, m) = &manifests[mi];
+        let e = &m.units[ei];
+        merger.add(unit, &e.aggregates);
+        if with_rows {
+            let path = dir.join(ROWS);
+            let f = match &mut files[mi] {
+                Some(f) => f,
+                slot => slot.insert(std::fs::File::open(&path).map_err(|err| Error::io(&path, err))?),
+            };
+            buf.resize(e.len as usize, 0);
+            f.seek(SeekFrom::Start(e.offset))
+                .and_then(|_| f.read_exact(&mut buf))
+                .map_err(|err| Error::io(&path, err))?;
+            sink.rows(&buf).map_err(|err| Error::io(&path, err))?;
+        }
+    }
+    Ok((merger.done, with_rows))
+}
