@@ -28,6 +28,7 @@ pub mod replay;
 pub mod report;
 pub mod scenario;
 pub mod shard;
+pub mod shrink;
 pub mod suite;
 pub mod trace;
 pub mod wire;

@@ -40,6 +40,8 @@ pub enum Command {
     Calibrate(calibrate::CalibrateArgs),
     /// Combine shard outputs into the reports one unsharded run would write.
     Merge(MergeArgs),
+    /// The smallest fault schedule under which a looping run still loops.
+    Shrink(ShrinkArgs),
     /// Serve the scenario's mock providers and tools over HTTP (loopback by default).
     Serve(wire::ServeArgs),
     /// Run an agent against the mocks, record its traffic, report metrics and the checklist.
@@ -84,6 +86,18 @@ pub struct RunArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ShrinkArgs {
+    pub scenario: PathBuf,
+    #[arg(long = "strategy", value_name = "NAME")]
+    pub strategy: String,
+    #[arg(long = "run", value_name = "N")]
+    pub run: u64,
+    /// The root seed (default: the scenario's).
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+#[derive(Debug, Args)]
 pub struct MergeArgs {
     /// The `--out` folders of shards 1..N.
     #[arg(required = true)]
@@ -110,6 +124,7 @@ pub fn execute(cli: Cli) -> Result<i32> {
         Command::Replay(args) => replay::execute(args),
         Command::Calibrate(args) => calibrate::execute(args),
         Command::Merge(args) => run::merge(args),
+        Command::Shrink(args) => run::shrink(args),
         Command::Serve(args) => wire::serve(args),
         Command::Exec(args) => wire::exec(args),
     }

@@ -99,6 +99,55 @@ pub fn execute(args: RunArgs) -> Result<i32> {
     Ok(code)
 }
 
+/// `tracefault shrink`: print the smallest fault schedule under which the run still loops.
+pub fn shrink(args: super::ShrinkArgs) -> Result<i32> {
+    let mut sc = crate::scenario::load::load_file(&args.scenario)?;
+    if let Some(seed) = args.seed {
+        sc.seed = seed;
+    }
+    let s = sc.strategies.iter().position(|s| s.name == args.strategy).ok_or_else(|| {
+        let names: Vec<&str> = sc.strategies.iter().map(|s| s.name.as_str()).collect();
+        Error::Usage(format!("--strategy {}: the scenario's strategies are {}", args.strategy, names.join(", ")))
+    })?;
+    if args.run >= sc.runs {
+        return Err(Error::Usage(format!("--run {}: {} has runs 0 to {}", args.run, sc.name, sc.runs - 1)));
+    }
+    let (ended, met, min) = crate::shrink::shrink(&sc, s, args.run);
+    if !ended.is_loop() {
+        println!(
+            "run {} of {} under {} ended {}: it does not loop, so there is nothing to shrink",
+            args.run,
+            sc.name,
+            args.strategy,
+            ended.name()
+        );
+        return Ok(exit::FAILED);
+    }
+    if min == met {
+        let which = if met.len() == 1 {
+            "the one fault it met".to_owned()
+        } else {
+            format!("all {} faults it met; none can be removed", met.len())
+        };
+        println!("# run {} under {} ends {} with {which}:", args.run, args.strategy, ended.name());
+    } else {
+        println!(
+            "# run {} under {} ends {}: {} of the {} faults it met still make it loop:",
+            args.run,
+            args.strategy,
+            ended.name(),
+            min.len(),
+            met.len()
+        );
+    }
+    print!("{}", crate::shrink::to_toml(&sc, &min));
+    println!(
+        "# Replace the scenario's [[faults]] with these, then: tracefault run FILE --strategy {} --run {} --seed {}",
+        args.strategy, args.run, sc.seed
+    );
+    Ok(exit::OK)
+}
+
 /// `tracefault merge`: the shards' results, published as one run.
 pub fn merge(args: super::MergeArgs) -> Result<i32> {
     let (suite, manifests) = shard::load_suite_of(&args.dirs)?;

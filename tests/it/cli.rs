@@ -238,3 +238,49 @@ fn absurd_durations_and_rates_are_refused_not_overflowed() {
     let err = broken("s.toml", &format!("{MINIMAL}[profile]\nmodel_latency_ms = 99999999999\n"));
     assert!(err.contains("profile.model_latency_ms: expected at most 86400000 ms"), "{err}");
 }
+
+#[test]
+fn shrink_prints_the_smallest_schedule_that_still_loops() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = r#"name = "loops"
+runs = 5
+strategies = ["error-string"]
+[policy]
+max_steps = 8
+[profile]
+p_continue = 1.0
+[task]
+[[task.steps]]
+tool = "a"
+[[task.steps]]
+tool = "b"
+"#;
+    let sc = write(
+        dir.path(),
+        "s.toml",
+        &format!(
+            "{base}[[faults]]\ntarget = \"a\"\nat = [1]\nhttp = 503\n[[faults]]\ntarget = \"b\"\nprobability = 1.0\nfault = \"ambiguous\"\n"
+        ),
+    );
+    let out = tracefault().arg("shrink").arg(&sc).args(["--strategy", "error-string", "--run", "2"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("ends step_cap: 1 of the 2 faults it met still make it loop"), "{text}");
+    let schedule: String = text.lines().filter(|l| !l.starts_with('#')).map(|l| format!("{l}\n")).collect();
+    assert_eq!(schedule, "[[faults]]\ntarget = \"b\"\nat = [1]\nfault = \"ambiguous\"\n");
+    // The printed schedule, pasted into the scenario, reproduces the loop.
+    let small = write(dir.path(), "small.toml", &format!("{base}{schedule}"));
+    let o = tracefault().arg("run").arg(&small).args(["--strategy", "error-string", "--run", "2"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("step_cap"));
+    // A run that does not loop has nothing to shrink.
+    let calm = write(
+        dir.path(),
+        "calm.toml",
+        &format!(
+            "{}[[faults]]\ntarget = \"a\"\nat = [1]\nhttp = 503\n",
+            base.replace("p_continue = 1.0", "p_continue = 0.0")
+        ),
+    );
+    tracefault().arg("shrink").arg(&calm).args(["--strategy", "error-string", "--run", "0"]).assert().code(1);
+    tracefault().arg("shrink").arg(&calm).args(["--strategy", "nope", "--run", "0"]).assert().code(2);
+}
