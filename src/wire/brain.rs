@@ -100,7 +100,7 @@ pub fn next_turn(state: &mut WireState, items: &[Item], format: Format, tokens_i
         let args = args_of(state, &state.slots[i]);
         let canon = crate::engine::task::canonical_json(&args);
         let truth = match state.outcomes.get(&(tool.clone(), canon.clone())) {
-            Some(o) => o.class,
+            Some(class) => *class,
             // The agent answered without calling the tool: judge what it said.
             None => judge(content, flag, &FailureRules::default()).class.and_then(class_from_name),
         };

@@ -27,13 +27,6 @@ pub struct WireSlot {
     pub active: bool,
 }
 
-/// What one tool call (by tool and exact arguments) last returned.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ToolOutcome {
-    pub class: Option<ErrorClass>,
-    pub status: u16,
-}
-
 pub struct WireState {
     pub scenario: Scenario,
     pub run: u64,
@@ -49,7 +42,8 @@ pub struct WireState {
     pub partial: BTreeMap<(u16, String), u16>,
     /// Variants of a call the model changed without fixing (`(call, variant)`).
     pub still_bad: Vec<(u32, u32)>,
-    pub outcomes: BTreeMap<(String, String), ToolOutcome>,
+    /// What each tool call (by tool and exact arguments) last returned: its class, `None` for success.
+    pub outcomes: BTreeMap<(String, String), Option<ErrorClass>>,
     pub slots: Vec<WireSlot>,
     pub next_step: usize,
     pub turns: u32,

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use wiremock::{Request, ResponseTemplate};
 
-use super::state::{ToolOutcome, WireState};
+use super::state::WireState;
 use crate::engine::faults::{ErrorClass, Fault};
 use crate::engine::task::canonical_json;
 use crate::envelope::render::sentence;
@@ -87,10 +87,10 @@ pub fn respond(state: &mut WireState, tool: &str, req: &Request) -> ResponseTemp
         || json!({"result": "ok"}),
         |(c, _)| serde_json::from_str(&state.scenario.task.calls[c as usize].result_json).unwrap_or(Value::Null),
     );
-    let (class, template, status) = match rule.map(|r| (r, state.fault(r).clone())) {
+    let (class, template) = match rule.map(|r| (r, state.fault(r).clone())) {
         None => {
             state.successes[tool_idx] += 1;
-            (None, json_response(200, &result), 200)
+            (None, json_response(200, &result))
         }
         Some((r, fault)) => {
             state.faults_injected += 1;
@@ -109,28 +109,28 @@ pub fn respond(state: &mut WireState, tool: &str, req: &Request) -> ResponseTemp
                     if let Some(ms) = retry_after_ms {
                         t = t.insert_header("retry-after", ms.div_ceil(1000).to_string());
                     }
-                    (Some(class), t, *status)
+                    (Some(class), t)
                 }
                 Fault::Timeout { after_ms } => {
                     let body = json!({"error": {"code": 504, "message": message}});
                     let t = json_response(504, &body).set_delay(Duration::from_millis((*after_ms).min(MAX_DELAY_MS)));
-                    (Some(class), t, 504)
+                    (Some(class), t)
                 }
                 // A reset cannot be expressed through wiremock: the nearest thing it can send
                 // is an empty 502 that closes the connection.
-                Fault::Reset => (Some(class), ResponseTemplate::new(502).insert_header("connection", "close"), 502),
+                Fault::Reset => (Some(class), ResponseTemplate::new(502).insert_header("connection", "close")),
                 Fault::TruncatedJson => {
                     let full = result.to_string();
                     let cut = full.as_bytes()[..full.len() / 2].to_vec();
-                    (Some(class), ResponseTemplate::new(200).set_body_raw(cut, "application/json"), 200)
+                    (Some(class), ResponseTemplate::new(200).set_body_raw(cut, "application/json"))
                 }
                 Fault::CodeFencedJson => {
                     let fenced = format!("```json\n{result}\n```");
-                    (Some(class), ResponseTemplate::new(200).set_body_raw(fenced.into_bytes(), "application/json"), 200)
+                    (Some(class), ResponseTemplate::new(200).set_body_raw(fenced.into_bytes(), "application/json"))
                 }
                 Fault::Ambiguous | Fault::NoProgress => {
                     let body = json!({"data": result, "note": crate::envelope::render::MORE_AVAILABLE});
-                    (Some(class), json_response(200, &body), 200)
+                    (Some(class), json_response(200, &body))
                 }
             }
         }
@@ -140,6 +140,6 @@ pub fn respond(state: &mut WireState, tool: &str, req: &Request) -> ResponseTemp
     } else {
         state.last_failure.remove(&(tool.to_owned(), canon.clone()));
     }
-    state.outcomes.insert((tool.to_owned(), canon), ToolOutcome { class, status });
+    state.outcomes.insert((tool.to_owned(), canon), class);
     template
 }
