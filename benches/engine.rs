@@ -5,10 +5,10 @@ use std::hint::black_box;
 use std::path::PathBuf;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use tracefault::engine::faults::Fault;
 use tracefault::engine::run::{Workspace, simulate};
 use tracefault::envelope::render::{Body, Renderer};
 use tracefault::envelope::{Encoding, ErrorKind, Format, ToolError};
+use tracefault::fault::Fault;
 use tracefault::metrics::run::RunMetrics;
 use tracefault::scenario::load::{load_file, load_suite};
 use tracefault::suite::{RunOptions, run_suite};
@@ -67,6 +67,7 @@ fn render(c: &mut Criterion) {
         tool: "search",
         attempts: 3,
         retry_after_ms: None,
+        body: r#"{"city":"Paris","temp_c":18}"#,
     };
     let mut group = c.benchmark_group("render");
     group.throughput(Throughput::Elements((Format::ALL.len() * Encoding::ALL.len()) as u64));

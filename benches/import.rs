@@ -1,5 +1,5 @@
 //! Import speed: native JSONL and a provider format (OpenAI Chat, the tau-bench file), in bytes
-//! per second. Inputs come from the shared corpus when present, else from the bundled traces.
+//! per second, on the tau-bench file in `tests/fixtures/corpus`.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -10,8 +10,7 @@ use tracefault::trace::import::{ImportOptions, import_str};
 
 fn provider_input() -> (PathBuf, String) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let corpus = root.join("../shared/corpus/tau-bench_gpt-4o-airline.json");
-    let path = if corpus.exists() { corpus } else { root.join("traces/openai-chat_tau-bench-airline-13.json") };
+    let path = root.join("tests/fixtures/corpus/tau-bench_gpt-4o-airline.json");
     let text = std::fs::read_to_string(&path).unwrap();
     (path, text)
 }

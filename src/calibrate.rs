@@ -9,6 +9,9 @@ use crate::engine::profile::Profile;
 use crate::trace::Trace;
 use crate::trace::inspect::{Next, follow_up, stats};
 
+/// Observations a figure needs before it replaces the default (`--min-observations`).
+pub const DEFAULT_MIN_OBSERVATIONS: u64 = 5;
+
 #[derive(Clone, Debug, Default)]
 pub struct Fit {
     pub conversations: u64,

@@ -23,6 +23,7 @@ pub mod cli;
 pub mod engine;
 pub mod envelope;
 pub mod error;
+pub mod fault;
 pub mod metrics;
 pub mod replay;
 pub mod report;

@@ -5,12 +5,14 @@
 use serde::Serialize;
 
 use crate::engine::events::{By, Event, Observer, TerminatedBy};
-use crate::engine::faults::{ErrorClass, Fault, FaultPlan, FaultRule, Target, Trigger, http_class};
+use crate::engine::faults::{FaultPlan, FaultRule, Target, Trigger};
 use crate::engine::profile::Profile;
 use crate::engine::rng::fnv1a64;
 use crate::engine::strategy::{Partials, Routing, Strategy};
 use crate::engine::task::{Ending, Policy, Script, Task};
 use crate::envelope::{Encoding, Format};
+use crate::fault::{ErrorClass, Fault, http_class};
+use crate::metrics::recorded::recorded_metrics;
 use crate::scenario::Scenario;
 use crate::trace::compile::{compile, recorded_fault};
 use crate::trace::inspect::stats;
@@ -71,6 +73,7 @@ fn scenario(
         profile: Profile::bundled_default(),
         gates: Vec::new(),
         target_hashes,
+        recorded: None,
     }
 }
 
@@ -140,7 +143,7 @@ pub fn as_recorded_scenario(trace: &Trace) -> Scenario {
                 }
             }
             TraceEvent::ToolCall { call_id, name, args, .. } => {
-                let idx = task.push_call(name, args, &serde_json::Value::Null, None);
+                let idx = task.push_call(name, args, &[], &serde_json::Value::Null, None);
                 let tool = usize::from(task.calls[idx as usize].tool);
                 tool_attempts.resize(task.tools.len(), 0);
                 tool_attempts[tool] += 1;
@@ -251,10 +254,14 @@ pub fn replay_as_recorded(trace: &Trace) -> Counts {
     }
 }
 
-/// The task the recording needed and its fault schedule, under `strategies`.
+/// The task the recording needed and its fault schedule, under `strategies`, every one with
+/// the same simulated model; what the recorded model did is the scenario's `recorded` run.
 pub fn whatif_scenario(trace: &Trace, strategies: Vec<Strategy>, seed: u64, runs: u64) -> Scenario {
     let c = compile(trace);
-    scenario(&trace.header.id, trace_format(trace), c.task, c.rules, strategies, seed, runs)
+    let recorded = recorded_metrics(trace, &c);
+    let mut sc = scenario(&trace.header.id, trace_format(trace), c.task, c.rules, strategies, seed, runs);
+    sc.recorded = Some(recorded);
+    sc
 }
 
 /// One tool call as both sides can describe it.

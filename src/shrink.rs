@@ -4,7 +4,8 @@
 //! are keyed by run, not by faults, so the schedule alone decides what changes.
 
 use crate::engine::events::{Event, Observer, TerminatedBy};
-use crate::engine::faults::{Fault, FaultPlan, FaultRule, Target, Trigger};
+use crate::engine::faults::{FaultPlan, FaultRule, Target, Trigger};
+use crate::fault::Fault;
 use crate::scenario::Scenario;
 use crate::suite::run_one;
 

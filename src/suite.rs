@@ -10,6 +10,7 @@ use std::sync::mpsc;
 use crate::engine::events::Observer;
 use crate::engine::run::{Workspace, simulate};
 use crate::metrics::aggregate::Aggregate;
+use crate::metrics::recorded::RECORDED;
 use crate::metrics::run::RunMetrics;
 use crate::metrics::summary::SummaryRow;
 use crate::scenario::Scenario;
@@ -58,6 +59,9 @@ pub struct ScenarioResult {
     pub runs: u64,
     pub rows: Vec<SummaryRow>,
     pub aggregates: Vec<Aggregate>,
+    /// What the recorded model did, for a scenario that replays a trace: one run, shown beside
+    /// the strategies and never part of their numbers or their gates.
+    pub recorded: Option<(SummaryRow, Aggregate)>,
     /// Per fault rule: its label and how often its trigger fired, over all strategies.
     pub rules_fired: Vec<(String, u64)>,
     pub warnings: Vec<String>,
@@ -163,6 +167,7 @@ fn run_unit(
     let mut rows = Vec::new();
     m.resize_with(n, RunMetrics::default);
     let prefixes: Vec<Vec<u8>> = sc.strategies.iter().map(|s| csv_prefix(&sc.name, &s.name)).collect();
+    let recorded = sc.recorded.as_ref().filter(|_| with_rows && first == 0);
     for run in first..last {
         for (s, strat) in sc.strategies.iter().enumerate() {
             m[s].reset(sc.faults.rules.len());
@@ -175,6 +180,9 @@ fn run_unit(
             if with_rows {
                 push_run_row(&mut rows, &prefixes[s], run, sc.seed, &m[s]);
             }
+        }
+        if let (0, Some(r)) = (run, recorded) {
+            push_run_row(&mut rows, &csv_prefix(&sc.name, RECORDED), 0, sc.seed, r);
         }
     }
     (aggs, rows)
@@ -305,7 +313,7 @@ fn finish_scenario(sc: &Scenario, aggregates: Vec<Aggregate>) -> ScenarioResult 
             if g.strategy != "*" && g.strategy != s.name {
                 continue;
             }
-            let value = row.rounded(&g.metric).unwrap_or(f64::NAN);
+            let value = row.get(&g.metric).unwrap_or(f64::NAN);
             let passed = g.min.is_none_or(|m| value >= m) && g.max.is_none_or(|m| value <= m);
             gates.push(GateResult {
                 scenario: sc.name.clone(),
@@ -318,12 +326,18 @@ fn finish_scenario(sc: &Scenario, aggregates: Vec<Aggregate>) -> ScenarioResult 
             });
         }
     }
+    let recorded = sc.recorded.as_ref().map(|m| {
+        let mut agg = Aggregate::default();
+        agg.add(m, 0);
+        (SummaryRow::new(&sc.name, RECORDED, &agg).without_paired_difference(), agg)
+    });
     ScenarioResult {
         scenario: sc.clone(),
         seed: sc.seed,
         runs: sc.runs,
         rows,
         aggregates,
+        recorded,
         rules_fired,
         warnings,
         gates,

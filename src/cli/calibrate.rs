@@ -19,7 +19,7 @@ pub struct CalibrateArgs {
     #[arg(long = "failure-rule", value_name = "REGEX")]
     pub failure_rules: Vec<String>,
     /// Observations a figure needs before it replaces the default.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = crate::calibrate::DEFAULT_MIN_OBSERVATIONS)]
     pub min_observations: u64,
     #[arg(short = 'o', long = "out", value_name = "PROFILE.toml")]
     pub out: PathBuf,

@@ -1,24 +1,35 @@
 //! `tracefault envelopes`: one failure rendered by every strategy in every provider format,
-//! side by side, then the seeds' portability checks on what was rendered.
+//! side by side as the whole message each API receives, then the seeds' portability checks on
+//! what was rendered.
 
 use std::path::Path;
 
+use serde_json::Value;
+
 use super::EnvelopesArgs;
 use crate::engine::events::{By, Event, Observer};
-use crate::engine::faults::{Fault, http_class};
-use crate::engine::strategy::{Routing, Strategy};
-use crate::envelope::read::Reader;
-use crate::envelope::render::{Body, Renderer};
-use crate::envelope::{ErrorKind, Format, ToolError};
+use crate::engine::strategy::{Partials, Routing, Strategy};
+use crate::envelope::read::read_message;
+use crate::envelope::render::{Body, Renderer, wrap_message};
+use crate::envelope::{Encoding, ErrorKind, Format, ToolError};
 use crate::error::{Error, Result, exit};
+use crate::fault::{ErrorClass, Fault, HTTP_STATUSES, NON_HTTP_FAULTS, http_class};
 use crate::scenario::load::load_str;
 
+/// The successful result the example tool would have returned (damaged-body faults show it).
+const EXAMPLE_RESULT: &str = r#"{"city":"Paris","temp_c":18}"#;
+
 fn parse_fault(s: &str) -> Result<Fault> {
+    let expected = || {
+        format!(
+            "--fault {s}: expected an HTTP status tracefault injects ({}) or one of {}",
+            HTTP_STATUSES.map(|s| s.to_string()).join(", "),
+            NON_HTTP_FAULTS.join(", ")
+        )
+    };
     if let Ok(status) = s.parse::<u16>() {
         if http_class(status).is_none() {
-            return Err(Error::Usage(format!(
-                "--fault {s}: not a status tracefault injects (400, 401, 402, 403, 404, 408, 409, 413, 422, 429, 500, 502, 503, 504, 529)"
-            )));
+            return Err(Error::Usage(expected()));
         }
         let (retry_after_ms, param, message) = match status {
             429 => (Some(12_000), None, None),
@@ -33,90 +44,172 @@ fn parse_fault(s: &str) -> Result<Fault> {
         "truncated_json" => Fault::TruncatedJson,
         "code_fenced_json" => Fault::CodeFencedJson,
         "ambiguous" => Fault::Ambiguous,
-        "no_progress" => Fault::NoProgress,
-        _ => {
-            return Err(Error::Usage(format!(
-                "--fault {s}: expected an HTTP status or timeout, reset, truncated_json, code_fenced_json, ambiguous, no_progress"
-            )));
-        }
+        _ => return Err(Error::Usage(expected())),
     })
 }
 
-/// The text a model reads inside one rendered result (content, output or response).
-fn model_text(format: Format, rendered: &str) -> Option<String> {
-    let v: serde_json::Value = serde_json::from_str(rendered).ok()?;
-    let field = match format {
-        Format::OpenAiChat | Format::GeminiOpenAi | Format::Anthropic => &v["content"],
-        Format::OpenAiResponses => &v["output"],
-        Format::Gemini => return Some(v["functionResponse"]["response"].to_string()),
+/// One rendering: a strategy's result in one format, as the whole message the API receives.
+pub struct Rendering {
+    pub strategy: Strategy,
+    pub format: Format,
+    pub message: String,
+    /// Whether the call failed (a partial result did not).
+    pub failed: bool,
+}
+
+/// `fault` rendered by every preset in every format.
+pub fn render_all(fault: &Fault) -> Vec<Rendering> {
+    let class = fault.class();
+    let mut renderer = Renderer::default();
+    let mut out = Vec::new();
+    for strategy in Strategy::presets() {
+        for format in Format::ALL {
+            let err = ToolError {
+                kind: ErrorKind::Fault(fault),
+                class,
+                tool: "search",
+                attempts: 1,
+                retry_after_ms: fault.retry_after_ms(),
+                body: EXAMPLE_RESULT,
+            };
+            let body = if class.is_failure() {
+                Body::Error { err, encoding: strategy.encoding }
+            } else {
+                Body::Partial { json: EXAMPLE_RESULT, stated_complete: strategy.partials == Partials::Terminal }
+            };
+            let message = wrap_message(format, renderer.render(format, 1, "search", body));
+            out.push(Rendering { strategy: strategy.clone(), format, message, failed: class.is_failure() });
+        }
+    }
+    out
+}
+
+/// Where a format puts what the model reads: a content field, or Gemini's error or output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Channel {
+    Content,
+    /// Gemini `response.error`: the model sees a failure.
+    Error,
+    /// Gemini `response.output` (or a bare response): the model sees the function's output.
+    Output,
+}
+
+/// What the model reads of a result, whatever the format wraps it in: the content text (as
+/// JSON when it is a JSON object), or Gemini's error object / output. A structural flag is not
+/// part of it (check 3 looks at that).
+pub fn model_view(format: Format, message: &str) -> Value {
+    view_and_channel(format, message).0
+}
+
+fn view_and_channel(format: Format, message: &str) -> (Value, Channel) {
+    let v: Value = serde_json::from_str(message).unwrap_or(Value::Null);
+    let text_or_json = |c: &Value| match c {
+        Value::String(s) => serde_json::from_str::<Value>(s).ok().filter(Value::is_object).unwrap_or(c.clone()),
+        other => other.clone(),
     };
-    field.as_str().map(str::to_owned)
+    match format {
+        Format::OpenAiChat | Format::GeminiOpenAi => (text_or_json(&v["content"]), Channel::Content),
+        Format::OpenAiResponses => (text_or_json(&v["output"]), Channel::Content),
+        Format::Anthropic => (text_or_json(&v["content"][0]["content"]), Channel::Content),
+        Format::Gemini => {
+            let response = &v["parts"][0]["functionResponse"]["response"];
+            match (response.get("error"), response.get("output")) {
+                (Some(e @ Value::Object(_)), _) => (e.clone(), Channel::Error),
+                (Some(e), _) => (serde_json::json!({ "error": e }), Channel::Error),
+                (None, Some(o)) => (o.clone(), Channel::Output),
+                (None, None) => (response.clone(), Channel::Output),
+            }
+        }
+    }
+}
+
+/// Check 1, "one fixture through every adapter": every format must show the model the same
+/// object for a strategy (only a flag the format does not have may differ, and it is not in
+/// the view). Returns one line per strategy whose formats disagree.
+pub fn adapter_differences(renderings: &[Rendering]) -> Vec<String> {
+    let mut out = Vec::new();
+    for strategy in Strategy::presets() {
+        let mine: Vec<&Rendering> = renderings.iter().filter(|r| r.strategy.name == strategy.name).collect();
+        let views: Vec<(Format, Value, Channel)> = mine
+            .iter()
+            .map(|r| {
+                let (v, c) = view_and_channel(r.format, &r.message);
+                (r.format, v, c)
+            })
+            .collect();
+        let Some((first_format, first, _)) = views.first() else { continue };
+        for (r, (format, view, channel)) in mine.iter().zip(&views) {
+            if view != first {
+                out.push(format!(
+                    "{}: {} shows {view}, {} shows {first} (one fixture through every adapter)",
+                    strategy.name,
+                    format.name(),
+                    first_format.name()
+                ));
+            } else if r.failed && view.is_object() && *channel == Channel::Output {
+                // Gemini reads an object under `output` (or a bare response) as the function's
+                // result: the failure the other adapters show would reach the model as a success.
+                out.push(format!(
+                    "{}: {} shows the failure object as the function's output, a success (one fixture through every adapter)",
+                    strategy.name,
+                    format.name()
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Checks 3, 4 and 5 on each rendering of a failure.
+pub fn rendering_problems(renderings: &[Rendering]) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in renderings {
+        let (name, format) = (&r.strategy.name, r.format);
+        let openai_like = matches!(format, Format::OpenAiChat | Format::OpenAiResponses | Format::GeminiOpenAi);
+        if openai_like && r.strategy.encoding.is_json() && !model_view(format, &r.message).is_object() {
+            out.push(format!("{name} / {}: tool message content is not JSON", format.name()));
+        }
+        let flagged = matches!(r.strategy.encoding, Encoding::Flag | Encoding::Envelope);
+        let v: Value = serde_json::from_str(&r.message).unwrap_or(Value::Null);
+        if format == Format::Anthropic && flagged && v["content"][0]["is_error"] != true {
+            out.push(format!("{name} / anthropic: failed result without is_error"));
+        }
+        if r.strategy.encoding != Encoding::Raw && read_message(format, &r.message).stack_trace {
+            out.push(format!("{name} / {}: raw exception text reaches the model", format.name()));
+        }
+    }
+    out
 }
 
 pub fn execute(args: EnvelopesArgs) -> Result<i32> {
     let fault = parse_fault(&args.fault)?;
     let class = fault.class();
-    let mut renderer = Renderer::default();
-    let reader = Reader::default();
-    let strategies = Strategy::presets();
-    let mut failures: Vec<String> = Vec::new();
     println!("fault: {} (true class: {})\n", fault.label(), class.name());
-    for s in &strategies {
+    let renderings = render_all(&fault);
+    for strategy in Strategy::presets() {
+        let s = &strategy;
         println!("== {} (encoding {}, routing {:?}, partials {:?})", s.name, s.encoding.name(), s.routing, s.partials);
-        for format in Format::ALL {
-            let err = ToolError {
-                kind: ErrorKind::Fault(&fault),
-                class,
-                tool: "search",
-                attempts: 1,
-                retry_after_ms: fault_retry_after(&fault),
-            };
-            let body = if class.is_failure() {
-                Body::Error { err, encoding: s.encoding }
-            } else {
-                Body::Partial {
-                    json: r#"{"hits":3}"#,
-                    stated_complete: s.partials == crate::engine::strategy::Partials::Terminal,
-                }
-            };
-            let rendered = renderer.render(format, 1, "search", body).to_owned();
-            println!("  {:<16} {}", format.name(), rendered);
-            if !class.is_failure() {
-                continue;
-            }
-            let openai_like = matches!(format, Format::OpenAiChat | Format::OpenAiResponses | Format::GeminiOpenAi);
-            if openai_like && s.encoding.is_json() {
-                let ok = model_text(format, &rendered)
-                    .is_some_and(|t| serde_json::from_str::<serde_json::Value>(&t).is_ok_and(|v| v.is_object()));
-                if !ok {
-                    failures.push(format!("{} / {}: tool message content is not JSON", s.name, format.name()));
-                }
-            }
-            if format == Format::Anthropic
-                && matches!(s.encoding, crate::envelope::Encoding::Flag | crate::envelope::Encoding::Envelope)
-                && !rendered.contains(r#""is_error":true"#)
-            {
-                failures.push(format!("{} / anthropic: failed result without is_error", s.name));
-            }
-            if s.name != "raw-exception" && reader.has_stack_trace(&rendered) {
-                failures.push(format!("{} / {}: raw exception text reaches the model", s.name, format.name()));
-            }
+        for r in renderings.iter().filter(|r| r.strategy.name == s.name) {
+            println!("  {:<16} {}", r.format.name(), r.message);
         }
         println!();
     }
-    let retried = non_retryable_retries()?;
-    failures.extend(retried);
+    let mut failures = adapter_differences(&renderings);
+    if class.is_failure() {
+        failures.extend(rendering_problems(&renderings));
+    }
+    failures.extend(non_retryable_retries()?);
 
     println!("portability checks (seed 000's checklist):");
     let checks = [
-        ("1. one fixture through every adapter", None),
-        ("2. retryable=false never retried by the orchestrator", Some("never retried")),
-        ("3. is_error on every failed Anthropic result (flag, envelope)", Some("is_error")),
-        ("4. every OpenAI tool message parses as JSON (object, envelope)", Some("not JSON")),
-        ("5. no raw exception text outside raw-exception", Some("raw exception")),
+        ("1. one fixture through every adapter (the object the model sees is the same in every format)", "adapter"),
+        ("2. retryable=false never retried by the orchestrator", "never retried"),
+        ("3. is_error on every failed Anthropic result (flag, envelope)", "is_error"),
+        ("4. every OpenAI tool message parses as JSON (object, envelope)", "not JSON"),
+        ("5. no raw exception text outside raw-exception", "raw exception"),
     ];
     for (name, needle) in checks {
-        let bad: Vec<&String> = needle.map_or(Vec::new(), |n| failures.iter().filter(|f| f.contains(n)).collect());
+        let bad: Vec<&String> = failures.iter().filter(|f| f.contains(needle)).collect();
         println!("  {} {}", if bad.is_empty() { "PASS" } else { "FAIL" }, name);
         for b in bad {
             println!("       {b}");
@@ -126,18 +219,11 @@ pub fn execute(args: EnvelopesArgs) -> Result<i32> {
     Ok(if failures.is_empty() { exit::OK } else { exit::FAILED })
 }
 
-fn fault_retry_after(f: &Fault) -> Option<u64> {
-    match f {
-        Fault::Http { retry_after_ms, .. } => *retry_after_ms,
-        _ => None,
-    }
-}
-
 /// Runs each orchestrator-routed preset against every non-retryable status and reports any
 /// orchestrator retry that followed one: the check drives the real engine, not a restatement.
 fn non_retryable_retries() -> Result<Vec<String>> {
     struct Watch {
-        last_class: Option<crate::engine::faults::ErrorClass>,
+        last_class: Option<ErrorClass>,
         bad: u32,
     }
     impl Observer for Watch {
@@ -151,7 +237,7 @@ fn non_retryable_retries() -> Result<Vec<String>> {
         }
     }
     let mut out = Vec::new();
-    for status in [400, 401, 402, 403, 404, 413, 422] {
+    for status in HTTP_STATUSES.into_iter().filter(|&s| !Fault::http(s).class().retryable()) {
         let src = format!(
             "name = \"check\"\nruns = 1\n[task]\n[[task.steps]]\ntool = \"search\"\n[[faults]]\ntarget = \"search\"\nat = [1, 2, 3]\nhttp = {status}\n"
         );
@@ -170,4 +256,63 @@ fn non_retryable_retries() -> Result<Vec<String>> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_adapter_shows_the_same_object() {
+        for f in
+            [Fault::http(503), Fault::http(429), Fault::http(400), Fault::Timeout { after_ms: 1 }, Fault::Ambiguous]
+        {
+            assert_eq!(adapter_differences(&render_all(&f)), Vec::<String>::new(), "{f:?}");
+        }
+    }
+
+    #[test]
+    fn check_one_fails_when_an_adapter_drifts() {
+        let mut r = render_all(&Fault::http(503));
+        // A Gemini serializer that put the envelope bare under `response` (read as the output).
+        let g = r.iter_mut().find(|r| r.strategy.name == "five-field" && r.format == Format::Gemini).expect("rendered");
+        g.message = g.message.replace(r#""response":{"error":"#, r#""response":{"output":"#);
+        let diffs = adapter_differences(&r);
+        assert_eq!(diffs.len(), 1, "{diffs:?}");
+        assert!(
+            diffs[0].starts_with("five-field: gemini shows the failure object as the function's output"),
+            "{}",
+            diffs[0]
+        );
+    }
+
+    #[test]
+    fn checks_three_to_five_fail_on_bad_renderings() {
+        let mut r = render_all(&Fault::http(503));
+        assert_eq!(rendering_problems(&r), Vec::<String>::new());
+        for x in r.iter_mut() {
+            match (x.strategy.name.as_str(), x.format) {
+                ("five-field", Format::Anthropic) => x.message = x.message.replace(r#","is_error":true"#, ""),
+                ("response-object", Format::OpenAiChat) => {
+                    x.message = r#"{"role":"tool","tool_call_id":"call_1","content":"not json"}"#.into()
+                }
+                ("error-string", Format::OpenAiResponses) => {
+                    x.message = r#"{"type":"function_call_output","call_id":"call_1","output":"Traceback (most recent call last): x"}"#.into()
+                }
+                _ => {}
+            }
+        }
+        let p = rendering_problems(&r);
+        assert_eq!(p.len(), 3, "{p:?}");
+    }
+
+    #[test]
+    fn damaged_bodies_reach_raw_strategies_unparsed() {
+        let r = render_all(&Fault::TruncatedJson);
+        let raw = r.iter().find(|r| r.strategy.name == "raw-exception" && r.format == Format::OpenAiChat).unwrap();
+        assert_eq!(model_view(raw.format, &raw.message), Value::String(r#"{"city":"Paris"#.into()));
+        let r = render_all(&Fault::CodeFencedJson);
+        let raw = r.iter().find(|r| r.strategy.name == "raw-exception" && r.format == Format::Gemini).unwrap();
+        assert_eq!(model_view(raw.format, &raw.message), Value::String(format!("```json\n{EXAMPLE_RESULT}\n```")));
+    }
 }

@@ -260,7 +260,7 @@ fn print_summary(results: &[ScenarioResult]) {
             "  {:<width$}  {:>7}  {:>7}  {:>8}  {:>9}  {:>7}",
             "strategy", "success", "loops", "calls", "wasted", "trips"
         );
-        for row in &r.rows {
+        for row in r.rows.iter().chain(r.recorded.as_ref().map(|x| &x.0)) {
             println!(
                 "  {:<width$}  {:>7}  {:>7}  {:>8}  {:>9}  {:>7}",
                 row.strategy,

@@ -1,7 +1,7 @@
 //! What a run emits. Metrics, the trace writer and tests consume these events; adding a kind
 //! fails to compile until every consumer decides what to do with it.
 
-use super::faults::ErrorClass;
+use crate::fault::ErrorClass;
 
 /// How a run ended (design 4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -68,7 +68,12 @@ pub enum Event<'a> {
         tokens_in: u64,
         tokens_out: u64,
         retry: bool,
+        /// The fault rule behind a failed attempt, and whether its trigger fired now (not a
+        /// refusal that repeats an earlier answer).
         rule: Option<u16>,
+        fired: bool,
+        /// A retry refused because it came before the provider's announced wait.
+        wasted: bool,
         ends: bool,
     },
     /// The model asks for a tool call.

@@ -5,93 +5,7 @@
 //! faults at the same attempts.
 
 use super::rng::{LazyStream, domain, fnv1a64, key};
-
-/// The true class of an outcome (design 3.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ErrorClass {
-    Transient,
-    RateLimited,
-    BadArgs,
-    Terminal,
-    Partial,
-}
-
-impl ErrorClass {
-    pub fn name(self) -> &'static str {
-        match self {
-            ErrorClass::Transient => "transient",
-            ErrorClass::RateLimited => "rate_limited",
-            ErrorClass::BadArgs => "bad_args",
-            ErrorClass::Terminal => "terminal",
-            ErrorClass::Partial => "partial",
-        }
-    }
-
-    /// Whether the orchestrator may retry it (the seeds' retryable set).
-    pub fn retryable(self) -> bool {
-        matches!(self, ErrorClass::Transient | ErrorClass::RateLimited)
-    }
-
-    /// Whether the call failed (a partial result is a 200 that only looks incomplete).
-    pub fn is_failure(self) -> bool {
-        !matches!(self, ErrorClass::Partial)
-    }
-}
-
-/// HTTP statuses a fault may carry, with their class.
-pub fn http_class(status: u16) -> Option<ErrorClass> {
-    match status {
-        429 => Some(ErrorClass::RateLimited),
-        408 | 409 | 500 | 502 | 503 | 504 | 529 => Some(ErrorClass::Transient),
-        400 | 422 => Some(ErrorClass::BadArgs),
-        401 | 402 | 403 | 404 | 413 => Some(ErrorClass::Terminal),
-        _ => None,
-    }
-}
-
-/// What a rule does to the attempt it fires on.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Fault {
-    Http { status: u16, retry_after_ms: Option<u64>, param: Option<String>, message: Option<String> },
-    Timeout { after_ms: u64 },
-    Reset,
-    Ambiguous,
-    TruncatedJson,
-    CodeFencedJson,
-    NoProgress,
-}
-
-impl Fault {
-    pub fn class(&self) -> ErrorClass {
-        match self {
-            Fault::Http { status, .. } => http_class(*status).unwrap_or(ErrorClass::Terminal),
-            Fault::Timeout { .. } | Fault::Reset | Fault::TruncatedJson | Fault::CodeFencedJson => {
-                ErrorClass::Transient
-            }
-            Fault::Ambiguous | Fault::NoProgress => ErrorClass::Partial,
-        }
-    }
-
-    pub fn status(&self) -> Option<u16> {
-        match self {
-            Fault::Http { status, .. } => Some(*status),
-            _ => None,
-        }
-    }
-
-    /// A short label for reports: `http 503`, `timeout`, `ambiguous`, …
-    pub fn label(&self) -> String {
-        match self {
-            Fault::Http { status, .. } => format!("http {status}"),
-            Fault::Timeout { after_ms } => format!("timeout {after_ms}ms"),
-            Fault::Reset => "reset".into(),
-            Fault::Ambiguous => "ambiguous".into(),
-            Fault::TruncatedJson => "truncated_json".into(),
-            Fault::CodeFencedJson => "code_fenced_json".into(),
-            Fault::NoProgress => "no_progress".into(),
-        }
-    }
-}
+use crate::fault::Fault;
 
 /// Which calls a rule applies to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,16 +43,6 @@ pub struct FaultRule {
     pub fault: Fault,
     /// A description for reports, e.g. `search at [1, 2]: http 503`.
     pub label: String,
-}
-
-impl FaultRule {
-    /// The wait a fault announces itself (`retry_after_s` on an HTTP fault).
-    pub fn fault_retry_after(&self) -> Option<u64> {
-        match self.fault {
-            Fault::Http { retry_after_ms, .. } => retry_after_ms,
-            _ => None,
-        }
-    }
 }
 
 /// The fault plan of a scenario, plus its per-run state.
@@ -331,20 +235,5 @@ mod tests {
         assert_eq!(plan.decide(&mut inj, 0, 2, 1000, 0).map(|f| f.rule), Some(0));
         assert_eq!(plan.decide(&mut inj, 0, 3, 2000, 1), None);
         assert_eq!(plan.decide(&mut inj, 0, 4, 2000, 2).map(|f| f.rule), Some(1));
-    }
-
-    #[test]
-    fn classes_follow_the_seeds_sets() {
-        for s in [408, 409, 500, 502, 503, 504, 529] {
-            assert_eq!(http_class(s), Some(ErrorClass::Transient));
-        }
-        assert_eq!(http_class(429), Some(ErrorClass::RateLimited));
-        for s in [400, 422] {
-            assert_eq!(http_class(s), Some(ErrorClass::BadArgs));
-        }
-        for s in [401, 402, 403, 404, 413] {
-            assert!(!http_class(s).unwrap().retryable());
-        }
-        assert_eq!(http_class(200), None);
     }
 }

@@ -1,7 +1,7 @@
 //! Loop guard: counts, per (tool, canonical args), how often the model was handed the same
 //! failing or partial outcome class; the K-th time stops the run.
 
-use super::faults::ErrorClass;
+use crate::fault::ErrorClass;
 
 #[derive(Clone, Debug, Default)]
 pub struct LoopGuard {

@@ -1,8 +1,8 @@
 //! The simulated model's two decisions per tool result: what it perceives, then what it does.
 
-use super::faults::ErrorClass;
 use super::profile::Profile;
 use crate::envelope::read::Signal;
+use crate::fault::ErrorClass;
 
 /// What the model believes a result was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

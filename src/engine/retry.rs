@@ -1,6 +1,6 @@
 //! The orchestrator's retry policy: which failures it retries, how often, and how long it waits.
 
-use super::faults::ErrorClass;
+use crate::fault::ErrorClass;
 
 /// Backoff formulas (AWS "Exponential Backoff and Jitter"; `sdk` is the OpenAI/Anthropic rule).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

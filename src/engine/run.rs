@@ -4,16 +4,17 @@
 
 use super::breaker::{Admit, Breaker};
 use super::events::{By, Event, Observer, TerminatedBy};
-use super::faults::{ErrorClass, Fault, Injector};
+use super::faults::Injector;
 use super::loop_guard::LoopGuard;
 use super::model::{Action, CallHistory, Perceived, act, perceive_failure};
 use super::retry::{MAX_ATTEMPTS_LIMIT, RetryPolicy};
 use super::rng::{LazyStream, domain, key};
 use super::strategy::{Partials, Routing, Strategy};
-use super::task::{Ending, Script};
-use crate::envelope::read::{Reader, Signal};
+use super::task::Ending;
+use crate::envelope::read::{Signal, read_message};
 use crate::envelope::render::{Body, Renderer};
 use crate::envelope::{ErrorKind, ToolError};
+use crate::fault::{ErrorClass, Fault};
 use crate::scenario::Scenario;
 
 /// Model-decision draws per call per turn. Slots are laid out by call index, then turn, so a
@@ -42,8 +43,18 @@ struct Outcome {
     class: Option<ErrorClass>,
     rule: Option<u16>,
     retry_after_ms: Option<u64>,
+    /// The server announced `retry_after_ms` with this answer (not a refusal repeating it).
+    announced: bool,
     circuit: bool,
     probe: bool,
+}
+
+/// A server's announced wait: attempts on the target before `until_ms` are refused with the
+/// same answer (as real rate limiters do).
+#[derive(Clone, Copy, Debug, Default)]
+struct Refusal {
+    until_ms: u64,
+    rule: u16,
 }
 
 /// One call of the current step, with its memory across re-issues.
@@ -67,7 +78,6 @@ struct Slot {
     delivered: u32,
     last_class: Option<ErrorClass>,
     last_variant: u32,
-    retry_after_until: u64,
     signal: Signal,
     more_available: bool,
 }
@@ -91,7 +101,6 @@ impl Slot {
             delivered: 0,
             last_class: None,
             last_variant: 0,
-            retry_after_until: 0,
             signal: Signal::Unmarked,
             more_available: false,
         }
@@ -133,6 +142,7 @@ pub struct Workspace {
     attempts: Vec<u32>,
     successes: Vec<u32>,
     terminal: Vec<Option<u16>>,
+    refusals: Vec<Refusal>,
     breakers: Vec<Breaker>,
     told_open: Vec<u32>,
     injector: Injector,
@@ -140,7 +150,6 @@ pub struct Workspace {
     model: LazyStream,
     jitter: LazyStream,
     renderer: Renderer,
-    reader: Reader,
 }
 
 /// Runs run number `run` of `sc` under `strat` with root seed `root`, reporting to `obs`.
@@ -161,6 +170,8 @@ pub fn simulate<O: Observer>(
     }
     ws.terminal.clear();
     ws.terminal.resize(targets, None);
+    ws.refusals.clear();
+    ws.refusals.resize(targets, Refusal::default());
     ws.told_open.clear();
     ws.told_open.resize(targets, NEVER);
     ws.breakers.resize_with(targets, Breaker::default);
@@ -187,11 +198,9 @@ pub fn simulate<O: Observer>(
         orchestrator_retries: 0,
         provider_chain: 0,
         provider_prev_delay: 0,
-        rec_pos: 0,
-        off_record: false,
-        unfinished: false,
         end: None,
     };
+    let deadline_ms = sim.time_budget().unwrap_or(u64::MAX);
     sim.schedule(0, Ev::TurnStart);
     let mut events = 0;
     while sim.end.is_none() {
@@ -202,6 +211,13 @@ pub fn simulate<O: Observer>(
         };
         if events > MAX_EVENTS_PER_RUN {
             sim.finish(TerminatedBy::ProtocolError);
+            break;
+        }
+        if t > deadline_ms {
+            // Something in flight (a slow tool, a timeout) would end past the time budget: the
+            // agent's deadline stops the run at the budget.
+            sim.now = deadline_ms;
+            sim.finish(TerminatedBy::TimeBudget);
             break;
         }
         sim.now = t;
@@ -233,11 +249,6 @@ struct Sim<'a, O> {
     orchestrator_retries: u32,
     provider_chain: u32,
     provider_prev_delay: u64,
-    /// Position in the task's recording, and whether the run has left it.
-    rec_pos: usize,
-    off_record: bool,
-    /// A call's failure was accepted (a recorded "moved on"): answering does not complete the task.
-    unfinished: bool,
     end: Option<TerminatedBy>,
 }
 
@@ -256,6 +267,16 @@ impl<O: Observer> Sim<'_, O> {
         self.obs.event(&Event::End { by, t_ms: self.now, text });
     }
 
+    /// The strategy's virtual-time budget, if it has one.
+    fn time_budget(&self) -> Option<u64> {
+        self.sc.policy.max_virtual_ms.filter(|_| self.strat.budgets)
+    }
+
+    /// Whether work that ends at `end_ms` would exceed the time budget.
+    fn past_time_budget(&self, end_ms: u64) -> bool {
+        self.time_budget().is_some_and(|max| end_ms > max)
+    }
+
     fn turn_start(&mut self) {
         for s in self.ws.slots.iter().filter(|s| s.active && s.delivered != 1) {
             self.obs.event(&Event::ProtocolViolation { call_id: s.call_id });
@@ -268,35 +289,57 @@ impl<O: Observer> Sim<'_, O> {
             // The recording stops here: no final model call.
             return self.finish(TerminatedBy::StepCap);
         }
-        let policy = &self.sc.policy;
-        if self.turn >= policy.max_steps {
+        if self.turn >= self.sc.policy.max_steps {
             return self.finish(TerminatedBy::StepCap);
-        }
-        if self.strat.budgets {
-            if policy.max_tokens.is_some_and(|max| self.tokens_used + self.context_tokens > max) {
-                return self.finish(TerminatedBy::TokenBudget);
-            }
-            if policy.max_virtual_ms.is_some_and(|max| self.now >= max) {
-                return self.finish(TerminatedBy::TimeBudget);
-            }
         }
         self.schedule(self.now, Ev::ModelAttempt);
     }
 
+    /// One attempt at the provider: a fault (retried by the orchestrator, or the end of the
+    /// run), or the model's next turn.
     fn model_attempt(&mut self) {
+        // Budgets are checked before every model call with the cost that call will add.
+        if self.past_time_budget(self.now.saturating_add(self.sc.profile.model_latency_ms)) {
+            return self.finish(TerminatedBy::TimeBudget);
+        }
         let sc = self.sc;
         let plan = &sc.faults;
         let prov = plan.provider_target();
         self.ws.attempts[prov] += 1;
         let attempt = self.ws.attempts[prov];
         let is_retry = self.provider_chain > 0;
-        if let Some(f) = plan.decide(&mut self.ws.injector, prov, attempt, self.now, self.ws.successes[prov]) {
-            let fault = &plan.rules[usize::from(f.rule)].fault;
+        let refusal = self.ws.refusals[prov];
+        // (rule, the wait the answer announces, whether the injector decided it now rather than
+        // the provider refusing a call that came back before its announced wait)
+        let fired = if sc.task.script.is_none() && self.now < refusal.until_ms {
+            Some((refusal.rule, Some(refusal.until_ms - self.now), false))
+        } else {
+            plan.decide(&mut self.ws.injector, prov, attempt, self.now, self.ws.successes[prov])
+                .map(|f| (f.rule, f.retry_after_ms, true))
+        };
+        if let Some((rule, retry_after_ms, fresh)) = fired {
+            let fault = &plan.rules[usize::from(rule)].fault;
             self.provider_chain += 1;
             let latency = if let Fault::Timeout { after_ms } = fault { *after_ms } else { 0 };
-            let retry = sc.task.script.is_some()
-                || (self.retry.may_retry(fault.class(), self.provider_chain, f.retry_after_ms)
+            let answered = self.now.saturating_add(latency);
+            if let (true, Some(ms)) = (fresh, retry_after_ms) {
+                self.ws.refusals[prov] = Refusal { until_ms: answered.saturating_add(ms), rule };
+            }
+            let mut retry = sc.task.script.is_some()
+                || (self.retry.may_retry(fault.class(), self.provider_chain, retry_after_ms)
                     && self.retry.budget_allows(self.orchestrator_retries, self.first_attempts.max(1)));
+            let mut delay = 0;
+            if retry && sc.task.script.is_none() {
+                let slot = PROVIDER_JITTER_BASE
+                    + u64::from(self.turn) * u64::from(MAX_ATTEMPTS_LIMIT)
+                    + u64::from(self.provider_chain);
+                let u = self.ws.jitter.unit(slot);
+                delay = self.retry.delay_ms(self.provider_chain - 1, self.provider_prev_delay, u, retry_after_ms);
+            }
+            let next_at = answered.saturating_add(delay);
+            let over_budget = self.past_time_budget(answered)
+                || (retry && self.past_time_budget(next_at.saturating_add(sc.profile.model_latency_ms)));
+            retry &= !over_budget;
             self.obs.event(&Event::ModelCall {
                 turn: self.turn + 1,
                 t_ms: self.now,
@@ -304,24 +347,22 @@ impl<O: Observer> Sim<'_, O> {
                 tokens_in: 0,
                 tokens_out: 0,
                 retry: is_retry,
-                rule: Some(f.rule),
+                rule: Some(rule),
+                fired: fresh,
+                wasted: !fresh && is_retry,
                 ends: !retry,
             });
             if retry {
-                let slot = PROVIDER_JITTER_BASE
-                    + u64::from(self.turn) * u64::from(MAX_ATTEMPTS_LIMIT)
-                    + u64::from(self.provider_chain);
-                let u = self.ws.jitter.unit(slot);
-                let delay = if sc.task.script.is_some() {
-                    0
-                } else {
-                    self.retry.delay_ms(self.provider_chain - 1, self.provider_prev_delay, u, f.retry_after_ms)
-                };
                 self.provider_prev_delay = delay;
                 self.orchestrator_retries += 1;
-                self.schedule(self.now.saturating_add(latency).saturating_add(delay), Ev::ModelAttempt);
+                self.schedule(next_at, Ev::ModelAttempt);
+            } else if over_budget {
+                // A slow answer ends at the agent's deadline; a retry that could not finish in
+                // time is not sent.
+                self.now = self.time_budget().map_or(answered, |max| answered.min(max));
+                self.finish(TerminatedBy::TimeBudget);
             } else {
-                self.now = self.now.saturating_add(latency);
+                self.now = answered;
                 self.finish(TerminatedBy::GaveUp);
             }
             return;
@@ -330,13 +371,55 @@ impl<O: Observer> Sim<'_, O> {
         self.provider_chain = 0;
         self.provider_prev_delay = 0;
         self.turn += 1;
-        self.decide(is_retry);
+        let ending = self.decide();
+        let tokens_out = match ending {
+            Some(by) => {
+                let text = if by == TerminatedBy::Answer { self.sc.task.final_text.len() } else { GIVE_UP_TEXT.len() };
+                text as u64 / 4 + 8
+            }
+            None => {
+                let calls = &sc.task.calls;
+                self.ws
+                    .slots
+                    .iter()
+                    .filter(|s| s.active)
+                    .map(|s| calls[s.call as usize].args_for(s.variant).len() as u64 / 4 + 8)
+                    .sum()
+            }
+        };
+        let tokens_in = self.context_tokens;
+        if self.strat.budgets && sc.policy.max_tokens.is_some_and(|max| self.tokens_used + tokens_in + tokens_out > max)
+        {
+            return self.finish(TerminatedBy::TokenBudget);
+        }
+        self.tokens_used += tokens_in + tokens_out;
+        self.context_tokens += tokens_out;
+        self.obs.event(&Event::ModelCall {
+            turn: self.turn,
+            t_ms: self.now,
+            status: 200,
+            tokens_in,
+            tokens_out,
+            retry: is_retry,
+            rule: None,
+            fired: false,
+            wasted: false,
+            ends: ending.is_some(),
+        });
+        self.now = self.now.saturating_add(sc.profile.model_latency_ms);
+        match ending {
+            Some(by) => self.finish(by),
+            None => self.issue(),
+        }
     }
 
-    /// The model reads every result of its last turn and decides the next one.
-    fn decide(&mut self, is_retry: bool) {
+    /// The model reads every result of its last turn and decides the next one: `Some` ends
+    /// the run that way; `None` leaves the calls to send in the active slots.
+    fn decide(&mut self) -> Option<TerminatedBy> {
         if let Some(script) = self.sc.task.script {
-            return self.follow_script(script, is_retry);
+            // Recorded decisions: accept every result and take the next recorded turn.
+            let by = if script.ending == Ending::GaveUp { TerminatedBy::GaveUp } else { TerminatedBy::Answer };
+            return self.advance(by);
         }
         let sc = self.sc;
         let profile = &sc.profile;
@@ -346,40 +429,15 @@ impl<O: Observer> Sim<'_, O> {
         let Workspace { slots, model, .. } = &mut *self.ws;
         for (i, s) in slots.iter_mut().enumerate().filter(|(_, s)| s.active) {
             let slot = (i as u64 * TURN_SLOTS + turn) * DRAWS_PER_TURN;
-            // While the run meets the results the recording did (same tool, class and, for a
-            // failure, the same signal), the model does what the recorded model did.
-            let recorded = match sc.task.recording.get(self.rec_pos).filter(|_| !self.off_record) {
-                Some(r)
-                    if r.tool == sc.task.calls[s.call as usize].tool
-                        && r.class == s.last_class
-                        && r.signal.is_none_or(|sig| sig == s.signal)
-                        && r.more_available == s.more_available =>
-                {
-                    self.rec_pos += 1;
-                    Some(r.action)
-                }
-                _ => {
-                    self.off_record = true;
-                    None
-                }
-            };
             let perceived = match s.last_class {
                 None => Perceived::Ok,
                 Some(ErrorClass::Partial) if s.more_available => Perceived::Partial,
                 Some(ErrorClass::Partial) => Perceived::Ok,
-                Some(c) if recorded.is_some() => perceive_failure(profile, s.signal, c, 0.0, 0.0),
                 Some(c) => perceive_failure(profile, s.signal, c, model.unit(slot), model.unit(slot + 1)),
             };
-            let action = recorded.unwrap_or_else(|| {
-                let u = if perceived == Perceived::Ok { 0.0 } else { model.unit(slot + 2) };
-                act(profile, perceived, &s.hist, u)
-            });
-            match action {
-                Action::Accept => {
-                    // Only a recorded decision accepts a failure: the task is then not done.
-                    self.unfinished |= s.last_class.is_some_and(ErrorClass::is_failure);
-                    s.active = false;
-                }
+            let u = if perceived == Perceived::Ok { 0.0 } else { model.unit(slot + 2) };
+            match act(profile, perceived, &s.hist, u) {
+                Action::Accept => s.active = false,
                 Action::Repeat => {
                     if matches!(perceived, Perceived::Transient | Perceived::Terminal) {
                         s.hist.model_retries += 1;
@@ -401,64 +459,31 @@ impl<O: Observer> Sim<'_, O> {
             }
         }
         if give_up {
-            return self.final_turn(TerminatedBy::GaveUp, is_retry);
+            return Some(TerminatedBy::GaveUp);
         }
         if reissue {
-            return self.issue(is_retry);
+            return None;
         }
-        let by = if self.unfinished { TerminatedBy::GaveUp } else { TerminatedBy::Answer };
-        self.advance(by, is_retry);
+        self.advance(TerminatedBy::Answer)
     }
 
-    /// Issues the task's next step, or ends with `by` when the task has none left.
-    fn advance(&mut self, by: TerminatedBy, is_retry: bool) {
+    /// Loads the task's next step into the slots, or ends with `by` when the task has none left.
+    fn advance(&mut self, by: TerminatedBy) -> Option<TerminatedBy> {
         if self.next_step == self.sc.task.steps.len() {
-            return self.final_turn(by, is_retry);
+            return Some(by);
         }
         self.ws.slots.clear();
         let step = &self.sc.task.steps[self.next_step];
         self.ws.slots.extend(step.iter().map(|&c| Slot::new(c)));
         self.next_step += 1;
-        self.issue(is_retry);
+        None
     }
 
-    /// Recorded decisions: accept every result and take the next recorded turn.
-    fn follow_script(&mut self, script: Script, is_retry: bool) {
-        let by = if script.ending == Ending::GaveUp { TerminatedBy::GaveUp } else { TerminatedBy::Answer };
-        self.advance(by, is_retry);
-    }
-
-    fn final_turn(&mut self, by: TerminatedBy, is_retry: bool) {
-        let text = if by == TerminatedBy::Answer { self.sc.task.final_text.len() } else { GIVE_UP_TEXT.len() };
-        self.model_call_done(is_retry, text as u64 / 4 + 8, true);
-        self.now = self.now.saturating_add(self.sc.profile.model_latency_ms);
-        self.finish(by);
-    }
-
-    fn model_call_done(&mut self, is_retry: bool, tokens_out: u64, ends: bool) {
-        let tokens_in = self.context_tokens;
-        self.tokens_used += tokens_in + tokens_out;
-        self.context_tokens += tokens_out;
-        self.obs.event(&Event::ModelCall {
-            turn: self.turn,
-            t_ms: self.now,
-            status: 200,
-            tokens_in,
-            tokens_out,
-            retry: is_retry,
-            rule: None,
-            ends,
-        });
-    }
-
-    /// Sends the active calls: one model turn that asks for them, then their attempts.
-    fn issue(&mut self, is_retry: bool) {
+    /// Sends the active calls the model's turn asked for, once that turn has taken its time.
+    fn issue(&mut self) {
         let sc = self.sc;
         let calls = &sc.task.calls;
-        let tokens_out: u64 =
-            self.ws.slots.iter().filter(|s| s.active).map(|s| calls[s.call as usize].args.len() as u64 / 4 + 8).sum();
-        self.model_call_done(is_retry, tokens_out, false);
-        let at = self.now.saturating_add(sc.profile.model_latency_ms);
+        let at = self.now;
         self.pending = 0;
         for i in 0..self.ws.slots.len() {
             let s = &mut self.ws.slots[i];
@@ -476,7 +501,7 @@ impl<O: Observer> Sim<'_, O> {
                 turn: self.turn,
                 call_id: s.call_id,
                 tool: &sc.task.tools[usize::from(spec.tool)],
-                args: &spec.args,
+                args: spec.args_for(s.variant),
                 variant: s.variant,
             });
             self.pending += 1;
@@ -494,17 +519,18 @@ impl<O: Observer> Sim<'_, O> {
         let plan = &sc.faults;
         let spec = &sc.task.calls[self.ws.slots[i].call as usize];
         let tool = usize::from(spec.tool);
-        let wasted = {
+        // A re-issue that cannot help: identical to a call whose failure repeating does not fix.
+        let hopeless = {
             let s = &self.ws.slots[i];
             match s.by {
                 By::Model => false,
-                By::Orchestrator => s.outcome.class.is_some_and(|c| !c.retryable()) || now < s.retry_after_until,
+                By::Orchestrator => s.outcome.class.is_some_and(|c| !c.retryable()),
                 By::ModelReissue => {
-                    let identical = s.variant == s.last_variant;
-                    let hopeless =
-                        matches!(s.last_class, Some(ErrorClass::BadArgs | ErrorClass::Terminal | ErrorClass::Partial));
-                    (identical && hopeless)
-                        || (s.last_class == Some(ErrorClass::RateLimited) && now < s.retry_after_until)
+                    s.variant == s.last_variant
+                        && matches!(
+                            s.last_class,
+                            Some(ErrorClass::BadArgs | ErrorClass::Terminal | ErrorClass::Partial)
+                        )
                 }
             }
         };
@@ -519,6 +545,7 @@ impl<O: Observer> Sim<'_, O> {
                         class: Some(ErrorClass::Transient),
                         rule: None,
                         retry_after_ms: Some(remaining_ms),
+                        announced: false,
                         circuit: true,
                         probe: false,
                     };
@@ -536,21 +563,26 @@ impl<O: Observer> Sim<'_, O> {
         if self.ws.slots[i].by == By::Model {
             self.first_attempts += 1;
         }
-        let Workspace { slots, attempts, successes, terminal, injector, .. } = &mut *self.ws;
+        let Workspace { slots, attempts, successes, terminal, refusals, injector, .. } = &mut *self.ws;
         attempts[tool] += 1;
         let attempt = attempts[tool];
         let s = &mut slots[i];
         let memory = sc.task.script.is_none();
-        let (rule, fired, retry_after_ms) = if let (true, Some(r)) = (memory, terminal[tool]) {
-            (Some(r), false, plan.rules[usize::from(r)].fault_retry_after())
+        let refused = memory && now < refusals[tool].until_ms;
+        // (rule, whether its trigger fired now, the wait it announces, whether the server sent it now)
+        let (rule, fired, retry_after_ms, announced) = if refused {
+            (Some(refusals[tool].rule), false, Some(refusals[tool].until_ms - now), false)
+        } else if let (true, Some(r)) = (memory, terminal[tool]) {
+            let ra = plan.rules[usize::from(r)].fault.retry_after_ms();
+            (Some(r), false, ra, ra.is_some())
         } else if memory && s.bad_variant == Some(s.variant) {
-            (Some(s.bad_rule), false, None)
+            (Some(s.bad_rule), false, None, false)
         } else if let (true, Some(r)) = (memory, s.partial_rule) {
-            (Some(r), false, None)
+            (Some(r), false, None, false)
         } else {
             match plan.decide(injector, tool, attempt, now, successes[tool]) {
-                Some(f) => (Some(f.rule), true, f.retry_after_ms),
-                None => (None, false, None),
+                Some(f) => (Some(f.rule), true, f.retry_after_ms, f.retry_after_ms.is_some()),
+                None => (None, false, None, false),
             }
         };
         let fault = rule.map(|r| &plan.rules[usize::from(r)].fault);
@@ -566,9 +598,9 @@ impl<O: Observer> Sim<'_, O> {
                 ErrorClass::Transient | ErrorClass::RateLimited => {}
             }
         }
-        s.outcome = Outcome { class, rule, retry_after_ms, circuit: false, probe };
+        s.outcome = Outcome { class, rule, retry_after_ms, announced, circuit: false, probe };
         let latency = match fault {
-            Some(Fault::Timeout { after_ms }) => *after_ms,
+            Some(Fault::Timeout { after_ms }) if !refused => *after_ms,
             _ => spec.latency_ms.unwrap_or(sc.profile.tool_latency_ms),
         };
         let ev = Event::Attempt {
@@ -581,7 +613,9 @@ impl<O: Observer> Sim<'_, O> {
             status: fault.and_then(Fault::status),
             rule,
             fired,
-            wasted,
+            // A retry refused because it came back before the server's announced wait is wasted
+            // on either path, like a re-issue that repeating cannot fix.
+            wasted: hopeless || (refused && s.by != By::Model),
         };
         self.obs.event(&ev);
         self.schedule(now.saturating_add(latency), Ev::ToolDone(i as u32));
@@ -591,7 +625,11 @@ impl<O: Observer> Sim<'_, O> {
         let now = self.now;
         let s = self.ws.slots[i];
         let o = s.outcome;
-        let tool = usize::from(self.sc.task.calls[s.call as usize].tool);
+        let spec = &self.sc.task.calls[s.call as usize];
+        let tool = usize::from(spec.tool);
+        if let (true, Some(ms), Some(rule)) = (o.announced, o.retry_after_ms, o.rule) {
+            self.ws.refusals[tool] = Refusal { until_ms: now.saturating_add(ms), rule };
+        }
         if self.strat.breaker && !o.circuit {
             let failed =
                 matches!(o.class, Some(ErrorClass::Transient | ErrorClass::RateLimited | ErrorClass::Terminal));
@@ -611,13 +649,17 @@ impl<O: Observer> Sim<'_, O> {
         {
             let u = self.ws.jitter.unit(u64::from(s.call_id) * u64::from(MAX_ATTEMPTS_LIMIT) + u64::from(s.chain));
             let delay = self.retry.delay_ms(s.chain - 1, s.prev_delay_ms, u, o.retry_after_ms);
+            let next_at = now.saturating_add(delay);
+            let nominal = spec.latency_ms.unwrap_or(self.sc.profile.tool_latency_ms);
+            if self.past_time_budget(next_at.saturating_add(nominal)) {
+                return self.finish(TerminatedBy::TimeBudget);
+            }
             let s = &mut self.ws.slots[i];
             s.prev_delay_ms = delay;
             s.chain += 1;
             s.by = By::Orchestrator;
-            s.retry_after_until = o.retry_after_ms.map_or(0, |ms| now.saturating_add(ms));
             self.orchestrator_retries += 1;
-            return self.schedule(now.saturating_add(delay), Ev::ToolAttempt(i as u32));
+            return self.schedule(next_at, Ev::ToolAttempt(i as u32));
         }
         self.deliver(i);
     }
@@ -626,7 +668,7 @@ impl<O: Observer> Sim<'_, O> {
     fn deliver(&mut self, i: usize) {
         let now = self.now;
         let sc = self.sc;
-        let Workspace { slots, renderer, reader, guard, .. } = &mut *self.ws;
+        let Workspace { slots, renderer, guard, .. } = &mut *self.ws;
         let s = &mut slots[i];
         let o = s.outcome;
         let spec = &sc.task.calls[s.call as usize];
@@ -641,16 +683,23 @@ impl<O: Observer> Sim<'_, O> {
                     Some(r) if !o.circuit => ErrorKind::Fault(&sc.faults.rules[usize::from(r)].fault),
                     _ => ErrorKind::CircuitOpen,
                 };
-                let err =
-                    ToolError { kind, class, tool: tool_name, attempts: s.chain, retry_after_ms: o.retry_after_ms };
+                let err = ToolError {
+                    kind,
+                    class,
+                    tool: tool_name,
+                    attempts: s.chain,
+                    retry_after_ms: o.retry_after_ms,
+                    body: &spec.result_json,
+                };
                 Body::Error { err, encoding: self.strat.encoding }
             }
         };
         let bytes = renderer.render(sc.format, s.call_id, tool_name, body);
         let failed = o.class.is_some_and(ErrorClass::is_failure);
-        s.signal = if failed { reader.signal(bytes) } else { Signal::Unmarked };
-        s.more_available = o.class == Some(ErrorClass::Partial) && reader.says_more_available(bytes);
-        let raw_leak = failed && reader.has_stack_trace(bytes);
+        let reading = if o.class.is_some() { Some(read_message(sc.format, bytes)) } else { None };
+        s.signal = reading.filter(|_| failed).map_or(Signal::Unmarked, |r| r.signal);
+        s.more_available = o.class == Some(ErrorClass::Partial) && reading.is_some_and(|r| r.more_available);
+        let raw_leak = failed && reading.is_some_and(|r| r.stack_trace);
         self.context_tokens += bytes.len() as u64 / 4;
         self.obs.event(&Event::ToolResult {
             call_id: s.call_id,
@@ -662,10 +711,6 @@ impl<O: Observer> Sim<'_, O> {
         s.delivered += 1;
         s.last_class = o.class;
         s.last_variant = s.variant;
-        s.retry_after_until = match (o.class, o.retry_after_ms) {
-            (Some(ErrorClass::RateLimited), Some(ms)) => now.saturating_add(ms),
-            _ => 0,
-        };
         if self.strat.loop_guard
             && let Some(c) = o.class
             && guard.hit(spec.tool, spec.args_id, s.variant, c) >= sc.policy.loop_guard_k

@@ -8,8 +8,11 @@ use super::retry::RetryPolicy;
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallSpec {
     pub tool: u16,
-    /// Canonical JSON of the arguments (keys sorted, no insignificant whitespace).
+    /// Canonical JSON of the arguments the model sends first (keys sorted, no insignificant
+    /// whitespace); `variants[v]` is what it sends after its v-th correction (`variants[0]` is
+    /// `args`).
     pub args: String,
+    pub variants: Vec<String>,
     /// Interned id of `(tool, args)`: equal ids mean identical calls.
     pub args_id: u32,
     /// The successful result as JSON text.
@@ -19,6 +22,14 @@ pub struct CallSpec {
     /// `result_text` as a JSON string literal, escaped once here rather than in every run.
     pub result_literal: String,
     pub latency_ms: Option<u64>,
+}
+
+impl CallSpec {
+    /// The arguments after `variant` corrections (the last one known beyond that).
+    pub fn args_for(&self, variant: u32) -> &str {
+        let v = (variant as usize).min(self.variants.len() - 1);
+        &self.variants[v]
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -31,23 +42,11 @@ pub struct Task {
     pub final_text: String,
     /// Set when the task replays recorded decisions (`as-recorded`).
     pub script: Option<Script>,
-    /// The recorded model's decision after each result, in order: followed while the run
-    /// still meets the same results the recording did (design 3.6).
-    pub recording: Vec<Recorded>,
 }
 
-/// One recorded result and what the recorded model did next.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Recorded {
-    pub tool: u16,
-    /// The result's class (`None`: success).
-    pub class: Option<crate::engine::faults::ErrorClass>,
-    /// For a failure, the signal the recorded model read it with.
-    pub signal: Option<crate::envelope::read::Signal>,
-    /// Whether the result said more may be available.
-    pub more_available: bool,
-    pub action: crate::engine::model::Action,
-}
+/// Corrections a model may make to one call's arguments (the profile's `max_fix_attempts` is
+/// at most this).
+pub const MAX_FIXES: u32 = 16;
 
 /// Recorded decisions: the model takes exactly the recorded turns (a step may have no calls: a
 /// text-only turn), accepts every result, and ends as the recording did. Faults apply exactly at
@@ -71,11 +70,14 @@ pub enum Ending {
 pub const MAX_PARALLEL_CALLS: usize = 32;
 
 impl Task {
-    /// Adds a call, interning its canonical arguments.
+    /// Adds a call, interning its canonical arguments. `fixes` are the corrected arguments a
+    /// recording or the scenario names, in order; corrections beyond them are made up by
+    /// [`fixed_args`].
     pub fn push_call(
         &mut self,
         tool: &str,
         args: &serde_json::Value,
+        fixes: &[serde_json::Value],
         result: &serde_json::Value,
         latency_ms: Option<u64>,
     ) -> u32 {
@@ -86,12 +88,21 @@ impl Task {
                 self.tools.len() - 1
             }
         } as u16;
-        let args = canonical_json(args);
+        let canon = canonical_json(args);
         let args_id = self
             .calls
             .iter()
-            .find(|c| c.tool == tool_idx && c.args == args)
+            .find(|c| c.tool == tool_idx && c.args == canon)
             .map_or(self.calls.len() as u32, |c| c.args_id);
+        let mut variants = vec![canon.clone()];
+        let mut last = args.clone();
+        for n in 1..=MAX_FIXES {
+            last = match fixes.get(n as usize - 1) {
+                Some(f) => f.clone(),
+                None => fixed_args(&last, n),
+            };
+            variants.push(canonical_json(&last));
+        }
         let result_json = canonical_json(result);
         let result_text = match result {
             serde_json::Value::String(s) => s.clone(),
@@ -101,7 +112,8 @@ impl Task {
         crate::envelope::render::push_json_str(&mut result_literal, &result_text);
         self.calls.push(CallSpec {
             tool: tool_idx,
-            args,
+            args: canon,
+            variants,
             args_id,
             result_json,
             result_text,
@@ -110,6 +122,41 @@ impl Task {
         });
         (self.calls.len() - 1) as u32
     }
+}
+
+/// A made-up correction: the value of the first argument (in key order, depth first) changes
+/// and keeps its JSON type — a string gains ` (corrected N)`, a number grows by one, a boolean
+/// flips — so the call stays valid under the tool's schema. Arguments with nothing to change
+/// (no arguments at all) stay as they are.
+pub fn fixed_args(args: &serde_json::Value, n: u32) -> serde_json::Value {
+    use serde_json::Value;
+    fn change(v: &mut Value, n: u32) -> bool {
+        match v {
+            Value::String(s) => {
+                let base = s.split(" (corrected").next().unwrap_or_default().to_owned();
+                *s = format!("{base} (corrected {n})");
+                true
+            }
+            Value::Number(x) => {
+                *v = match (x.as_i64(), x.as_f64()) {
+                    (Some(i), _) => Value::from(i.saturating_add(1)),
+                    (None, Some(f)) => Value::from(f + 1.0),
+                    _ => return false,
+                };
+                true
+            }
+            Value::Bool(b) => {
+                *b = !*b;
+                true
+            }
+            Value::Array(items) => items.iter_mut().any(|i| change(i, n)),
+            Value::Object(m) => m.values_mut().any(|i| change(i, n)),
+            Value::Null => false,
+        }
+    }
+    let mut out = args.clone();
+    change(&mut out, n);
+    out
 }
 
 /// JSON with object keys sorted and no insignificant whitespace (serde_json's map is a
@@ -153,13 +200,34 @@ mod tests {
     #[test]
     fn canonical_args_intern_identical_calls() {
         let mut t = Task::default();
-        let a = t.push_call("search", &json!({"b": 1, "a": "x"}), &json!({"ok": true}), None);
-        let b = t.push_call("search", &json!({"a": "x", "b": 1}), &json!("done"), None);
-        let c = t.push_call("other", &json!({"a": "x", "b": 1}), &json!(1), None);
+        let a = t.push_call("search", &json!({"b": 1, "a": "x"}), &[], &json!({"ok": true}), None);
+        let b = t.push_call("search", &json!({"a": "x", "b": 1}), &[], &json!("done"), None);
+        let c = t.push_call("other", &json!({"a": "x", "b": 1}), &[], &json!(1), None);
         assert_eq!(t.calls[a as usize].args, r#"{"a":"x","b":1}"#);
         assert_eq!(t.calls[a as usize].args_id, t.calls[b as usize].args_id);
         assert_ne!(t.calls[a as usize].args_id, t.calls[c as usize].args_id);
         assert_eq!(t.calls[b as usize].result_text, "done");
         assert_eq!(t.calls[b as usize].result_json, r#""done""#);
+    }
+
+    #[test]
+    fn corrections_keep_types_and_follow_named_fixes() {
+        let mut t = Task::default();
+        let i = t.push_call(
+            "s",
+            &json!({"query": "weather Paris", "n": 2}),
+            &[json!({"query": "Paris", "n": 2})],
+            &json!(1),
+            None,
+        );
+        let c = &t.calls[i as usize];
+        assert_eq!(c.args_for(0), r#"{"n":2,"query":"weather Paris"}"#);
+        assert_eq!(c.args_for(1), r#"{"n":2,"query":"Paris"}"#, "the named fix first");
+        assert_eq!(c.args_for(2), r#"{"n":3,"query":"Paris"}"#, "then made-up ones, first key in order");
+        assert_eq!(c.args_for(99), c.args_for(MAX_FIXES));
+        assert_eq!(fixed_args(&json!({"q": "x (corrected 1)"}), 2), json!({"q": "x (corrected 2)"}));
+        assert_eq!(fixed_args(&json!({"ok": true}), 1), json!({"ok": false}));
+        assert_eq!(fixed_args(&json!({}), 1), json!({}));
+        assert_eq!(fixed_args(&json!({"a": [1.5]}), 1), json!({"a": [2.5]}));
     }
 }

@@ -5,7 +5,7 @@
 pub mod read;
 pub mod render;
 
-use crate::engine::faults::{ErrorClass, Fault};
+use crate::fault::{ErrorClass, Fault};
 
 /// The wire format the model sees.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -104,6 +104,9 @@ pub struct ToolError<'a> {
     pub attempts: u32,
     /// A server-announced or breaker wait, when known.
     pub retry_after_ms: Option<u64>,
+    /// The body the tool sent (its successful result as JSON): what a damaged-body fault
+    /// shows a strategy that passes the body on unparsed.
+    pub body: &'a str,
 }
 
 impl ToolError<'_> {
@@ -143,7 +146,7 @@ impl ToolError<'_> {
                 Fault::Timeout { .. } => "TIMEOUT",
                 Fault::Reset => "TRANSPORT",
                 Fault::TruncatedJson | Fault::CodeFencedJson => "BAD_RESPONSE",
-                Fault::Ambiguous | Fault::NoProgress => "PARTIAL",
+                Fault::Ambiguous => "PARTIAL",
             },
         }
     }

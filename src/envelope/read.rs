@@ -1,22 +1,27 @@
-//! The simulated model's reading of a rendered tool result: which error signal the bytes carry.
-//! It sees only what a real model would see, so a flag the format dropped is not there.
+//! The simulated model's reading of a tool result: which error signal it carries, whether it
+//! says more may be available, whether it leaks a stack trace. It reads structure, the way a
+//! model reads the request: it parses the message, finds the place each format puts the
+//! result (and its error channel), and parses the content where it is JSON. Words inside a
+//! message or inside data never make a signal; a flag the format does not have is not there.
 
-use memchr::memmem::Finder;
+use serde_json::{Map, Value};
+
+use super::Format;
 
 /// How clearly a failed result says what happened, strongest first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Signal {
-    /// The five fields (`code`, `retryable`, …).
+    /// The five fields: a JSON object with a string `code` and a boolean `retryable`.
     Envelope,
-    /// A structural `is_error: true`.
+    /// A structural error mark: Anthropic `is_error: true`.
     Flag,
-    /// An `{"error": …}` object.
+    /// An error object: `{"error": …}` as the content, or Gemini's `response.error`.
     Object,
-    /// An `ERROR:` prefix.
+    /// Text that starts with `ERROR:` (or `Error -`, any case).
     Prefix,
     /// A raw exception with a stack trace.
     Raw,
-    /// A plain sentence with no marker.
+    /// Nothing marks it: a plain sentence, or data.
     Unmarked,
 }
 
@@ -33,89 +38,176 @@ impl Signal {
     }
 }
 
-/// Precompiled substring searchers.
-pub struct Reader {
-    retryable: Finder<'static>,
-    code: Finder<'static>,
-    is_error: Finder<'static>,
-    error_obj_escaped: Finder<'static>,
-    error_obj: Finder<'static>,
-    prefix: Finder<'static>,
-    prefix_title: Finder<'static>,
-    traceback: Finder<'static>,
-    more: Finder<'static>,
-    complete: Finder<'static>,
-    complete_escaped: Finder<'static>,
+/// What the model reads in one tool result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reading {
+    /// The strongest error signal the result carries (meaningful for a failed call).
+    pub signal: Signal,
+    /// The result says more may be available and states no terminal state.
+    pub more_available: bool,
+    /// The text the model reads contains a Python stack trace (a raw leak).
+    pub stack_trace: bool,
 }
 
-impl Default for Reader {
-    fn default() -> Self {
-        Reader {
-            retryable: Finder::new("retryable"),
-            code: Finder::new("code"),
-            is_error: Finder::new(r#""is_error":true"#),
-            error_obj_escaped: Finder::new(r#"{\"error\":"#),
-            error_obj: Finder::new(r#"{"error":"#),
-            prefix: Finder::new(r#"":"ERROR:"#),
-            prefix_title: Finder::new(r#"":"Error:"#),
-            traceback: Finder::new("Traceback (most recent call last)"),
-            more: Finder::new("may be available"),
-            complete: Finder::new(r#""complete":true"#),
-            complete_escaped: Finder::new(r#"\"complete\":true"#),
+impl Reading {
+    const NOTHING: Reading = Reading { signal: Signal::Unmarked, more_available: false, stack_trace: false };
+}
+
+const TRACEBACK: &str = "Traceback (most recent call last)";
+const MORE: &str = "may be available";
+
+/// Reads one tool result as rendered for `format`: an OpenAI `tool` message, a Responses
+/// `function_call_output` item, an Anthropic `tool_result` block (or the user message holding
+/// it), a Gemini `functionResponse` part (or the user content holding it).
+pub fn read_message(format: Format, message: &str) -> Reading {
+    let Ok(v) = serde_json::from_str::<Value>(message) else { return read_text(message, false) };
+    match format {
+        Format::OpenAiChat | Format::GeminiOpenAi => read_content(&v["content"], false),
+        Format::OpenAiResponses => read_content(&v["output"], false),
+        Format::Anthropic => {
+            let block = if v["type"] == "tool_result" { Some(&v) } else { first_part(&v["content"], "tool_result") };
+            block.map_or(Reading::NOTHING, |b| read_content(&b["content"], b["is_error"] == true))
+        }
+        Format::Gemini => {
+            let part = if v.get("functionResponse").is_some() { Some(&v) } else { first_part(&v["parts"], "") };
+            part.map_or(Reading::NOTHING, |p| read_gemini_response(&p["functionResponse"]["response"]))
         }
     }
 }
 
-impl Reader {
-    /// The error signal of a failed result.
-    pub fn signal(&self, bytes: &str) -> Signal {
-        let b = bytes.as_bytes();
-        if self.retryable.find(b).is_some() && self.code.find(b).is_some() {
-            Signal::Envelope
-        } else if self.is_error.find(b).is_some() {
-            Signal::Flag
-        } else if self.error_obj_escaped.find(b).is_some() || self.error_obj.find(b).is_some() {
-            Signal::Object
-        } else if self.prefix.find(b).is_some() || self.prefix_title.find(b).is_some() {
-            Signal::Prefix
-        } else if self.traceback.find(b).is_some() {
-            Signal::Raw
-        } else {
-            Signal::Unmarked
+/// The first element of a content list with `type == kind` (any element with `functionResponse`
+/// when `kind` is empty).
+fn first_part<'a>(list: &'a Value, kind: &str) -> Option<&'a Value> {
+    list.as_array()?
+        .iter()
+        .find(|p| if kind.is_empty() { p.get("functionResponse").is_some() } else { p["type"] == kind })
+}
+
+/// Gemini: `response.error` is the error channel; anything else (`response.output`, or a
+/// response with neither key, which the API treats as the output) is the function's output,
+/// read as text, never as an error object.
+pub fn read_gemini_response(response: &Value) -> Reading {
+    if let Some(err) = response.get("error") {
+        let text = match err {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let signal = match err.as_object() {
+            Some(o) if is_envelope(o) => Signal::Envelope,
+            _ => Signal::Object,
+        };
+        return Reading { signal, more_available: false, stack_trace: text.contains(TRACEBACK) };
+    }
+    let output = response.get("output").unwrap_or(response);
+    match output {
+        Value::String(s) => {
+            let r = text_rules(s);
+            Reading { more_available: says_more(s), ..r }
         }
+        Value::Object(o) => Reading { more_available: object_says_more(o), ..Reading::NOTHING },
+        _ => Reading::NOTHING,
     }
+}
 
-    /// Whether the result leaks a raw exception or stack trace to the model.
-    pub fn has_stack_trace(&self, bytes: &str) -> bool {
-        self.traceback.find(bytes.as_bytes()).is_some()
+/// Reads a content field: a string, or a list of text parts (joined). `flag` is a structural
+/// `is_error: true` beside it.
+pub fn read_content(content: &Value, flag: bool) -> Reading {
+    match content {
+        Value::String(s) => read_text(s, flag),
+        Value::Array(parts) => {
+            let text: String = parts.iter().filter_map(|p| p["text"].as_str().or(p.as_str())).collect();
+            read_text(&text, flag)
+        }
+        _ => with_flag(Reading::NOTHING, flag),
     }
+}
 
-    /// Whether the result says more may be available and states no terminal state: a result
-    /// that says it is complete reads as complete, whatever its data mentions.
-    pub fn says_more_available(&self, bytes: &str) -> bool {
-        let b = bytes.as_bytes();
-        self.more.find(b).is_some() && self.complete.find(b).is_none() && self.complete_escaped.find(b).is_none()
-    }
+/// Reads the text a model is given as a tool result: JSON where it parses as an object (the
+/// five fields or an `error` key at its top level), else the text rules.
+pub fn read_text(text: &str, flag: bool) -> Reading {
+    let trimmed = text.trim_start();
+    let json = if trimmed.starts_with('{') { serde_json::from_str::<Value>(trimmed).ok() } else { None };
+    let reading = match json.as_ref().and_then(Value::as_object) {
+        Some(o) => Reading {
+            signal: if is_envelope(o) {
+                Signal::Envelope
+            } else if o.contains_key("error") {
+                Signal::Object
+            } else {
+                Signal::Unmarked
+            },
+            more_available: object_says_more(o),
+            stack_trace: text.contains(TRACEBACK),
+        },
+        None => Reading { more_available: says_more(text), ..text_rules(text) },
+    };
+    with_flag(reading, flag)
+}
+
+fn with_flag(r: Reading, flag: bool) -> Reading {
+    if flag && r.signal > Signal::Flag { Reading { signal: Signal::Flag, ..r } } else { r }
+}
+
+/// The five-field envelope: a string `code` and a boolean `retryable` at the top level.
+fn is_envelope(o: &Map<String, Value>) -> bool {
+    o.get("code").is_some_and(Value::is_string) && o.get("retryable").is_some_and(Value::is_boolean)
+}
+
+/// Plain text: an `ERROR:` prefix (the importers' rule `^\s*error\b\s*[:-]`), or a traceback.
+fn text_rules(text: &str) -> Reading {
+    let stack_trace = text.contains(TRACEBACK);
+    let signal = if has_error_prefix(text) {
+        Signal::Prefix
+    } else if stack_trace {
+        Signal::Raw
+    } else {
+        Signal::Unmarked
+    };
+    Reading { signal, more_available: false, stack_trace }
+}
+
+/// `error`, any case, as the first word, then `:` or `-`.
+pub fn has_error_prefix(text: &str) -> bool {
+    let t = text.trim_start().as_bytes();
+    t.len() > 5
+        && t[..5].eq_ignore_ascii_case(b"error")
+        && !t[5].is_ascii_alphanumeric()
+        && t[5..].iter().find(|b| !b.is_ascii_whitespace()).is_some_and(|b| matches!(b, b':' | b'-'))
+}
+
+/// Free text says more may be available.
+fn says_more(text: &str) -> bool {
+    text.to_ascii_lowercase().contains(MORE)
+}
+
+/// A result object says more may be available in one of its own top-level strings (a note, a
+/// message), not inside its data, and does not state `complete: true`.
+fn object_says_more(o: &Map<String, Value>) -> bool {
+    o.get("complete") != Some(&Value::Bool(true))
+        && o.iter().any(|(k, v)| k != "data" && v.as_str().is_some_and(says_more))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::faults::Fault;
     use crate::envelope::render::{Body, Renderer};
-    use crate::envelope::{Encoding, ErrorKind, Format, ToolError};
+    use crate::envelope::{Encoding, ErrorKind, ToolError};
+    use crate::fault::Fault;
 
-    #[test]
-    fn reads_back_each_encoding() {
-        let f = Fault::Http { status: 503, retry_after_ms: None, param: None, message: None };
-        let err = ToolError {
-            kind: ErrorKind::Fault(&f),
+    fn err(f: &Fault) -> ToolError<'_> {
+        ToolError {
+            kind: ErrorKind::Fault(f),
             class: f.class(),
             tool: "search",
             attempts: 1,
             retry_after_ms: None,
-        };
-        let reader = Reader::default();
+            body: r#"{"hits":3}"#,
+        }
+    }
+
+    #[test]
+    fn reads_back_each_encoding_in_each_format() {
+        let f = Fault::http(503);
         let mut r = Renderer::default();
         let expect = |format: Format, encoding: Encoding| match encoding {
             Encoding::Envelope => Signal::Envelope,
@@ -127,10 +219,52 @@ mod tests {
         };
         for format in Format::ALL {
             for encoding in Encoding::ALL {
-                let s = r.render(format, 1, "search", Body::Error { err, encoding });
-                assert_eq!(reader.signal(s), expect(format, encoding), "{format:?} {encoding:?}: {s}");
-                assert_eq!(reader.has_stack_trace(s), encoding == Encoding::Raw);
+                let s = r.render(format, 1, "search", Body::Error { err: err(&f), encoding });
+                let reading = read_message(format, s);
+                assert_eq!(reading.signal, expect(format, encoding), "{format:?} {encoding:?}: {s}");
+                assert_eq!(reading.stack_trace, encoding == Encoding::Raw, "{s}");
             }
         }
+    }
+
+    #[test]
+    fn words_inside_messages_are_not_structure() {
+        // A 400 whose message talks about codes and retrying, as an ERROR: string.
+        let r = read_text("ERROR: the code is not retryable; error: bad value", false);
+        assert_eq!(r.signal, Signal::Prefix);
+        // Data that happens to hold the five field names, one level down, is data.
+        let r = read_text(r#"{"data":{"code":"X","retryable":true},"note":"fine"}"#, false);
+        assert_eq!(r.signal, Signal::Unmarked);
+        assert!(!read_text(r#"{"data":"more may be available","complete":false}"#, false).more_available);
+        assert!(
+            !read_text(r#"{"data":[1],"note":"More results may be available.","complete":true}"#, false).more_available
+        );
+        assert!(read_text(r#"{"data":[1],"note":"More results may be available."}"#, false).more_available);
+        assert_eq!(read_text("An error: occurred", false).signal, Signal::Unmarked);
+        assert_eq!(read_text("  Error - timed out", false).signal, Signal::Prefix);
+        assert_eq!(read_text("Errors: none", false).signal, Signal::Unmarked);
+    }
+
+    #[test]
+    fn gemini_reads_the_error_channel_and_the_output_apart() {
+        let bare = r#"{"functionResponse":{"name":"s","response":{"code":"RATE_LIMITED","retryable":true}}}"#;
+        assert_eq!(read_message(Format::Gemini, bare).signal, Signal::Unmarked, "a bare object is the output");
+        let under_error =
+            r#"{"functionResponse":{"name":"s","response":{"error":{"code":"RATE_LIMITED","retryable":true}}}}"#;
+        assert_eq!(read_message(Format::Gemini, under_error).signal, Signal::Envelope);
+        let msg = r#"{"role":"user","parts":[{"functionResponse":{"name":"s","response":{"error":"down"}}}]}"#;
+        assert_eq!(read_message(Format::Gemini, msg).signal, Signal::Object);
+        let out = r#"{"functionResponse":{"name":"s","response":{"output":"ERROR: down"}}}"#;
+        assert_eq!(read_message(Format::Gemini, out).signal, Signal::Prefix);
+    }
+
+    #[test]
+    fn anthropic_flag_in_block_or_message() {
+        let block = r#"{"type":"tool_result","tool_use_id":"toolu_1","content":"down","is_error":true}"#;
+        assert_eq!(read_message(Format::Anthropic, block).signal, Signal::Flag);
+        let msg = format!(r#"{{"role":"user","content":[{block}]}}"#);
+        assert_eq!(read_message(Format::Anthropic, &msg).signal, Signal::Flag);
+        let no_flag = r#"{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"ERROR: x"}]}"#;
+        assert_eq!(read_message(Format::Anthropic, no_flag).signal, Signal::Prefix);
     }
 }

@@ -2,7 +2,7 @@
 //! each provider format. Writes into reusable buffers; no allocation once they have grown.
 
 use super::{Encoding, ErrorKind, Format, ToolError};
-use crate::engine::faults::Fault;
+use crate::fault::Fault;
 
 /// What one tool call returned, as the orchestrator hands it to the model.
 #[derive(Clone, Copy, Debug)]
@@ -97,19 +97,35 @@ impl Renderer {
                 partial_payload(out, json, stated_complete);
                 out.push('}');
             }
-            Body::Error { err, encoding } => match encoding {
-                Encoding::Envelope | Encoding::Object => {
-                    error_payload(out, &mut self.scratch, &mut self.num, &err, encoding)
-                }
-                Encoding::Raw | Encoding::Prefix | Encoding::Flag => {
-                    error_payload(&mut self.payload, &mut self.scratch, &mut self.num, &err, encoding);
-                    out.push_str(r#"{"output":"#);
-                    push_json_str(out, &self.payload);
-                    out.push('}');
-                }
-            },
+            // Gemini reads a response without `output` or `error` as the output (wire-formats
+            // 4.1): the JSON encodings go under `error`, where the model sees a failure.
+            Body::Error { err, encoding: Encoding::Envelope } => {
+                out.push_str(r#"{"error":"#);
+                five_fields(out, &mut self.scratch, &mut self.num, &err);
+                out.push('}');
+            }
+            Body::Error { err, encoding: Encoding::Object } => {
+                error_payload(out, &mut self.scratch, &mut self.num, &err, Encoding::Object)
+            }
+            // Text encodings are the tool's output, as an agent that returns the string sends it.
+            Body::Error { err, encoding } => {
+                error_payload(&mut self.payload, &mut self.scratch, &mut self.num, &err, encoding);
+                out.push_str(r#"{"output":"#);
+                push_json_str(out, &self.payload);
+                out.push('}');
+            }
         }
         out.push_str("}}");
+    }
+}
+
+/// The whole message an API receives for one tool result: OpenAI's `tool` message and the
+/// Responses item stand alone; Anthropic's block and Gemini's part sit in a `user` turn.
+pub fn wrap_message(format: Format, item: &str) -> String {
+    match format {
+        Format::Anthropic => format!(r#"{{"role":"user","content":[{item}]}}"#),
+        Format::Gemini => format!(r#"{{"role":"user","parts":[{item}]}}"#),
+        _ => item.to_owned(),
     }
 }
 
@@ -308,7 +324,7 @@ pub fn sentence(out: &mut String, num: &mut itoa::Buffer, err: &ToolError<'_>) {
                 out.push_str(tool);
                 out.push_str(" tool returned a damaged response; the same call may succeed later.");
             }
-            Fault::Ambiguous | Fault::NoProgress => {
+            Fault::Ambiguous => {
                 out.push_str("The ");
                 out.push_str(tool);
                 out.push_str(" tool returned partial data.");
@@ -317,8 +333,19 @@ pub fn sentence(out: &mut String, num: &mut itoa::Buffer, err: &ToolError<'_>) {
     }
 }
 
-/// The Python tool client's exception text, as an agent that passes `str(traceback)` shows it.
+/// What a strategy that passes on what the tool client got shows: the Python exception text
+/// (`str(traceback)`), or for a damaged body, the body itself, unparsed.
 fn raw_exception(out: &mut String, num: &mut itoa::Buffer, err: &ToolError<'_>) {
+    match err.kind {
+        ErrorKind::Fault(Fault::TruncatedJson) => return out.push_str(truncated(err.body)),
+        ErrorKind::Fault(Fault::CodeFencedJson) => {
+            out.push_str("```json\n");
+            out.push_str(err.body);
+            out.push_str("\n```");
+            return;
+        }
+        _ => {}
+    }
     out.push_str("Traceback (most recent call last):\n  File \"agent/tools.py\", line 88, in call_tool\n");
     match err.kind {
         ErrorKind::CircuitOpen => {
@@ -339,15 +366,20 @@ fn raw_exception(out: &mut String, num: &mut itoa::Buffer, err: &ToolError<'_>) 
             Fault::Reset => out.push_str(
                 "    response = session.post(url, json=args, timeout=timeout)\nrequests.exceptions.ConnectionError: ('Connection aborted.', ConnectionResetError(104, 'Connection reset by peer'))",
             ),
-            Fault::TruncatedJson => out.push_str(
-                "    return response.json()\njson.decoder.JSONDecodeError: Unterminated string starting at: line 1 column 10 (char 9)",
-            ),
-            Fault::CodeFencedJson => out.push_str(
-                "    return response.json()\njson.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
-            ),
-            Fault::Ambiguous | Fault::NoProgress => out.push_str("    return response.json()\nValueError: partial data"),
+            Fault::TruncatedJson | Fault::CodeFencedJson | Fault::Ambiguous => {
+                out.push_str("    return response.json()\nValueError: partial data")
+            }
         },
     }
+}
+
+/// The first half of a body, cut at a character boundary: what a dropped connection leaves.
+pub fn truncated(body: &str) -> &str {
+    let mut cut = body.len() / 2;
+    while !body.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &body[..cut]
 }
 
 /// A mask with the high bit set in bytes of `w` that need escaping in a JSON string (`"`,
@@ -409,7 +441,7 @@ pub fn push_json_str(out: &mut String, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::faults::ErrorClass;
+    use crate::fault::ErrorClass;
 
     fn err(fault: &Fault) -> ToolError<'_> {
         ToolError {
@@ -418,6 +450,7 @@ mod tests {
             tool: "search",
             attempts: 1,
             retry_after_ms: None,
+            body: r#"{"hits":3}"#,
         }
     }
 
@@ -471,7 +504,7 @@ mod tests {
             Body::Error { err: ToolError { tool: "get_weather", ..e }, encoding: Encoding::Envelope },
         );
         let v: serde_json::Value = serde_json::from_str(s).unwrap();
-        let resp = &v["functionResponse"]["response"];
+        let resp = &v["functionResponse"]["response"]["error"];
         assert_eq!(resp["code"], "RATE_LIMITED");
         assert_eq!(resp["retryable"], true);
         assert_eq!(resp["source"], "tool");

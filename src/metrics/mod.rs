@@ -3,6 +3,7 @@
 //! the rows of `summary.csv`, with intervals from [`stats`].
 
 pub mod aggregate;
+pub mod recorded;
 pub mod run;
 pub mod stats;
 pub mod summary;

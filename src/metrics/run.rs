@@ -51,17 +51,22 @@ impl Observer for RunMetrics {
     #[inline]
     fn event(&mut self, e: &Event<'_>) {
         match *e {
-            Event::ModelCall { status, tokens_in, tokens_out, retry, rule, .. } => {
+            Event::ModelCall { status, tokens_in, tokens_out, retry, rule, fired, wasted, .. } => {
                 self.model_calls += 1;
                 self.tokens += tokens_in + tokens_out;
                 if retry {
                     self.orchestrator_retries += 1;
                 }
+                if wasted {
+                    self.wasted_retries += 1;
+                }
                 if let Some(r) = rule {
                     self.faults_injected += 1;
-                    self.rule_fired[usize::from(r)] += 1;
+                    if fired {
+                        self.rule_fired[usize::from(r)] += 1;
+                    }
                     self.met_fault = true;
-                    let retryable = crate::engine::faults::http_class(status).is_none_or(|c| c.retryable());
+                    let retryable = crate::fault::http_class(status).is_none_or(|c| c.retryable());
                     self.met_non_retryable |= !retryable;
                 } else if status == 200 && std::mem::take(&mut self.transient_pending) {
                     self.model_transient_roundtrips += 1;

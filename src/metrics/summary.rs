@@ -110,15 +110,17 @@ impl SummaryRow {
         SUMMARY_COLUMNS[2..].iter().position(|c| *c == metric).map(|i| self.values[i])
     }
 
-    /// A column's value as written: fixed precision, never `-0`.
+    /// A column's value as written: fixed precision, never `-0`; empty where it has none.
     pub fn formatted(&self, i: usize) -> String {
-        fixed(self.values[i], PRECISION[i])
+        if self.values[i].is_nan() { String::new() } else { fixed(self.values[i], PRECISION[i]) }
     }
 
-    /// The value rounded to the precision it is written with (what gates compare).
-    pub fn rounded(&self, metric: &str) -> Option<f64> {
-        let i = SUMMARY_COLUMNS[2..].iter().position(|c| *c == metric)?;
-        self.formatted(i).parse().ok()
+    /// The row of a run that is not paired with the baseline (the `recorded` row): its
+    /// `calls_delta_*` columns are empty.
+    pub fn without_paired_difference(mut self) -> SummaryRow {
+        let n = self.values.len();
+        self.values[n - 3..].fill(f64::NAN);
+        self
     }
 
     pub fn cells(&self) -> Vec<String> {

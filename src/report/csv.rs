@@ -14,7 +14,7 @@ impl Exporter for SummaryCsv {
         let mut w = csv::Writer::from_writer(out);
         w.write_record(SUMMARY_COLUMNS)?;
         for r in report.results {
-            for row in &r.rows {
+            for row in r.rows.iter().chain(r.recorded.as_ref().map(|x| &x.0)) {
                 w.write_record(row.cells())?;
             }
         }

@@ -24,18 +24,22 @@ impl Exporter for ReportJson {
             .iter()
             .map(|r| {
                 let sc = &r.scenario;
+                let summary_of = |row: &crate::metrics::summary::SummaryRow| -> Map<String, Value> {
+                    SUMMARY_COLUMNS[2..]
+                        .iter()
+                        .enumerate()
+                        .map(|(c, name)| ((*name).to_owned(), number(&row.formatted(c))))
+                        .collect()
+                };
+                let terminated_of = |agg: &crate::metrics::aggregate::Aggregate| -> Map<String, Value> {
+                    TerminatedBy::ALL.iter().map(|t| (t.name().to_owned(), json!(agg.count(*t)))).collect()
+                };
                 let strategies: Vec<Value> = r
                     .rows
                     .iter()
                     .zip(&r.aggregates)
                     .enumerate()
                     .map(|(i, (row, agg))| {
-                        let mut summary = Map::new();
-                        for (c, name) in SUMMARY_COLUMNS[2..].iter().enumerate() {
-                            summary.insert((*name).to_owned(), number(&row.formatted(c)));
-                        }
-                        let terminated: Map<String, Value> =
-                            TerminatedBy::ALL.iter().map(|t| (t.name().to_owned(), json!(agg.count(*t)))).collect();
                         let s = &sc.strategies[i];
                         json!({
                             "strategy": s.name,
@@ -45,8 +49,8 @@ impl Exporter for ReportJson {
                             "breaker": s.breaker,
                             "budgets": s.budgets,
                             "loop_guard": s.loop_guard,
-                            "summary": summary,
-                            "terminated_by": terminated,
+                            "summary": summary_of(row),
+                            "terminated_by": terminated_of(agg),
                             "breaker_rejections": agg.breaker_rejections,
                             "faults_injected": agg.faults_injected,
                             "worst_run": agg.worst.map(|(calls, run)| json!({
@@ -67,6 +71,11 @@ impl Exporter for ReportJson {
                     "fault_rules": r.rules_fired.iter().map(|(l, n)| json!({"rule": l, "fired": n})).collect::<Vec<_>>(),
                     "warnings": r.warnings,
                     "strategies": strategies,
+                    "recorded": r.recorded.as_ref().map(|(row, agg)| json!({
+                        "what": "the recorded model's own run, by the same metric definitions; not a strategy",
+                        "summary": summary_of(row),
+                        "terminated_by": terminated_of(agg),
+                    })),
                 })
             })
             .collect();

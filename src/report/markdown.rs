@@ -37,7 +37,7 @@ impl Exporter for ReportMd {
                 "| strategy | success | loop rate (95% CI) | gave up | calls mean | calls p95 | wasted retries / run | breaker trips / run | Δ calls vs baseline (95% CI) |"
             );
             let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-            for row in &r.rows {
+            for row in r.rows.iter().chain(r.recorded.as_ref().map(|x| &x.0)) {
                 let f = |m: &str| {
                     let i = crate::metrics::summary::SUMMARY_COLUMNS[2..].iter().position(|c| *c == m).unwrap_or(0);
                     row.formatted(i)
@@ -58,6 +58,13 @@ impl Exporter for ReportMd {
                     f("calls_delta_vs_baseline"),
                     f("calls_delta_lo"),
                     f("calls_delta_hi"),
+                );
+            }
+            if r.recorded.is_some() {
+                let _ = writeln!(
+                    s,
+                    "\n`recorded` is what the recorded model did in the trace (one run, by the same definitions): \
+                     shown for comparison, not a strategy; every strategy above runs the same simulated model."
                 );
             }
             let _ = writeln!(s, "\nFault rules (times each trigger fired, all strategies):\n");

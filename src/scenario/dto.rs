@@ -100,6 +100,8 @@ pub struct StepDto {
     pub calls: Option<Vec<CallDto>>,
     pub tool: Option<String>,
     pub args: Option<Value>,
+    /// The arguments the model sends once it corrects a bad-arguments failure.
+    pub fixed_args: Option<Value>,
     pub result: Option<Value>,
     pub latency_ms: Option<u64>,
 }
@@ -110,6 +112,7 @@ pub struct CallDto {
     pub tool: String,
     #[serde(default = "empty_object")]
     pub args: Value,
+    pub fixed_args: Option<Value>,
     #[serde(default = "ok_result")]
     pub result: Value,
     pub latency_ms: Option<u64>,

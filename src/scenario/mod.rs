@@ -12,6 +12,7 @@ use crate::engine::profile::Profile;
 use crate::engine::strategy::Strategy;
 use crate::engine::task::{Policy, Task};
 use crate::envelope::Format;
+use crate::metrics::run::RunMetrics;
 
 /// A gate: `metric` of `strategy` (or `*`, every strategy) must stay within `[min, max]`.
 #[derive(Clone, Debug, PartialEq)]
@@ -43,4 +44,7 @@ pub struct Scenario {
     pub gates: Vec<Gate>,
     /// FNV-1a of each tool name, then of "provider": targets' parts of fault-stream keys.
     pub target_hashes: Vec<u64>,
+    /// For a scenario that replays a trace: what the recorded model did, as one run (the
+    /// `recorded` row of the reports).
+    pub recorded: Option<RunMetrics>,
 }

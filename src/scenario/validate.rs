@@ -4,10 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
+use serde_json::Value;
+
 use super::dto::*;
 use super::{Gate, Scenario};
 use crate::engine::breaker::{BreakerConfig, BreakerMode};
-use crate::engine::faults::{Fault, FaultPlan, FaultRule, RateLimit, Target, Trigger, http_class};
+use crate::engine::faults::{FaultPlan, FaultRule, RateLimit, Target, Trigger};
 use crate::engine::profile::Profile;
 use crate::engine::retry::{Backoff, MAX_ATTEMPTS_LIMIT, RetryPolicy};
 use crate::engine::rng::fnv1a64;
@@ -15,8 +17,14 @@ use crate::engine::strategy::{Partials, Routing, Strategy};
 use crate::engine::task::{MAX_PARALLEL_CALLS, Policy, Task};
 use crate::envelope::{Encoding, Format};
 use crate::error::{Error, Result};
+use crate::fault::{Fault, HTTP_STATUSES, NON_HTTP_FAULTS, http_class};
+use crate::metrics::recorded::recorded_metrics;
 use crate::metrics::summary::SUMMARY_COLUMNS;
-use crate::trace::compile::compile;
+use crate::trace::Trace;
+use crate::trace::compile::{Compiled, compile};
+
+/// `profile = "calibrated"`: fitted from the scenario's own trace.
+pub const CALIBRATED: &str = "calibrated";
 
 pub const DEFAULT_SEED: u64 = 1;
 pub const DEFAULT_RUNS: u64 = 200;
@@ -24,8 +32,6 @@ pub const MAX_RUNS: u64 = 100_000_000;
 /// Any duration a scenario names (latencies, timeouts, waits, windows) is at most a day of
 /// virtual time, so virtual-time arithmetic cannot overflow.
 pub const MAX_MS: u64 = 86_400_000;
-const NON_HTTP_FAULTS: [&str; 6] =
-    ["timeout", "reset", "ambiguous", "truncated_json", "code_fenced_json", "no_progress"];
 
 /// Where errors point: the file, and (for TOML) the source to find lines in.
 struct Ctx<'a> {
@@ -84,13 +90,18 @@ pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scen
         return Err(ctx.err(ctx.key_line("name"), "name", "a non-empty name"));
     }
 
-    let (mut task, recorded, trace_format) = match (&dto.trace, &dto.task) {
+    let replay = match (&dto.trace, &dto.task) {
         (Some(_), Some(_)) => {
             return Err(ctx.err(ctx.key_line("trace"), "trace", "either `trace` or `[task]`, not both"));
         }
         (None, None) => return Err(ctx.err(None, "task", "a `[task]` with steps, or `trace = \"…\"`")),
-        (Some(t), None) => load_trace(&ctx, t, &dto)?,
+        (Some(t), None) => Some(load_trace(&ctx, t, &dto)?),
+        (None, Some(_)) => None,
+    };
+    let (mut task, recorded_rules, trace_format) = match (&replay, &dto.task) {
+        (Some(r), _) => (r.compiled.task.clone(), r.compiled.rules.clone(), r.trace.header.provider.clone()),
         (None, Some(t)) => (task_from_dto(&ctx, t)?, Vec::new(), None),
+        (None, None) => unreachable!("checked above"),
     };
     if task.steps.is_empty() {
         return Err(ctx.err(ctx.key_line("task"), "task.steps", "at least one step"));
@@ -103,7 +114,7 @@ pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scen
         })?,
     };
 
-    let mut rules = recorded;
+    let mut rules = recorded_rules;
     for (i, f) in dto.faults.iter().enumerate() {
         rules.push(fault_rule(&ctx, i, f, &mut task)?);
     }
@@ -112,7 +123,7 @@ pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scen
     }
 
     let policy = policy_from_dto(&ctx, &dto.policy)?;
-    let profile = profile_from_dto(&ctx, dto.profile.as_ref())?;
+    let profile = profile_from_dto(&ctx, dto.profile.as_ref(), replay.as_ref().map(|r| &r.trace))?;
     let strategies = strategies_from_dto(&ctx, dto.strategies, &policy.retry)?;
     let baseline = match &dto.baseline {
         None => 0,
@@ -164,6 +175,7 @@ pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scen
         profile,
         gates,
         target_hashes,
+        recorded: replay.map(|r| recorded_metrics(&r.trace, &r.compiled)),
     })
 }
 
@@ -182,9 +194,13 @@ pub fn resolve(file: &Path, rel: &str) -> PathBuf {
     [dir.join(rel), dir.join("..").join(rel)].into_iter().find(|p| p.exists()).unwrap_or_else(|| rel.to_owned())
 }
 
-type Loaded = (Task, Vec<FaultRule>, Option<String>);
+/// A scenario's trace and what it compiles to.
+struct Replay {
+    trace: Trace,
+    compiled: Compiled,
+}
 
-fn load_trace(ctx: &Ctx, rel: &str, dto: &ScenarioDto) -> Result<Loaded> {
+fn load_trace(ctx: &Ctx, rel: &str, dto: &ScenarioDto) -> Result<Replay> {
     use crate::trace::import::conversation::FailureRules;
     use crate::trace::import::{ImportOptions, SourceFormat, import_path};
     let (select, pick) = (dto.trace_select.as_deref(), dto.trace_conversation);
@@ -228,8 +244,8 @@ fn load_trace(ctx: &Ctx, rel: &str, dto: &ScenarioDto) -> Result<Loaded> {
         }
     };
     let trace = traces.swap_remove(index);
-    let c = compile(&trace);
-    Ok((c.task, c.rules, trace.header.provider))
+    let compiled = compile(&trace);
+    Ok(Replay { trace, compiled })
 }
 
 fn task_from_dto(ctx: &Ctx, t: &TaskDto) -> Result<Task> {
@@ -244,8 +260,16 @@ fn task_from_dto(ctx: &Ctx, t: &TaskDto) -> Result<Task> {
             }
             (None, None) => return Err(ctx.err(line, field, "`calls = [...]` or the shorthand `tool = \"…\"`")),
             (Some(calls), None) => {
-                if step.args.is_some() || step.result.is_some() || step.latency_ms.is_some() {
-                    return Err(ctx.err(line, field, "`args`, `result` and `latency_ms` inside each call of `calls`"));
+                if step.args.is_some()
+                    || step.result.is_some()
+                    || step.latency_ms.is_some()
+                    || step.fixed_args.is_some()
+                {
+                    return Err(ctx.err(
+                        line,
+                        field,
+                        "`args`, `fixed_args`, `result` and `latency_ms` inside each call of `calls`",
+                    ));
                 }
                 if calls.is_empty() || calls.len() > MAX_PARALLEL_CALLS {
                     return Err(ctx.err(line, format!("{field}.calls"), format!("1 to {MAX_PARALLEL_CALLS} calls")));
@@ -253,7 +277,8 @@ fn task_from_dto(ctx: &Ctx, t: &TaskDto) -> Result<Task> {
                 for c in calls {
                     check_tool_name(ctx, line, &field, &c.tool)?;
                     ms(ctx, line, &format!("{field}.latency_ms"), c.latency_ms)?;
-                    idx.push(task.push_call(&c.tool, &c.args, &c.result, c.latency_ms));
+                    let fixes = fixed_args(ctx, line, &field, &c.args, c.fixed_args.as_ref())?;
+                    idx.push(task.push_call(&c.tool, &c.args, &fixes, &c.result, c.latency_ms));
                 }
             }
             (None, Some(tool)) => {
@@ -261,12 +286,27 @@ fn task_from_dto(ctx: &Ctx, t: &TaskDto) -> Result<Task> {
                 ms(ctx, line, &format!("{field}.latency_ms"), step.latency_ms)?;
                 let args = step.args.clone().unwrap_or_else(empty_object);
                 let result = step.result.clone().unwrap_or_else(ok_result);
-                idx.push(task.push_call(tool, &args, &result, step.latency_ms));
+                let fixes = fixed_args(ctx, line, &field, &args, step.fixed_args.as_ref())?;
+                idx.push(task.push_call(tool, &args, &fixes, &result, step.latency_ms));
             }
         }
         task.steps.push(idx);
     }
     Ok(task)
+}
+
+/// A step's `fixed_args`: the arguments the model sends once it corrects them. They must be an
+/// object that differs from `args`.
+fn fixed_args(ctx: &Ctx, line: Option<usize>, field: &str, args: &Value, fixed: Option<&Value>) -> Result<Vec<Value>> {
+    let Some(f) = fixed else { return Ok(Vec::new()) };
+    if !f.is_object() || !args.is_object() || f == args {
+        return Err(ctx.err(
+            line,
+            format!("{field}.fixed_args"),
+            "an object of corrected arguments that differs from `args` (and `args` an object)",
+        ));
+    }
+    Ok(vec![f.clone()])
 }
 
 fn check_tool_name(ctx: &Ctx, line: Option<usize>, field: &str, name: &str) -> Result<()> {
@@ -355,12 +395,10 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &mut Task) -> Result<Faul
                 return Err(ctx.err(
                     line,
                     field("http"),
-                    format!(
-                        "one of 400, 401, 402, 403, 404, 408, 409, 413, 422, 429, 500, 502, 503, 504, 529, got {status}"
-                    ),
+                    format!("one of {}, got {status}", HTTP_STATUSES.map(|s| s.to_string()).join(", ")),
                 ));
             };
-            if (f.param.is_some() || f.message.is_some()) && class != crate::engine::faults::ErrorClass::BadArgs {
+            if (f.param.is_some() || f.message.is_some()) && class != crate::fault::ErrorClass::BadArgs {
                 return Err(ctx.err(line, field("param"), "`param` and `message` only with http = 400 or 422"));
             }
             Fault::Http { status, retry_after_ms, param: f.param.clone(), message: f.message.clone() }
@@ -381,7 +419,15 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &mut Task) -> Result<Faul
                 "ambiguous" => Fault::Ambiguous,
                 "truncated_json" => Fault::TruncatedJson,
                 "code_fenced_json" => Fault::CodeFencedJson,
-                "no_progress" => Fault::NoProgress,
+                "no_progress" => {
+                    return Err(ctx.err(
+                        line,
+                        field("fault"),
+                        "one of timeout, reset, ambiguous, truncated_json, code_fenced_json: \"no_progress\" was removed \
+                         (a 200 with unchanged data and no \"more may be available\" reads the same under every \
+                         envelope, so it measured nothing; use \"ambiguous\" for a result that never says it is complete)",
+                    ));
+                }
                 other => {
                     return Err(ctx.err(
                         line,
@@ -540,11 +586,25 @@ fn policy_from_dto(ctx: &Ctx, d: &PolicyDto) -> Result<Policy> {
     Ok(p)
 }
 
-fn profile_from_dto(ctx: &Ctx, d: Option<&ProfileRefDto>) -> Result<Profile> {
+/// The profile a scenario names: the bundled `default`, `calibrated` (fitted from the
+/// scenario's own trace), a file, or a `[profile]` table of overrides on one of those.
+fn profile_from_dto(ctx: &Ctx, d: Option<&ProfileRefDto>, trace: Option<&Trace>) -> Result<Profile> {
     let line = ctx.key_line("profile");
     let read_base = |name: &str| -> Result<Profile> {
         if name == "default" {
             return Ok(Profile::bundled_default());
+        }
+        if name == CALIBRATED {
+            let Some(trace) = trace else {
+                return Err(ctx.err(
+                    line,
+                    "profile",
+                    "\"calibrated\" only in a scenario with `trace = …` (it is fitted from it)",
+                ));
+            };
+            let mut fit = crate::calibrate::Fit::default();
+            crate::calibrate::observe(trace, &mut fit);
+            return Ok(fit.profile(crate::calibrate::DEFAULT_MIN_OBSERVATIONS).0);
         }
         let path = resolve(ctx.file, name);
         let src = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;

@@ -1,30 +1,69 @@
-//! Compiles a trace into what the engine replays: the task (the distinct calls the agent
-//! needed, turn by turn, with their successful results) and the recorded fault schedule
-//! (which attempt on which tool failed, and how) as `at` rules.
-
-use std::collections::BTreeMap;
+//! Compiles a trace into what the engine replays: the task (the calls the agent needed, in the
+//! recording's own turns, with their successful results) and the recorded fault schedule
+//! (which attempt on which target failed, and how) as `at` rules.
+//!
+//! A recorded call is either new work or a re-issue of an earlier call of the same tool that
+//! failed (or said more may be available) in an earlier turn: identical arguments (a retry) or
+//! changed ones (a correction), sent in its place. Each chain of re-issues is one call of the
+//! task, in the step of the turn that first issued it, so parallel calls stay parallel and a
+//! failure is fixed only by the call sent in its place, never by a sibling.
 
 use serde_json::Value;
 
 use super::{Trace, TraceEvent};
-use crate::engine::faults::{ErrorClass, Fault, FaultRule, Target, Trigger};
-use crate::engine::task::{Recorded, Task, canonical_json};
+use crate::engine::faults::{FaultRule, Target, Trigger};
+use crate::engine::task::{Task, canonical_json};
+use crate::fault::{ErrorClass, Fault, http_class};
 
 pub struct Compiled {
     pub task: Task,
     pub rules: Vec<FaultRule>,
+    /// Every answered tool call of the recording, in call order, with its place in the task.
+    pub calls: Vec<RecordedCall>,
+    /// For each model call of the recording (in order), the provider rule its failure became.
+    pub model_rules: Vec<Option<u16>>,
+}
+
+/// How a recorded call relates to the call it was sent in place of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Issue {
+    /// New work: the first call of its chain.
+    First,
+    /// The identical call again (same tool, same canonical arguments).
+    Identical,
+    /// The same tool with changed arguments.
+    Changed,
+}
+
+/// One answered tool call of a recording.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedCall {
+    pub turn: u32,
+    pub call_id: String,
+    pub tool: String,
+    pub args: Value,
+    pub canon: String,
+    /// `None` for a success; `Partial` for a result that said more may be available.
+    pub class: Option<ErrorClass>,
+    pub status: Option<u16>,
+    pub content: String,
+    /// The chain (the task call) it belongs to, and how it continues it.
+    pub chain: usize,
+    pub issue: Issue,
+    /// The fault rule behind its outcome, and whether the rule's trigger fired here (false for
+    /// a failure the faults' memory repeats by itself).
+    pub rule: Option<(u16, bool)>,
 }
 
 /// The fault a recorded failure stands for: its status when known, else its class.
 pub fn recorded_fault(status: Option<u16>, class: Option<&str>) -> Fault {
-    let http = |status| Fault::Http { status, retry_after_ms: None, param: None, message: None };
     match (status, class) {
-        (Some(s), _) if crate::engine::faults::http_class(s).is_some() => http(s),
+        (Some(s), _) if http_class(s).is_some() => Fault::http(s),
         (_, Some("partial")) => Fault::Ambiguous,
-        (_, Some("rate_limited")) => http(429),
-        (_, Some("bad_args")) => http(400),
-        (_, Some("terminal")) => http(404),
-        _ => http(503),
+        (_, Some("rate_limited")) => Fault::http(429),
+        (_, Some("bad_args")) => Fault::http(400),
+        (_, Some("terminal")) => Fault::http(404),
+        _ => Fault::http(503),
     }
 }
 
@@ -33,132 +72,213 @@ fn result_value(content: &str) -> Value {
     serde_json::from_str(content).unwrap_or_else(|_| Value::String(content.to_owned()))
 }
 
-pub fn compile(trace: &Trace) -> Compiled {
-    struct Call<'a> {
-        turn: u32,
-        name: &'a str,
-        args: &'a Value,
-        canon: String,
-    }
-    let mut calls: BTreeMap<&str, Call> = BTreeMap::new();
-    // (call, ok, partial, status, class, content) in result order.
-    let mut results = Vec::new();
-    let mut final_text = String::new();
+/// The answered tool calls of a trace in call order, each with its recorded outcome.
+fn answered_calls(trace: &Trace) -> Vec<RecordedCall> {
+    let mut calls: Vec<RecordedCall> = Vec::new();
+    let mut answered: Vec<bool> = Vec::new();
     for ev in &trace.events {
         match ev {
             TraceEvent::ToolCall { turn, call_id, name, args } => {
-                calls.insert(call_id, Call { turn: *turn, name, args, canon: canonical_json(args) });
+                calls.push(RecordedCall {
+                    turn: *turn,
+                    call_id: call_id.clone(),
+                    tool: name.clone(),
+                    canon: canonical_json(args),
+                    args: args.clone(),
+                    class: None,
+                    status: None,
+                    content: String::new(),
+                    chain: 0,
+                    issue: Issue::First,
+                    rule: None,
+                });
+                answered.push(false);
             }
             TraceEvent::ToolResult { call_id, ok, status, content, error_class, .. } => {
-                if calls.contains_key(call_id.as_str()) {
-                    let partial = error_class.as_deref() == Some("partial");
-                    results.push((
-                        call_id.as_str(),
-                        *ok && !partial,
-                        partial,
-                        *status,
-                        error_class.as_deref(),
-                        content.as_str(),
-                    ));
-                }
+                // A result answers the latest call with its id.
+                let Some(i) = calls.iter().rposition(|c| &c.call_id == call_id) else { continue };
+                let partial = error_class.as_deref() == Some("partial");
+                let c = &mut calls[i];
+                c.class = if partial {
+                    Some(ErrorClass::Partial)
+                } else if *ok {
+                    None
+                } else {
+                    Some(recorded_fault(*status, error_class.as_deref()).class())
+                };
+                c.status = *status;
+                c.content.clone_from(content);
+                answered[i] = true;
             }
-            TraceEvent::Final { text, .. } => final_text.clone_from(text),
-            TraceEvent::ModelCall { .. } => {}
+            TraceEvent::ModelCall { .. } | TraceEvent::Final { .. } => {}
         }
     }
+    calls.into_iter().zip(answered).filter(|(_, a)| *a).map(|(c, _)| c).collect()
+}
 
-    let results: Vec<_> = results.into_iter().map(|(id, ok, p, st, cl, co)| (&calls[id], ok, p, st, cl, co)).collect();
-    let mut task = Task { final_text, ..Task::default() };
+/// Links every call to the chain it continues (see the module comment); returns the number of
+/// chains.
+fn link_chains(calls: &mut [RecordedCall]) -> usize {
+    struct Chain {
+        tool: String,
+        canon: String,
+        turn: u32,
+        open: bool,
+    }
+    let mut chains: Vec<Chain> = Vec::new();
+    let mut turn_start = 0;
+    while turn_start < calls.len() {
+        let turn = calls[turn_start].turn;
+        let end = calls[turn_start..].iter().position(|c| c.turn != turn).map_or(calls.len(), |p| turn_start + p);
+        let mut used: Vec<usize> = Vec::new();
+        for c in &mut calls[turn_start..end] {
+            let candidate = |same_args: bool| {
+                (0..chains.len()).find(|&k| {
+                    let ch = &chains[k];
+                    ch.open
+                        && ch.turn < turn
+                        && ch.tool == c.tool
+                        && !used.contains(&k)
+                        && (!same_args || ch.canon == c.canon)
+                })
+            };
+            let (k, issue) = match candidate(true) {
+                Some(k) => (k, Issue::Identical),
+                None => match candidate(false) {
+                    Some(k) => (k, Issue::Changed),
+                    None => {
+                        chains.push(Chain { tool: c.tool.clone(), canon: String::new(), turn, open: false });
+                        (chains.len() - 1, Issue::First)
+                    }
+                },
+            };
+            used.push(k);
+            c.chain = k;
+            c.issue = issue;
+            chains[k].canon.clone_from(&c.canon);
+            chains[k].turn = turn;
+            chains[k].open = c.class.is_some();
+        }
+        turn_start = end;
+    }
+    chains.len()
+}
+
+pub fn compile(trace: &Trace) -> Compiled {
+    let mut calls = answered_calls(trace);
+    let n_chains = link_chains(&mut calls);
+    let mut task = Task::default();
     for t in &trace.header.tools {
         task.tools.push(t.name.clone());
     }
-    let mut steps: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     let mut rules = Vec::new();
-    let mut attempts: BTreeMap<&str, u32> = BTreeMap::new();
-    let mut taken: Vec<(&str, &str)> = Vec::new();
-    let mut stuck: Vec<(&str, String, ErrorClass)> = Vec::new();
-    for (i, &(call, ok, partial, status, class, content)) in results.iter().enumerate() {
-        let attempt = attempts.entry(call.name).or_insert(0);
-        *attempt += 1;
-        let tool_idx = task.tools.iter().position(|t| t == call.name).unwrap_or_else(|| {
-            task.tools.push(call.name.to_owned());
-            task.tools.len() - 1
-        }) as u16;
-        // Faults with memory repeat by themselves (design 3.3): a terminal fault sticks to the
-        // tool, bad arguments and partial results to the call, so only the first is a rule.
-        let fault = recorded_fault(status, class);
-        let sticky_key = match fault.class() {
-            ErrorClass::Terminal => Some((call.name, String::new(), ErrorClass::Terminal)),
-            c @ (ErrorClass::BadArgs | ErrorClass::Partial) => Some((call.name, call.canon.clone(), c)),
-            _ => None,
-        };
-        let repeat = sticky_key.as_ref().is_some_and(|k| stuck.contains(k));
-        if (!ok || partial) && !repeat {
-            stuck.extend(sticky_key);
-            rules.push(FaultRule {
-                target: Target::Tool(tool_idx),
-                trigger: Trigger { at: Some(vec![*attempt]), ..Trigger::default() },
-                label: format!("{} at [{}]: {} (recorded)", call.name, attempt, fault.label()),
-                fault,
-            });
-        }
-        // A call is work the task needs when it is the first of its kind and it either
-        // succeeded or no later call of the same tool did (so it is not a bad first try).
-        let first = !taken.contains(&(call.name, call.canon.as_str()));
-        let resolved_later = results[i + 1..].iter().any(|r| r.0.name == call.name && r.1);
-        if first && (ok || partial || !resolved_later) {
-            taken.push((call.name, call.canon.as_str()));
-            let result = if ok || partial { result_value(content) } else { Value::String("ok".into()) };
-            let idx = task.push_call(call.name, call.args, &result, None);
-            steps.entry(call.turn).or_default().push(idx);
+
+    // Provider failures, at the provider attempt they happened on.
+    let mut model_rules = Vec::new();
+    let mut provider_attempt = 0;
+    for ev in &trace.events {
+        match ev {
+            TraceEvent::ModelCall { status, .. } => {
+                provider_attempt += 1;
+                model_rules.push(if *status == 200 {
+                    None
+                } else {
+                    let fault = Fault::http(if http_class(*status).is_some() { *status } else { 500 });
+                    rules.push(at_rule(Target::Provider, "provider", provider_attempt, fault));
+                    Some(rules.len() as u16 - 1)
+                });
+            }
+            TraceEvent::Final { text, .. } => task.final_text.clone_from(text),
+            TraceEvent::ToolCall { .. } | TraceEvent::ToolResult { .. } => {}
         }
     }
-    task.steps = steps.into_values().collect();
-    task.recording = recording(trace, &task);
-    Compiled { task, rules }
+
+    // Tool failures at their attempt on the tool. Faults with memory repeat by themselves
+    // (design 3.3): a terminal fault sticks to the tool, a partial result to the call, bad
+    // arguments to the arguments — and a correction that fails again is the recorded model's
+    // failed fix, which the profile's `p_fix_args` models, not a scheduled fault.
+    let mut attempts: Vec<(String, u32)> = Vec::new();
+    let mut terminal: Vec<(String, u16)> = Vec::new();
+    let mut chain_memory: Vec<Vec<(ErrorClass, u16)>> = vec![Vec::new(); n_chains];
+    for c in &mut calls {
+        let attempt = match attempts.iter_mut().find(|a| a.0 == c.tool) {
+            Some(a) => {
+                a.1 += 1;
+                a.1
+            }
+            None => {
+                attempts.push((c.tool.clone(), 1));
+                1
+            }
+        };
+        let Some(class) = c.class else { continue };
+        let remembered = match class {
+            ErrorClass::Terminal => terminal.iter().find(|t| t.0 == c.tool).map(|t| t.1),
+            ErrorClass::BadArgs | ErrorClass::Partial => {
+                chain_memory[c.chain].iter().find(|m| m.0 == class).map(|m| m.1)
+            }
+            ErrorClass::Transient | ErrorClass::RateLimited => None,
+        };
+        c.rule = Some(match remembered {
+            Some(r) => (r, false),
+            None => {
+                let tool_idx = match task.tools.iter().position(|t| *t == c.tool) {
+                    Some(i) => i,
+                    None => {
+                        task.tools.push(c.tool.clone());
+                        task.tools.len() - 1
+                    }
+                };
+                let fault = if class == ErrorClass::Partial {
+                    Fault::Ambiguous
+                } else {
+                    recorded_fault(c.status, Some(class.name()))
+                };
+                rules.push(at_rule(Target::Tool(tool_idx as u16), &c.tool, attempt, fault));
+                let r = rules.len() as u16 - 1;
+                match class {
+                    ErrorClass::Terminal => terminal.push((c.tool.clone(), r)),
+                    ErrorClass::BadArgs | ErrorClass::Partial => chain_memory[c.chain].push((class, r)),
+                    _ => {}
+                }
+                (r, true)
+            }
+        });
+    }
+
+    // One task call per chain: its first arguments, its corrections, its successful result.
+    let mut steps: Vec<(u32, Vec<u32>)> = Vec::new();
+    for k in 0..n_chains {
+        let members: Vec<&RecordedCall> = calls.iter().filter(|c| c.chain == k).collect();
+        let first = members[0];
+        let mut fixes: Vec<Value> = Vec::new();
+        for m in &members[1..] {
+            if m.canon != first.canon && !fixes.iter().any(|f| canonical_json(f) == m.canon) {
+                fixes.push(m.args.clone());
+            }
+        }
+        let result = members
+            .iter()
+            .rev()
+            .find(|m| !m.class.is_some_and(ErrorClass::is_failure))
+            .map_or_else(|| Value::String("ok".into()), |m| result_value(&m.content));
+        let idx = task.push_call(&first.tool, &first.args, &fixes, &result, None);
+        match steps.last_mut() {
+            Some((turn, step)) if *turn == first.turn => step.push(idx),
+            _ => steps.push((first.turn, vec![idx])),
+        }
+    }
+    task.steps = steps.into_iter().map(|s| s.1).collect();
+    Compiled { task, rules, calls, model_rules }
 }
 
-/// The recorded model's decisions, result by result, until the first unanswered call.
-fn recording(trace: &Trace, task: &Task) -> Vec<Recorded> {
-    use crate::engine::model::Action;
-    use crate::envelope::Format;
-    use crate::envelope::read::{Reader, Signal};
-    use crate::trace::inspect::{Next, follow_up, stats};
-    let s = stats(trace);
-    let reader = Reader::default();
-    let format = trace.header.provider.as_deref().and_then(Format::parse).unwrap_or(Format::OpenAiChat);
-    let mut out = Vec::new();
-    for (i, row) in s.rows.iter().enumerate() {
-        let class = match row.outcome.as_str() {
-            "ok" => None,
-            "unanswered" => break,
-            "partial" => Some(ErrorClass::Partial),
-            "transient" => Some(ErrorClass::Transient),
-            "rate_limited" => Some(ErrorClass::RateLimited),
-            "terminal" => Some(ErrorClass::Terminal),
-            _ => Some(ErrorClass::BadArgs),
-        };
-        let Some(tool) = task.tools.iter().position(|t| *t == row.tool) else { break };
-        let signal = class.filter(|c| c.is_failure()).map(|_| {
-            // Read the recorded content as the model received it in the trace's format.
-            let mut wrapped = String::from(r#"{"role":"tool","content":"#);
-            crate::envelope::render::push_json_str(&mut wrapped, &row.content);
-            wrapped.push('}');
-            let read = reader.signal(&wrapped);
-            let flagged = row.evidence.as_deref().is_some_and(|e| e.contains("is_error: true"));
-            if flagged && format.has_error_flag() && read > Signal::Flag { Signal::Flag } else { read }
-        });
-        let action = match follow_up(&s, i) {
-            Next::RetryIdentical => Action::Repeat,
-            Next::ChangedArgs => Action::FixArgs,
-            Next::MovedOn => Action::Accept,
-            Next::GaveUp => Action::GiveUp,
-        };
-        let more_available =
-            class == Some(ErrorClass::Partial) && row.content.to_lowercase().contains("may be available");
-        out.push(Recorded { tool: tool as u16, class, signal, more_available, action });
+fn at_rule(target: Target, name: &str, attempt: u32, fault: Fault) -> FaultRule {
+    FaultRule {
+        target,
+        trigger: Trigger { at: Some(vec![attempt]), ..Trigger::default() },
+        label: format!("{name} at [{attempt}]: {} (recorded)", fault.label()),
+        fault,
     }
-    out
 }
 
 #[cfg(test)]
@@ -166,44 +286,81 @@ mod tests {
     use super::*;
     use std::path::Path;
 
+    fn parse(src: &str) -> Trace {
+        Trace::parse(src, Path::new("t.jsonl")).unwrap()
+    }
+
     #[test]
-    fn worked_example_compiles_to_one_step_and_a_schedule() {
-        let src = r#"{"tracefault_trace":1,"id":"w","source_format":"native","tools":[{"name":"search"}]}
-{"type":"tool_call","turn":1,"call_id":"a","name":"search","args":{"q":"Paris"}}
+    fn worked_example_compiles_to_one_call_a_schedule_and_its_fix() {
+        let t = parse(
+            r#"{"tracefault_trace":1,"id":"w","source_format":"native","tools":[{"name":"search"}]}
+{"type":"tool_call","turn":1,"call_id":"a","name":"search","args":{"q":"weather Paris"}}
 {"type":"tool_result","call_id":"a","ok":false,"status":503,"content":"unavailable","error_class":"transient"}
-{"type":"tool_call","turn":2,"call_id":"b","name":"search","args":{"q":"Paris"}}
-{"type":"tool_result","call_id":"b","ok":false,"status":400,"content":"bad","error_class":"bad_args"}
-{"type":"tool_call","turn":3,"call_id":"c","name":"search","args":{"q":"Paris, FR"}}
-{"type":"tool_result","call_id":"c","ok":true,"content":"{\"t\":18}"}
+{"type":"tool_call","turn":2,"call_id":"b","name":"search","args":{"q":"weather Paris"}}
+{"type":"tool_result","call_id":"b","ok":false,"status":503,"content":"unavailable","error_class":"transient"}
+{"type":"tool_call","turn":3,"call_id":"c","name":"search","args":{"q":"weather Paris"}}
+{"type":"tool_result","call_id":"c","ok":false,"status":400,"content":"bad","error_class":"bad_args"}
+{"type":"tool_call","turn":4,"call_id":"d","name":"search","args":{"q":"Paris"}}
+{"type":"tool_result","call_id":"d","ok":true,"content":"{\"t\":18}"}
 {"type":"final","text":"18C","outcome":"answer"}
-"#;
-        let t = Trace::parse(src, Path::new("w.jsonl")).unwrap();
+"#,
+        );
         let c = compile(&t);
         assert_eq!(c.task.steps, vec![vec![0]]);
-        assert_eq!(c.task.calls[0].args, r#"{"q":"Paris, FR"}"#);
-        assert_eq!(c.task.calls[0].result_json, r#"{"t":18}"#);
-        assert_eq!(c.rules.len(), 2);
-        assert_eq!(c.rules[0].trigger.at, Some(vec![1]));
-        assert_eq!(c.rules[1].fault.status(), Some(400));
+        let call = &c.task.calls[0];
+        assert_eq!(call.args, r#"{"q":"weather Paris"}"#, "the task starts from the first arguments");
+        assert_eq!(call.args_for(1), r#"{"q":"Paris"}"#, "and the recorded correction is its first fix");
+        assert_eq!(call.result_json, r#"{"t":18}"#);
+        let at: Vec<_> = c.rules.iter().map(|r| (r.trigger.at.clone().unwrap()[0], r.fault.status())).collect();
+        assert_eq!(at, [(1, Some(503)), (2, Some(503)), (3, Some(400))]);
+        let issues: Vec<Issue> = c.calls.iter().map(|c| c.issue).collect();
+        assert_eq!(issues, [Issue::First, Issue::Identical, Issue::Identical, Issue::Changed]);
         assert_eq!(c.task.final_text, "18C");
     }
 
     #[test]
-    fn recording_pairs_results_with_their_calls_whatever_their_order() {
-        let src = r#"{"tracefault_trace":1,"id":"p","source_format":"native","tools":[{"name":"a"},{"name":"b"}]}
-{"type":"tool_call","turn":1,"call_id":"x","name":"a","args":{}}
-{"type":"tool_call","turn":1,"call_id":"y","name":"b","args":{}}
-{"type":"tool_result","call_id":"y","ok":false,"status":503,"content":"ERROR: b is down","error_class":"transient"}
-{"type":"tool_result","call_id":"x","ok":true,"content":"{}"}
-{"type":"tool_call","turn":2,"call_id":"z","name":"b","args":{}}
-{"type":"tool_result","call_id":"z","ok":true,"content":"{}"}
+    fn a_failing_parallel_call_is_not_fixed_by_its_sibling() {
+        // get_location("Londos") fails beside get_location("London"): two calls in one step.
+        let t = parse(
+            r#"{"tracefault_trace":1,"id":"p","source_format":"native","tools":[{"name":"get_location"}]}
+{"type":"tool_call","turn":1,"call_id":"x","name":"get_location","args":{"loc_name":"Londos"}}
+{"type":"tool_call","turn":1,"call_id":"y","name":"get_location","args":{"loc_name":"London"}}
+{"type":"tool_result","call_id":"x","ok":false,"content":"Unknown place","error_class":"bad_args"}
+{"type":"tool_result","call_id":"y","ok":true,"content":"{\"lat\":51}"}
 {"type":"final","text":"done","outcome":"answer"}
-"#;
-        let c = compile(&Trace::parse(src, Path::new("p.jsonl")).unwrap());
-        let r = &c.task.recording;
-        assert_eq!((r[0].tool, r[0].class, r[0].signal), (0, None, None));
-        assert_eq!((r[1].tool, r[1].class), (1, Some(ErrorClass::Transient)));
-        assert_eq!(r[1].signal, Some(crate::envelope::read::Signal::Prefix));
-        assert_eq!(r[1].action, crate::engine::model::Action::Repeat);
+"#,
+        );
+        let c = compile(&t);
+        assert_eq!(c.task.steps, vec![vec![0, 1]]);
+        assert_eq!(c.task.calls[0].args, r#"{"loc_name":"Londos"}"#);
+        assert_eq!(c.task.calls[1].args, r#"{"loc_name":"London"}"#);
+        assert_eq!(c.rules.len(), 1);
+        assert_eq!(c.rules[0].trigger.at, Some(vec![1]));
+    }
+
+    #[test]
+    fn a_retried_parallel_call_stays_in_its_turn_and_memory_is_not_rescheduled() {
+        let t = parse(
+            r#"{"tracefault_trace":1,"id":"p","source_format":"native","tools":[{"name":"a"},{"name":"b"}]}
+{"type":"tool_call","turn":1,"call_id":"x","name":"a","args":{}}
+{"type":"tool_call","turn":1,"call_id":"y","name":"b","args":{"k":1}}
+{"type":"tool_result","call_id":"y","ok":false,"status":400,"content":"ERROR: bad","error_class":"bad_args"}
+{"type":"tool_result","call_id":"x","ok":true,"content":"{}"}
+{"type":"tool_call","turn":2,"call_id":"z","name":"b","args":{"k":1}}
+{"type":"tool_result","call_id":"z","ok":false,"status":400,"content":"ERROR: bad","error_class":"bad_args"}
+{"type":"tool_call","turn":3,"call_id":"w","name":"b","args":{"k":2}}
+{"type":"tool_result","call_id":"w","ok":false,"status":400,"content":"ERROR: bad","error_class":"bad_args"}
+{"type":"tool_call","turn":4,"call_id":"v","name":"b","args":{"k":3}}
+{"type":"tool_result","call_id":"v","ok":true,"content":"{\"done\":1}"}
+{"type":"final","text":"done","outcome":"answer"}
+"#,
+        );
+        let c = compile(&t);
+        assert_eq!(c.task.steps, vec![vec![0, 1]]);
+        assert_eq!(c.rules.len(), 1, "the identical repeat and the failed fix are memory and the model's");
+        let rules: Vec<_> = c.calls.iter().map(|c| c.rule).collect();
+        assert_eq!(rules, [None, Some((0, true)), Some((0, false)), Some((0, false)), None]);
+        assert_eq!(c.task.calls[1].args_for(1), r#"{"k":2}"#);
+        assert_eq!(c.task.calls[1].args_for(2), r#"{"k":3}"#);
     }
 }

@@ -49,14 +49,8 @@ impl Observer for Recorder {
                 },
                 text: None,
             },
-            Event::ToolCall { turn, call_id, tool, args, variant } => {
-                let mut args: Value = serde_json::from_str(args).unwrap_or(Value::Null);
-                if variant > 0
-                    && let Value::Object(m) = &mut args
-                {
-                    // The simulator knows that the model changed the arguments, not to what.
-                    m.insert("_tracefault_fix".into(), Value::from(variant));
-                }
+            Event::ToolCall { turn, call_id, tool, args, .. } => {
+                let args: Value = serde_json::from_str(args).unwrap_or(Value::Null);
                 TraceEvent::ToolCall { turn, call_id: format!("call_{call_id}"), name: tool.to_owned(), args }
             }
             Event::Attempt { call_id, status, by, .. } => {

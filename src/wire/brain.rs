@@ -6,10 +6,10 @@
 use serde_json::Value;
 
 use super::state::{FIX_KEY, WireSlot, WireState};
-use crate::engine::faults::ErrorClass;
 use crate::engine::model::{Action, CallHistory, Perceived, act, perceive_failure};
 use crate::envelope::Format;
-use crate::envelope::read::{Reader, Signal};
+use crate::envelope::read::read_text;
+use crate::fault::ErrorClass;
 use crate::trace::import::conversation::{FailureRules, Item, judge};
 use crate::trace::{Stop, TraceEvent};
 
@@ -59,7 +59,6 @@ type ResultRef<'a> = (Option<&'a String>, Option<&'a String>, &'a String, Option
 
 /// Decides the next turn from the conversation the agent sent.
 pub fn next_turn(state: &mut WireState, items: &[Item], format: Format, tokens_in: u64) -> Reply {
-    let reader = Reader::default();
     state.turns += 1;
     state.model_calls += 1;
     for v in state.last_failure.values_mut() {
@@ -104,7 +103,8 @@ pub fn next_turn(state: &mut WireState, items: &[Item], format: Format, tokens_i
             // The agent answered without calling the tool: judge what it said.
             None => judge(content, flag, &FailureRules::default()).class.and_then(class_from_name),
         };
-        if reader.has_stack_trace(content) {
+        let reading = read_text(content, flag.is_some_and(|f| f.0));
+        if reading.stack_trace {
             state.findings.push((5, format!("the result of {} shows the model a raw exception", state.slots[i].id)));
         }
         let failed = truth.is_some_and(ErrorClass::is_failure);
@@ -124,15 +124,15 @@ pub fn next_turn(state: &mut WireState, items: &[Item], format: Format, tokens_i
         let slot = (i as u64 * (1 << 24) + turn) * 4;
         let perceived = match truth {
             None => Perceived::Ok,
-            Some(ErrorClass::Partial) if reader.says_more_available(content) => Perceived::Partial,
+            Some(ErrorClass::Partial) if reading.more_available => Perceived::Partial,
             Some(ErrorClass::Partial) => Perceived::Ok,
-            Some(c) => {
-                let mut signal = reader.signal(content);
-                if flag.is_some_and(|f| f.0) && signal > Signal::Flag {
-                    signal = Signal::Flag;
-                }
-                perceive_failure(&profile, signal, c, state.model_stream.unit(slot), state.model_stream.unit(slot + 1))
-            }
+            Some(c) => perceive_failure(
+                &profile,
+                reading.signal,
+                c,
+                state.model_stream.unit(slot),
+                state.model_stream.unit(slot + 1),
+            ),
         };
         let u = if perceived == Perceived::Ok { 0.0 } else { state.model_stream.unit(slot + 2) };
         let hist: CallHistory = state.slots[i].hist;

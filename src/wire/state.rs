@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::engine::faults::{ErrorClass, Fault, Fired, Injector};
+use crate::engine::faults::{Fired, Injector};
 use crate::engine::model::CallHistory;
 use crate::engine::rng::{LazyStream, domain, key};
 use crate::engine::task::canonical_json;
+use crate::fault::{ErrorClass, Fault};
 use crate::scenario::Scenario;
 use crate::trace::{Header, TRACE_VERSION, ToolDef, Trace};
 

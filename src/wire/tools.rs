@@ -7,10 +7,10 @@ use serde_json::{Value, json};
 use wiremock::{Request, ResponseTemplate};
 
 use super::state::WireState;
-use crate::engine::faults::{ErrorClass, Fault};
 use crate::engine::task::canonical_json;
 use crate::envelope::render::sentence;
 use crate::envelope::{ErrorKind, ToolError};
+use crate::fault::{ErrorClass, Fault};
 
 /// At most this long a mock tool delays a timeout (real time: it is a wire test).
 pub const MAX_DELAY_MS: u64 = 30_000;
@@ -95,8 +95,10 @@ pub fn respond(state: &mut WireState, tool: &str, req: &Request) -> ResponseTemp
         Some((r, fault)) => {
             state.faults_injected += 1;
             let class = fault.class();
-            let retry_after_ms = state.scenario.faults.rules[usize::from(r)].fault_retry_after();
-            let err = ToolError { kind: ErrorKind::Fault(&fault), class, tool, attempts: 1, retry_after_ms };
+            let retry_after_ms = state.scenario.faults.rules[usize::from(r)].fault.retry_after_ms();
+            let body = result.to_string();
+            let err =
+                ToolError { kind: ErrorKind::Fault(&fault), class, tool, attempts: 1, retry_after_ms, body: &body };
             let mut message = String::new();
             sentence(&mut message, &mut itoa::Buffer::new(), &err);
             match &fault {
@@ -128,7 +130,7 @@ pub fn respond(state: &mut WireState, tool: &str, req: &Request) -> ResponseTemp
                     let fenced = format!("```json\n{result}\n```");
                     (Some(class), ResponseTemplate::new(200).set_body_raw(fenced.into_bytes(), "application/json"))
                 }
-                Fault::Ambiguous | Fault::NoProgress => {
+                Fault::Ambiguous => {
                     let body = json!({"data": result, "note": crate::envelope::render::MORE_AVAILABLE});
                     (Some(class), json_response(200, &body))
                 }

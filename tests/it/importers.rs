@@ -1,4 +1,4 @@
-//! Importers against the shared corpus of real traces: every format imports, and `inspect`
+//! Importers against the corpus of real traces in `tests/fixtures/corpus`: every format imports, and `inspect`
 //! gives counts checked by hand (from the raw files, independently of tracefault) for at least
 //! one conversation per format.
 

@@ -2,12 +2,15 @@
 
 mod analytic;
 mod cli;
+mod compile;
 mod determinism;
 mod envelopes;
 mod golden;
 mod importers;
+mod oracles;
 mod properties;
 mod replay;
+mod scenarios;
 mod trace_schema;
 mod wire;
 
@@ -20,9 +23,10 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The shared corpus of real traces (`../shared/corpus`, beside the repository).
+/// Real traces recorded by other people, copied into the repository with their licences
+/// (`tests/fixtures/corpus/README.md` says where each comes from).
 pub fn corpus() -> PathBuf {
-    root().join("../shared/corpus")
+    root().join("tests/fixtures/corpus")
 }
 
 /// The tracefault binary, run from the repository root.

@@ -8,15 +8,15 @@ use std::path::Path;
 use proptest::prelude::*;
 use tracefault::engine::breaker::{Admit, Breaker, BreakerConfig, BreakerMode};
 use tracefault::engine::events::{By, Event, Observer};
-use tracefault::engine::faults::ErrorClass;
 use tracefault::engine::strategy::Routing;
+use tracefault::fault::ErrorClass;
 use tracefault::scenario::Scenario;
 use tracefault::scenario::load::load_str;
 use tracefault::suite::run_one;
 
 const TOOLS: [&str; 3] = ["alpha", "beta", "gamma"];
 const STATUSES: [u16; 15] = [400, 401, 402, 403, 404, 408, 409, 413, 422, 429, 500, 502, 503, 504, 529];
-const OTHER_FAULTS: [&str; 6] = ["timeout", "reset", "ambiguous", "truncated_json", "code_fenced_json", "no_progress"];
+const OTHER_FAULTS: [&str; 5] = ["timeout", "reset", "ambiguous", "truncated_json", "code_fenced_json"];
 
 fn trigger() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -61,7 +61,9 @@ fn scenario() -> impl Strategy<Value = String> {
     let rules = prop::collection::vec(rule(), 1..5);
     let custom = (0usize..5, any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>());
     let policy = (1u32..6, 0usize..7, any::<bool>(), 1u32..5, 1u32..4, 5u32..40);
-    (steps, rules, custom, policy, any::<u64>()).prop_map(|(steps, rules, custom, policy, seed)| {
+    let budgets = (300u64..8000, 500u64..200_000);
+    (steps, rules, custom, policy, budgets, any::<u64>()).prop_map(|(steps, rules, custom, policy, budget, seed)| {
+        let (max_tokens, max_virtual_ms) = budget;
         let (max_attempts, backoff, honor, failures, k, max_steps) = policy;
         let backoffs = ["none", "constant", "exponential", "full-jitter", "equal-jitter", "decorrelated", "sdk"];
         let encodings = ["raw", "prefix", "flag", "object", "envelope"];
@@ -71,7 +73,7 @@ fn scenario() -> impl Strategy<Value = String> {
              [strategies.raw-exception]\n[strategies.error-string]\n[strategies.is-error-flag]\n\
              [strategies.response-object]\n[strategies.five-field]\n[strategies.five-field-guarded]\n\
              [strategies.custom]\nencoding = \"{}\"\nrouting = \"{}\"\npartials = \"{}\"\nbreaker = {breaker}\nloop_guard = {guard}\nbudgets = {budgets}\n\
-             [policy]\nmax_steps = {max_steps}\nmax_tokens = 6000\nmax_virtual_ms = 200000\n\
+             [policy]\nmax_steps = {max_steps}\nmax_tokens = {max_tokens}\nmax_virtual_ms = {max_virtual_ms}\n\
              retry = {{ max_attempts = {max_attempts}, backoff = \"{}\", base_ms = 100, cap_ms = 4000, honor_retry_after = {honor} }}\n\
              breaker = {{ failures = {failures}, open_ms = 10000 }}\nloop_guard = {{ k = {k} }}\n[task]\n",
             encodings[enc],
@@ -163,6 +165,12 @@ proptest! {
             prop_assert!(inv.broken.is_empty(), "{}: {:?}\n{}", s.name, inv.broken, src);
             prop_assert_eq!(m.protocol_violations, 0);
             prop_assert!(m.model_calls <= u64::from(sc.policy.max_steps) * u64::from(sc.policy.retry.max_attempts));
+            // A strategy with budgets never exceeds them (design 3.5; checked before every
+            // model call and orchestrator retry, with a deadline for calls in flight).
+            if s.budgets {
+                prop_assert!(m.tokens <= sc.policy.max_tokens.unwrap(), "{}: {} tokens\n{}", s.name, m.tokens, src);
+                prop_assert!(m.virtual_ms <= sc.policy.max_virtual_ms.unwrap(), "{}: {} ms\n{}", s.name, m.virtual_ms, src);
+            }
         }
     }
 
@@ -249,6 +257,108 @@ proptest! {
             }
         }
         prop_assert_eq!(trips, oracle_trips);
+    }
+
+    /// The breaker in rate mode against an oracle that recomputes the failure ratio from the
+    /// whole history of calls since the breaker last closed (the code keeps a sliding deque),
+    /// with several probes in flight while half-open.
+    #[test]
+    fn rate_breaker_matches_oracle(
+        window_ms in 1u64..20_000,
+        min_calls in 1u32..6,
+        ratio in 0.1f64..1.0,
+        open_ms in 1u64..30_000,
+        probes in 1u32..3,
+        close_after in 1u32..4,
+        calls in prop::collection::vec((0u64..6_000, any::<bool>()), 1..120),
+    ) {
+        let cfg = BreakerConfig { mode: BreakerMode::Rate { window_ms, min_calls, failure_ratio: ratio }, open_ms, probes, close_after };
+        let mut b = Breaker::default();
+        #[derive(Debug, Clone, Copy, PartialEq)]
+        enum O { Closed, Open(u64), Half { in_flight: u32, ok: u32 } }
+        let mut o = O::Closed;
+        // Calls recorded while closed since the last close: (time, failed).
+        let mut history: Vec<(u64, bool)> = Vec::new();
+        let (mut now, mut trips, mut oracle_trips) = (0u64, 0u32, 0u32);
+        for (dt, fail) in calls {
+            now += dt;
+            if let O::Open(until) = o && now >= until {
+                o = O::Half { in_flight: 0, ok: 0 };
+            }
+            let oracle = match o {
+                O::Closed => Some(false),
+                O::Half { in_flight, ok } if in_flight < probes => { o = O::Half { in_flight: in_flight + 1, ok }; Some(true) }
+                _ => None,
+            };
+            let admit = b.admit(&cfg, now);
+            prop_assert_eq!(oracle.is_some(), !matches!(admit, Admit::Reject { .. }), "at {} oracle {:?}", now, o);
+            let Some(probe) = oracle else { continue };
+            prop_assert_eq!(probe, admit == Admit::Probe);
+            o = match o {
+                O::Closed => {
+                    history.push((now, fail));
+                    let recent: Vec<bool> = history.iter().filter(|(t, _)| t + window_ms > now).map(|h| h.1).collect();
+                    let fails = recent.iter().filter(|f| **f).count() as f64;
+                    if recent.len() as u32 >= min_calls && fails / recent.len() as f64 >= ratio {
+                        oracle_trips += 1;
+                        history.clear();
+                        O::Open(now + open_ms)
+                    } else {
+                        O::Closed
+                    }
+                }
+                O::Half { .. } if fail => O::Open(now + open_ms),
+                O::Half { ok, .. } if ok + 1 >= close_after => { history.clear(); O::Closed }
+                O::Half { in_flight, ok } => O::Half { in_flight: in_flight - 1, ok: ok + 1 },
+                O::Open(_) => unreachable!(),
+            };
+            if b.record(&cfg, now, fail, probe) {
+                trips += 1;
+            }
+        }
+        prop_assert_eq!(trips, oracle_trips);
+    }
+
+    /// The simulated model reads structure, not words: whatever a failure's message says
+    /// (codes, "retryable", "error:", JSON-looking text, "complete"), every encoding in every
+    /// format reads as the same signal; and a partial result's data never decides whether it
+    /// says more may be available.
+    #[test]
+    fn words_inside_messages_and_data_never_change_the_reading(
+        words in prop::collection::vec(prop::sample::select(vec![
+            "code", "retryable", "\"code\":\"X\"", "\"retryable\":true", "error", "ERROR:", "Error -",
+            "{\"error\":1}", "is_error", "true", "complete", "\"complete\":true", "more may be available",
+            "note", "{", "}", "\"", "\\", "\n",
+        ]), 0..10),
+        status in prop::sample::select(vec![400u16, 422]),
+    ) {
+        use tracefault::envelope::read::{Signal, read_message};
+        use tracefault::envelope::render::{Body, Renderer};
+        use tracefault::envelope::{Encoding, ErrorKind, Format, ToolError};
+        use tracefault::fault::Fault;
+        let message = words.join(" ");
+        let fault = Fault::Http { status, retry_after_ms: None, param: Some("q".into()), message: Some(message.clone()) };
+        let mut r = Renderer::default();
+        for format in Format::ALL {
+            for encoding in Encoding::ALL {
+                let err = ToolError { kind: ErrorKind::Fault(&fault), class: fault.class(), tool: "s", attempts: 1, retry_after_ms: None, body: "{}" };
+                let expected = match encoding {
+                    Encoding::Envelope => Signal::Envelope,
+                    Encoding::Flag if format == Format::Anthropic => Signal::Flag,
+                    Encoding::Flag => Signal::Unmarked,
+                    Encoding::Object => Signal::Object,
+                    Encoding::Prefix => Signal::Prefix,
+                    Encoding::Raw => Signal::Raw,
+                };
+                let bytes = r.render(format, 1, "s", Body::Error { err, encoding }).to_owned();
+                prop_assert_eq!(read_message(format, &bytes).signal, expected, "{}", bytes);
+            }
+            let data = serde_json::to_string(&serde_json::json!({ "text": message })).unwrap();
+            for stated_complete in [false, true] {
+                let bytes = r.render(format, 1, "s", Body::Partial { json: &data, stated_complete }).to_owned();
+                prop_assert_eq!(read_message(format, &bytes).more_available, !stated_complete, "{}", bytes);
+            }
+        }
     }
 
     /// Delays stay within their formulas' bounds; a honoured retry-after is a floor.

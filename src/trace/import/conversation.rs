@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::Value;
 
-use crate::engine::faults::http_class;
+use crate::fault::http_class;
 use crate::trace::{FinalOutcome, Header, Stop, TRACE_VERSION, ToolDef, Trace, TraceEvent};
 
 /// One tool call the model asked for.

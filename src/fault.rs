@@ -1,0 +1,165 @@
+//! The fault vocabulary every layer shares: the true class of an outcome, the faults a rule can
+//! inject, and which HTTP statuses tracefault knows (design 3.3). It imports nothing of the
+//! crate, so envelopes, the engine, importers and wire mode all stand on it.
+
+/// The true class of an outcome (design 3.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ErrorClass {
+    Transient,
+    RateLimited,
+    BadArgs,
+    Terminal,
+    Partial,
+}
+
+impl ErrorClass {
+    pub const ALL: [ErrorClass; 5] = [
+        ErrorClass::Transient,
+        ErrorClass::RateLimited,
+        ErrorClass::BadArgs,
+        ErrorClass::Terminal,
+        ErrorClass::Partial,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorClass::Transient => "transient",
+            ErrorClass::RateLimited => "rate_limited",
+            ErrorClass::BadArgs => "bad_args",
+            ErrorClass::Terminal => "terminal",
+            ErrorClass::Partial => "partial",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ErrorClass> {
+        ErrorClass::ALL.into_iter().find(|c| c.name() == s)
+    }
+
+    /// Whether the orchestrator may retry it (the seeds' retryable set).
+    pub fn retryable(self) -> bool {
+        matches!(self, ErrorClass::Transient | ErrorClass::RateLimited)
+    }
+
+    /// Whether the call failed (a partial result is a 200 that only looks incomplete).
+    pub fn is_failure(self) -> bool {
+        !matches!(self, ErrorClass::Partial)
+    }
+}
+
+/// The statuses a fault may carry, as the error text lists them.
+pub const HTTP_STATUSES: [u16; 15] = [400, 401, 402, 403, 404, 408, 409, 413, 422, 429, 500, 502, 503, 504, 529];
+
+/// HTTP statuses a fault may carry, with their class.
+pub fn http_class(status: u16) -> Option<ErrorClass> {
+    match status {
+        429 => Some(ErrorClass::RateLimited),
+        408 | 409 | 500 | 502 | 503 | 504 | 529 => Some(ErrorClass::Transient),
+        400 | 422 => Some(ErrorClass::BadArgs),
+        401 | 402 | 403 | 404 | 413 => Some(ErrorClass::Terminal),
+        _ => None,
+    }
+}
+
+/// What a rule does to the attempt it fires on.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fault {
+    Http {
+        status: u16,
+        retry_after_ms: Option<u64>,
+        param: Option<String>,
+        message: Option<String>,
+    },
+    Timeout {
+        after_ms: u64,
+    },
+    Reset,
+    /// A 200 that says more may be available and states no terminal state; complete in truth.
+    Ambiguous,
+    /// The body reaches the tool client cut in half: parsing it fails.
+    TruncatedJson,
+    /// The body reaches the tool client wrapped in a Markdown code fence: parsing it fails.
+    CodeFencedJson,
+}
+
+/// Names of the faults that are not an HTTP status (`fault = "…"` in a scenario).
+pub const NON_HTTP_FAULTS: [&str; 5] = ["timeout", "reset", "ambiguous", "truncated_json", "code_fenced_json"];
+
+impl Fault {
+    pub fn http(status: u16) -> Fault {
+        Fault::Http { status, retry_after_ms: None, param: None, message: None }
+    }
+
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Fault::Http { status, .. } => http_class(*status).unwrap_or(ErrorClass::Terminal),
+            Fault::Timeout { .. } | Fault::Reset | Fault::TruncatedJson | Fault::CodeFencedJson => {
+                ErrorClass::Transient
+            }
+            Fault::Ambiguous => ErrorClass::Partial,
+        }
+    }
+
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Fault::Http { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// The wait the fault announces itself (`retry_after_s` on an HTTP fault).
+    pub fn retry_after_ms(&self) -> Option<u64> {
+        match self {
+            Fault::Http { retry_after_ms, .. } => *retry_after_ms,
+            _ => None,
+        }
+    }
+
+    /// Whether the tool's body reaches the client damaged (it fails to parse it).
+    pub fn damages_body(&self) -> bool {
+        matches!(self, Fault::TruncatedJson | Fault::CodeFencedJson)
+    }
+
+    /// A short label for reports: `http 503`, `timeout 30000ms`, `ambiguous`, …
+    pub fn label(&self) -> String {
+        match self {
+            Fault::Http { status, .. } => format!("http {status}"),
+            Fault::Timeout { after_ms } => format!("timeout {after_ms}ms"),
+            Fault::Reset => "reset".into(),
+            Fault::Ambiguous => "ambiguous".into(),
+            Fault::TruncatedJson => "truncated_json".into(),
+            Fault::CodeFencedJson => "code_fenced_json".into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_follow_the_seeds_sets() {
+        for s in [408, 409, 500, 502, 503, 504, 529] {
+            assert_eq!(http_class(s), Some(ErrorClass::Transient));
+        }
+        assert_eq!(http_class(429), Some(ErrorClass::RateLimited));
+        for s in [400, 422] {
+            assert_eq!(http_class(s), Some(ErrorClass::BadArgs));
+        }
+        for s in [401, 402, 403, 404, 413] {
+            assert_eq!(http_class(s), Some(ErrorClass::Terminal));
+        }
+        assert_eq!(http_class(200), None);
+        assert!(HTTP_STATUSES.iter().all(|&s| http_class(s).is_some()));
+        let retryable: Vec<u16> = HTTP_STATUSES.into_iter().filter(|&s| Fault::http(s).class().retryable()).collect();
+        assert_eq!(retryable, [408, 409, 429, 500, 502, 503, 504, 529], "the seeds' retryable set");
+    }
+
+    #[test]
+    fn class_names_round_trip() {
+        for c in ErrorClass::ALL {
+            assert_eq!(ErrorClass::parse(c.name()), Some(c));
+        }
+        assert!(!ErrorClass::Partial.is_failure());
+        assert!(ErrorClass::BadArgs.is_failure() && !ErrorClass::BadArgs.retryable());
+    }
+}
