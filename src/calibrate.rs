@@ -78,6 +78,8 @@ impl Fit {
 
     /// The fitted profile as TOML with a comment per figure, and the profile itself.
     pub fn profile(&self, min_obs: u64) -> (Profile, String) {
+        // A fraction needs at least one observation, whatever `--min-observations` says.
+        let min_obs = min_obs.max(1);
         let mut p = Profile::bundled_default();
         p.name = "calibrated".into();
         let mut lines = Vec::new();

@@ -2,6 +2,8 @@
 //! the engine and must reproduce the recorded counts exactly; what-if replays the same task and
 //! fault schedule under other strategies and says where each first departs from the recording.
 
+use std::collections::{HashMap, HashSet};
+
 use serde::Serialize;
 
 use crate::engine::events::{By, Event, Observer, TerminatedBy};
@@ -110,10 +112,12 @@ pub fn as_recorded_scenario(trace: &Trace) -> Scenario {
         TraceEvent::Final { outcome, text } => Some((*outcome, text.clone())),
         _ => None,
     });
-    let has_calls =
-        |turn: u32| trace.events.iter().any(|e| matches!(e, TraceEvent::ToolCall { turn: t, .. } if *t == turn));
     // The last model call is the final turn when it asked for no tool.
-    let final_turn = ok_models.last().filter(|(t, _)| !has_calls(*t)).map(|m| m.0);
+    let last_call_turn = trace.events.iter().rev().find_map(|e| match e {
+        TraceEvent::ToolCall { turn, .. } => Some(*turn),
+        _ => None,
+    });
+    let final_turn = ok_models.last().filter(|(t, _)| last_call_turn != Some(*t)).map(|m| m.0);
     let ending = match (final_turn, outcome.as_ref().map(|o| o.0)) {
         (Some(_), Some(FinalOutcome::GaveUp)) => Ending::GaveUp,
         (Some(_), _) => Ending::Answer,
@@ -125,7 +129,8 @@ pub fn as_recorded_scenario(trace: &Trace) -> Scenario {
     let mut rules = Vec::new();
     let mut provider_attempt = 0;
     let mut tool_attempts: Vec<u32> = Vec::new();
-    let mut calls: Vec<(String, u32)> = Vec::new();
+    // The latest call with each id, and its attempt number on its tool: a result answers it.
+    let mut calls: HashMap<&str, (u32, u32)> = HashMap::new();
     for ev in &trace.events {
         match ev {
             TraceEvent::ModelCall { turn, status, .. } => {
@@ -151,10 +156,10 @@ pub fn as_recorded_scenario(trace: &Trace) -> Scenario {
                     task.steps.push(Vec::new());
                 }
                 task.steps.last_mut().expect("pushed").push(idx);
-                calls.push((call_id.clone(), idx));
+                calls.insert(call_id, (idx, tool_attempts[tool]));
             }
             TraceEvent::ToolResult { call_id, ok, status, content, error_class, .. } => {
-                let Some(&(_, idx)) = calls.iter().rev().find(|(id, _)| id == call_id) else { continue };
+                let Some(&(idx, attempt)) = calls.get(call_id.as_str()) else { continue };
                 let spec = &mut task.calls[idx as usize];
                 spec.result_text.clone_from(content);
                 spec.result_json = serde_json::to_string(content).expect("a string serializes");
@@ -164,7 +169,7 @@ pub fn as_recorded_scenario(trace: &Trace) -> Scenario {
                     let tool = usize::from(spec.tool);
                     let fault = recorded_fault(*status, error_class.as_deref());
                     let name = task.tools[tool].clone();
-                    rules.push(rule(Target::Tool(tool as u16), tool_attempts[tool], fault, &name));
+                    rules.push(rule(Target::Tool(tool as u16), attempt, fault, &name));
                 }
             }
             TraceEvent::Final { .. } => {}
@@ -192,8 +197,10 @@ struct Counter {
     tool_calls: u64,
     tool_failures: u64,
     failing_repeats: u64,
-    /// (tool, canonical args, variant) of every call, and whether its result failed.
-    calls: Vec<((String, String, u32), u32, bool)>,
+    /// (tool, canonical args, variant) of each call awaiting its result, by call id.
+    open: HashMap<u32, (String, String, u32)>,
+    /// Calls whose result failed.
+    failed: HashSet<(String, String, u32)>,
     ended: Option<TerminatedBy>,
 }
 
@@ -203,10 +210,10 @@ impl Observer for Counter {
             Event::ModelCall { .. } => self.model_calls += 1,
             Event::ToolCall { call_id, tool, args, variant, .. } => {
                 let key = (tool.to_owned(), args.to_owned(), variant);
-                if self.calls.iter().any(|c| c.0 == key && c.2) {
+                if self.failed.contains(&key) {
                     self.failing_repeats += 1;
                 }
-                self.calls.push((key, call_id, false));
+                self.open.insert(call_id, key);
             }
             Event::Attempt { class, .. } => {
                 self.tool_calls += 1;
@@ -215,8 +222,10 @@ impl Observer for Counter {
                 }
             }
             Event::ToolResult { call_id, class, .. } => {
-                if let Some(c) = self.calls.iter_mut().rev().find(|c| c.1 == call_id) {
-                    c.2 = class.is_some_and(ErrorClass::is_failure);
+                if let Some(key) = self.open.remove(&call_id)
+                    && class.is_some_and(ErrorClass::is_failure)
+                {
+                    self.failed.insert(key);
                 }
             }
             Event::End { by, .. } => self.ended = Some(by),
@@ -280,19 +289,21 @@ fn recorded_steps(trace: &Trace) -> Vec<Step> {
 #[derive(Default)]
 struct Steps {
     steps: Vec<Step>,
-    open: Vec<(u32, usize)>,
+    /// Call id → its step.
+    open: HashMap<u32, usize>,
 }
 
 impl Observer for Steps {
     fn event(&mut self, e: &Event<'_>) {
         match *e {
-            Event::ToolCall { call_id, tool, args, variant, .. } => {
-                let args = if variant > 0 { format!("{args} (changed ×{variant})") } else { args.to_owned() };
-                self.open.push((call_id, self.steps.len()));
-                self.steps.push(Step { tool: tool.to_owned(), args, outcome: "unanswered".into(), by: None });
+            Event::ToolCall { call_id, tool, args, .. } => {
+                self.open.insert(call_id, self.steps.len());
+                let step =
+                    Step { tool: tool.to_owned(), args: args.to_owned(), outcome: "unanswered".into(), by: None };
+                self.steps.push(step);
             }
             Event::Attempt { call_id, class, by, .. } => {
-                if let Some(&(_, i)) = self.open.iter().rev().find(|o| o.0 == call_id) {
+                if let Some(&i) = self.open.get(&call_id) {
                     if by == By::Orchestrator {
                         // Each orchestrator retry is an extra attempt the recording did not show.
                         let mut s = self.steps[i].clone();

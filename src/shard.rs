@@ -88,7 +88,9 @@ pub fn run_shard(
 ) -> Result<usize> {
     let total = suite::units(suite).len();
     let sel = selected(total, shard);
-    let mut part = tempfile::Builder::new().prefix(".runs.part.").tempfile_in(out).map_err(|e| Error::io(out, e))?;
+    let set = crate::output::FolderWriter::begin(out)?;
+    let part_path = set.path(ROWS);
+    let mut part = std::io::BufWriter::new(std::fs::File::create(&part_path).map_err(|e| Error::io(&part_path, e))?);
     let mut offset = 0u64;
     let mut entries = Vec::new();
     suite::run_units(suite, jobs, &sel, with_rows, progress, &mut |r| {
@@ -107,9 +109,10 @@ pub fn run_shard(
         with_rows,
         units: entries,
     };
-    crate::report::persist(part, &out.join(ROWS)).map_err(|e| Error::io(&out.join(ROWS), e))?;
+    part.flush().map_err(|e| Error::io(&part_path, e))?;
     let text = serde_json::to_string(&manifest).expect("a manifest serializes");
-    crate::report::write_atomic(out, MANIFEST, text.as_bytes()).map_err(|e| Error::io(&out.join(MANIFEST), e))?;
+    set.write(MANIFEST, text.as_bytes())?;
+    set.commit()?;
     Ok(sel.len())
 }
 
@@ -121,7 +124,7 @@ pub fn load_suite_of(dirs: &[PathBuf]) -> Result<(Vec<Scenario>, Vec<Shipped>)> 
     let mut manifests: Vec<Shipped> = Vec::new();
     for d in dirs {
         let path = d.join(MANIFEST);
-        let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+        let text = crate::input::read_text(&path, crate::input::Input::Config)?;
         let m: Manifest = serde_json::from_str(&text)
             .map_err(|e| Error::Parse { file: path.display().to_string(), message: e.to_string() })?;
         manifests.push((d.clone(), m));
@@ -137,13 +140,14 @@ pub fn load_suite_of(dirs: &[PathBuf]) -> Result<(Vec<Scenario>, Vec<Shipped>)> 
     Ok((suite, manifests))
 }
 
+/// Whether every shard wrote its runs.csv rows (then the merge writes runs.csv).
+pub fn with_rows(manifests: &[Shipped]) -> bool {
+    manifests.iter().all(|m| m.1.with_rows)
+}
+
 /// Merges shard folders: checks they are shards 1..N of this suite, then replays their unit
 /// results in unit order into `sink` and the scenario results.
-pub fn merge(
-    suite: &[Scenario],
-    manifests: Vec<Shipped>,
-    sink: &mut dyn RunsSink,
-) -> Result<(Vec<ScenarioResult>, bool)> {
+pub fn merge(suite: &[Scenario], manifests: Vec<Shipped>, sink: &mut dyn RunsSink) -> Result<Vec<ScenarioResult>> {
     let want = fingerprint(suite);
     let n = manifests.first().map_or(0, |m| m.1.shard.n);
     for (d, m) in &manifests {
@@ -168,7 +172,7 @@ pub fn merge(
     if ks != (1..=n).collect::<Vec<_>>() {
         return Err(Error::Usage(format!("merge needs shards 1 to {n} exactly once each; got {ks:?}")));
     }
-    let with_rows = manifests.iter().all(|m| m.1.with_rows);
+    let with_rows = with_rows(&manifests);
     let total = suite::units(suite).len();
     // unit → (manifest, entry)
     let mut at: Vec<Option<(usize, usize)>> = vec![None; total];
@@ -202,5 +206,5 @@ pub fn merge(
             sink.rows(&buf).map_err(|err| Error::io(&path, err))?;
         }
     }
-    Ok((merger.done, with_rows))
+    Ok(merger.done)
 }

@@ -1,6 +1,6 @@
 //! `tracefault calibrate`: fit a profile from traces and write it as TOML.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 
@@ -43,10 +43,7 @@ pub fn execute(args: CalibrateArgs) -> Result<i32> {
     let check: Profile =
         toml::from_str(&toml).map_err(|e| Error::Usage(format!("internal: calibrated profile does not parse: {e}")))?;
     debug_assert_eq!(check, profile);
-    let dir = args.out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name =
-        args.out.file_name().and_then(|n| n.to_str()).ok_or_else(|| Error::Usage("-o needs a file name".into()))?;
-    crate::report::write_atomic(dir, name, toml.as_bytes()).map_err(|e| Error::io(&args.out, e))?;
+    crate::output::write_file(&args.out, toml.as_bytes())?;
     print!("{toml}");
     println!("wrote {}", args.out.display());
     Ok(exit::OK)

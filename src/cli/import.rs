@@ -42,7 +42,7 @@ impl SourceArgs {
         {
             return Err(Error::Usage(format!("--select {p}: a JSON pointer starts with '/' (e.g. /13/traj)")));
         }
-        Ok(ImportOptions { format, select: self.select.clone(), rules })
+        Ok(ImportOptions { format, select: self.select.clone(), select_key: "--select", rules })
     }
 
     pub fn import(&self) -> Result<Imported> {
@@ -81,12 +81,7 @@ pub struct InspectArgs {
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| Error::Usage(format!("{}: not a file name", path.display())))?;
-    crate::report::write_atomic(dir, name, text.as_bytes()).map_err(|e| Error::io(path, e))
+    crate::output::write_file(path, text.as_bytes())
 }
 
 pub fn import(args: ImportArgs) -> Result<i32> {

@@ -59,8 +59,8 @@ pub struct RunArgs {
     /// Root seed for every scenario (default: each scenario's `seed`).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Runs per scenario and strategy (default: each scenario's `runs`).
-    #[arg(long)]
+    /// Runs per scenario and strategy, 1 to 10^8 (default: each scenario's `runs`).
+    #[arg(long, value_parser = runs_parser())]
     pub runs: Option<u64>,
     /// Only these strategies (repeatable).
     #[arg(long = "strategy", value_name = "NAME")]
@@ -128,4 +128,9 @@ pub fn execute(cli: Cli) -> Result<i32> {
         Command::Serve(args) => wire::serve(args),
         Command::Exec(args) => wire::exec(args),
     }
+}
+
+/// `--runs`: the same 1 to 10^8 bound as the scenario key.
+pub fn runs_parser() -> clap::builder::RangedU64ValueParser<u64> {
+    clap::value_parser!(u64).range(1..=crate::scenario::validate::MAX_RUNS)
 }

@@ -8,9 +8,11 @@ use clap::Args;
 use super::import::SourceArgs;
 use crate::engine::strategy::Strategy;
 use crate::error::{Error, Result, exit};
+use crate::output::FolderWriter;
 use crate::replay::{AS_RECORDED, Counts, divergence, recorded_counts, replay_as_recorded, whatif_scenario};
 use crate::report::{self, Report};
 use crate::suite::{self, RunOptions};
+use crate::trace::inspect::printable;
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
@@ -21,8 +23,8 @@ pub struct ReplayArgs {
     pub strategies: Vec<String>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Runs per what-if strategy.
-    #[arg(long, default_value_t = 200)]
+    /// Runs per what-if strategy, 1 to 10^8.
+    #[arg(long, default_value_t = 200, value_parser = super::runs_parser())]
     pub runs: u64,
     /// Where the what-if reports go.
     #[arg(long, default_value = "replay-reports")]
@@ -63,9 +65,6 @@ pub fn execute(args: ReplayArgs) -> Result<i32> {
             ))
         })?);
     }
-    if args.runs == 0 {
-        return Err(Error::Usage("--runs must be at least 1".into()));
-    }
     let imported = args.source.import()?;
     let mut code = exit::OK;
     let (mut reproduced, mut total) = (0, 0);
@@ -82,7 +81,7 @@ pub fn execute(args: ReplayArgs) -> Result<i32> {
             if !quiet || rec != rep {
                 println!(
                     "{} — as-recorded {}",
-                    t.header.id,
+                    printable(&t.header.id),
                     if rec == rep { "reproduces the recording" } else { "DIFFERS from the recording" }
                 );
                 print!("{}", side_by_side(&rec, &rep));
@@ -101,24 +100,27 @@ pub fn execute(args: ReplayArgs) -> Result<i32> {
         }
         println!(
             "\n{} — what-if ({} runs per strategy, seed {}); first departure from the recording in run 0:",
-            t.header.id, args.runs, args.seed
+            printable(&t.header.id),
+            args.runs,
+            args.seed
         );
         for (i, s) in sc.strategies.iter().enumerate() {
             match divergence(t, sc, i, 0) {
                 None => println!("  {}: follows the recording exactly", s.name),
-                Some(d) => println!("  {}: {d}", s.name),
+                Some(d) => println!("  {}: {}", s.name, printable(&d)),
             }
         }
     }
-    std::fs::create_dir_all(&args.out).map_err(|e| Error::io(&args.out, e))?;
+    let set = FolderWriter::begin(&args.out)?;
     let opts =
         RunOptions { jobs: std::thread::available_parallelism().map_or(1, |n| n.get()), ..RunOptions::default() };
     let mut rows = report::csv::runs_header();
     let results = suite::run_suite(&suite, &opts, &mut rows, true, &|_| {}).map_err(|e| Error::io(&args.out, e))?;
     for (name, bytes) in report::render_all(&Report { results: &results }).map_err(|e| Error::io(&args.out, e))? {
-        report::write_atomic(&args.out, name, &bytes).map_err(|e| Error::io(&args.out.join(name), e))?;
+        set.write(name, &bytes)?;
     }
-    report::write_atomic(&args.out, "runs.csv", &rows).map_err(|e| Error::io(&args.out, e))?;
+    set.write("runs.csv", &rows)?;
+    set.commit()?;
     println!("\nwhat-if reports written to {}/", args.out.display());
     Ok(code)
 }

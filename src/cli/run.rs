@@ -9,6 +9,7 @@ use super::RunArgs;
 use crate::engine::rng::fnv1a64;
 use crate::error::{Error, Result, exit};
 use crate::metrics::summary::SUMMARY_COLUMNS;
+use crate::output::{self, FolderWriter};
 use crate::report::{self, Report};
 use crate::scenario::Scenario;
 use crate::scenario::load::load_suite;
@@ -21,9 +22,6 @@ pub fn execute(args: RunArgs) -> Result<i32> {
     if jobs == 0 {
         return Err(Error::Usage("--jobs must be at least 1".into()));
     }
-    if args.runs == Some(0) {
-        return Err(Error::Usage("--runs must be at least 1".into()));
-    }
     let opts = RunOptions { jobs, seed: args.seed, runs: args.runs, strategies: args.strategies.clone() };
     let mut suite = load_suite(&args.paths)?;
     suite::apply_overrides(&mut suite, &opts)?;
@@ -34,7 +32,6 @@ pub fn execute(args: RunArgs) -> Result<i32> {
     }
 
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports"));
-    std::fs::create_dir_all(&out).map_err(|e| Error::io(&out, e))?;
     let total: u64 = suite.iter().map(|sc| sc.runs * sc.strategies.len() as u64).sum();
     let bar = progress_bar(total);
     let progress = |n: u64| bar.inc(n);
@@ -64,14 +61,12 @@ pub fn execute(args: RunArgs) -> Result<i32> {
         return Ok(exit::OK);
     }
 
-    let runs_tmp = tempfile::Builder::new().prefix(".runs.csv.").tempfile_in(&out).map_err(|e| Error::io(&out, e))?;
-    let mut sink = Tee { file: std::io::BufWriter::with_capacity(1 << 20, runs_tmp), hash: HashRuns::default() };
-    sink.file.write_all(&report::csv::runs_header()).map_err(|e| Error::io(&out, e))?;
+    let set = FolderWriter::begin(&out)?;
+    let mut sink = RunsFile::create(&set, with_rows, args.check_determinism)?;
     let results = suite::run_suite(&suite, &opts, &mut sink, with_rows, &progress).map_err(|e| Error::io(&out, e))?;
     bar.finish_and_clear();
-    let runs_file =
-        if with_rows { Some(sink.file.into_inner().map_err(|e| Error::io(&out, e.into_error()))?) } else { None };
-    let files = publish(&results, &out, runs_file)?;
+    let runs_hash = sink.finish(&set)?;
+    let files = publish(&results, set)?;
     let rep = Report { results: &results };
 
     let mut code = if rep.passed() { exit::OK } else { exit::FAILED };
@@ -82,7 +77,7 @@ pub fn execute(args: RunArgs) -> Result<i32> {
         let results2 =
             suite::run_suite(&suite, &opts2, &mut again, with_rows, &|_| {}).map_err(|e| Error::io(&out, e))?;
         let files2 = report::render_all(&Report { results: &results2 }).map_err(|e| Error::io(&out, e))?;
-        let same_runs = again.total == sink.hash.total;
+        let same_runs = Some(again.total) == runs_hash;
         let diff: Vec<&str> = files.iter().zip(&files2).filter(|(a, b)| a.1 != b.1).map(|(a, _)| a.0).collect();
         if diff.is_empty() && same_runs {
             println!("determinism check: identical bytes with --jobs {jobs} and --jobs {other_jobs}");
@@ -151,36 +146,30 @@ pub fn shrink(args: super::ShrinkArgs) -> Result<i32> {
 /// `tracefault merge`: the shards' results, published as one run.
 pub fn merge(args: super::MergeArgs) -> Result<i32> {
     let (suite, manifests) = shard::load_suite_of(&args.dirs)?;
-    std::fs::create_dir_all(&args.out).map_err(|e| Error::io(&args.out, e))?;
-    let runs_tmp =
-        tempfile::Builder::new().prefix(".runs.csv.").tempfile_in(&args.out).map_err(|e| Error::io(&args.out, e))?;
-    let mut file = std::io::BufWriter::with_capacity(1 << 20, runs_tmp);
-    file.write_all(&report::csv::runs_header()).map_err(|e| Error::io(&args.out, e))?;
-    let (results, with_rows) = shard::merge(&suite, manifests, &mut file)?;
-    let runs_file =
-        if with_rows { Some(file.into_inner().map_err(|e| Error::io(&args.out, e.into_error()))?) } else { None };
-    publish(&results, &args.out, runs_file)?;
+    let set = FolderWriter::begin(&args.out)?;
+    let with_rows = shard::with_rows(&manifests);
+    let mut sink = RunsFile::create(&set, with_rows, false)?;
+    let results = shard::merge(&suite, manifests, &mut sink)?;
+    sink.finish(&set)?;
+    publish(&results, set)?;
     let rep = Report { results: &results };
     report_outcome(&rep);
     Ok(if rep.passed() { exit::OK } else { exit::FAILED })
 }
 
-/// Writes the reports (and runs.csv, from a finished temporary file) into `out` and prints the
-/// summary and warnings; returns the rendered reports.
-pub fn publish(
-    results: &[ScenarioResult],
-    out: &Path,
-    runs_file: Option<tempfile::NamedTempFile>,
-) -> Result<Vec<(&'static str, Vec<u8>)>> {
-    let files = report::render_all(&Report { results }).map_err(|e| Error::io(out, e))?;
+/// Writes the reports into the set (which may hold runs.csv already), puts the set in place,
+/// and prints the summary and warnings; returns the rendered reports.
+pub fn publish(results: &[ScenarioResult], set: FolderWriter) -> Result<Vec<(&'static str, Vec<u8>)>> {
+    let out = set.out().to_owned();
+    let files = report::render_all(&Report { results }).map_err(|e| Error::io(&out, e))?;
     for (name, bytes) in &files {
-        report::write_atomic(out, name, bytes).map_err(|e| Error::io(&out.join(name), e))?;
+        set.write(name, bytes)?;
     }
     let mut names: Vec<&str> = files.iter().map(|f| f.0).collect();
-    if let Some(f) = runs_file {
-        report::persist(f, &out.join("runs.csv")).map_err(|e| Error::io(&out.join("runs.csv"), e))?;
+    if set.path("runs.csv").exists() {
         names.insert(1, "runs.csv");
     }
+    set.commit()?;
     print_summary(results);
     for r in results {
         for w in &r.warnings {
@@ -312,19 +301,14 @@ fn single_run(suite: &[Scenario], run: u64, trace_out: Option<&Path>) -> Result<
             m.virtual_ms
         );
         if let Some(path) = trace_out {
-            let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            let name = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .ok_or_else(|| Error::Usage("--trace-out needs a file name".into()))?;
-            report::write_atomic(dir, name, rec.trace.to_jsonl().as_bytes()).map_err(|e| Error::io(path, e))?;
+            output::write_file(path, rec.trace.to_jsonl().as_bytes())?;
             println!("trace written to {}", path.display());
         }
     }
     Ok(exit::OK)
 }
 
-/// Hashes runs rows (FNV-1a over the bytes, in order).
+/// Hashes runs rows (FNV-1a over the bytes, in order): what `--check-determinism` compares.
 pub struct HashRuns {
     pub total: u64,
 }
@@ -345,15 +329,44 @@ impl RunsSink for HashRuns {
     }
 }
 
-/// Writes rows to a file and hashes them on the way (for `--check-determinism`).
-struct Tee<W: Write> {
-    file: W,
-    hash: HashRuns,
+/// `runs.csv` of a report set, streamed as the suite runs; hashed only for
+/// `--check-determinism` (hashing every row costs more than writing it).
+struct RunsFile {
+    file: Option<std::io::BufWriter<std::fs::File>>,
+    hash: Option<HashRuns>,
 }
 
-impl<W: Write> RunsSink for Tee<W> {
+impl RunsFile {
+    fn create(set: &FolderWriter, with_rows: bool, hash: bool) -> Result<RunsFile> {
+        let file = if with_rows {
+            let path = set.path("runs.csv");
+            let f = std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
+            let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+            w.write_all(&report::csv::runs_header()).map_err(|e| Error::io(&path, e))?;
+            Some(w)
+        } else {
+            None
+        };
+        Ok(RunsFile { file, hash: hash.then(HashRuns::default) })
+    }
+
+    /// Flushes the file; returns the hash when one was kept.
+    fn finish(self, set: &FolderWriter) -> Result<Option<u64>> {
+        if let Some(mut f) = self.file {
+            f.flush().map_err(|e| Error::io(&set.path("runs.csv"), e))?;
+        }
+        Ok(self.hash.map(|h| h.total))
+    }
+}
+
+impl RunsSink for RunsFile {
     fn rows(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.hash.rows(bytes)?;
-        self.file.write_all(bytes)
+        if let Some(h) = &mut self.hash {
+            h.rows(bytes)?;
+        }
+        match &mut self.file {
+            Some(f) => f.write_all(bytes),
+            None => Ok(()),
+        }
     }
 }

@@ -10,6 +10,7 @@ use serde_json::json;
 
 use crate::error::{Error, Result, exit};
 use crate::metrics::summary::RUNS_COLUMNS;
+use crate::output;
 use crate::report;
 use crate::scenario::load::load_file;
 use crate::trace::{FinalOutcome, Trace, TraceEvent};
@@ -29,8 +30,8 @@ pub struct ServeArgs {
 #[derive(Debug, Args)]
 pub struct ExecArgs {
     pub scenario: PathBuf,
-    /// Times to run the agent, each against fresh mock state.
-    #[arg(long, default_value_t = 1)]
+    /// Times to run the agent, each against fresh mock state (1 to 10^8).
+    #[arg(long, default_value_t = 1, value_parser = super::runs_parser())]
     pub runs: u64,
     #[arg(long, default_value = "exec-reports")]
     pub out: PathBuf,
@@ -94,9 +95,6 @@ struct RunRecord {
 
 pub fn exec(args: ExecArgs) -> Result<i32> {
     let sc = load_file(&args.scenario)?;
-    if args.runs == 0 {
-        return Err(Error::Usage("--runs must be at least 1".into()));
-    }
     std::fs::create_dir_all(args.out.join("traces")).map_err(|e| Error::io(&args.out, e))?;
     let rt = runtime()?;
     let records = rt.block_on(async {
@@ -229,11 +227,9 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
         w.write_record(&r.row).map_err(|e| Error::Usage(e.to_string()))?;
         csv.push_str(&String::from_utf8_lossy(&w.into_inner().map_err(|e| Error::Usage(e.to_string()))?));
     }
-    let io = |e| Error::io(&args.out, e);
-    report::write_atomic(&args.out, "runs.csv", csv.as_bytes()).map_err(io)?;
+    output::write_file(&args.out.join("runs.csv"), csv.as_bytes())?;
     for (i, r) in records.iter().enumerate() {
-        report::write_atomic(&args.out.join("traces"), &format!("run-{i}.jsonl"), r.trace.to_jsonl().as_bytes())
-            .map_err(io)?;
+        output::write_file(&args.out.join("traces").join(format!("run-{i}.jsonl")), r.trace.to_jsonl().as_bytes())?;
     }
     let checks: Vec<_> = CHECKS
         .iter()
@@ -252,7 +248,7 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
     let doc = json!({"tracefault_version": report::VERSION, "scenario": sc.name, "seed": sc.seed, "agent": args.cmd, "passed": passed, "checks": checks, "runs": runs});
     let mut text = serde_json::to_string_pretty(&doc).expect("serializes");
     text.push('\n');
-    report::write_atomic(&args.out, "exec.json", text.as_bytes()).map_err(io)?;
+    output::write_file(&args.out.join("exec.json"), text.as_bytes())?;
     let mut md = format!(
         "# tracefault exec: {}\n\nAgent: `{}` · {} run(s) · seed {}\n\n| check | result |\n|---|---|\n",
         sc.name,
@@ -266,7 +262,7 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
             if *ok { "PASS".to_owned() } else { format!("**FAIL**: {}", details.join("; ")) }
         ));
     }
-    report::write_atomic(&args.out, "report.md", md.as_bytes()).map_err(io)?;
+    output::write_file(&args.out.join("report.md"), md.as_bytes())?;
 
     for (i, r) in records.iter().enumerate() {
         println!(

@@ -4,6 +4,8 @@
 //! virtual time and the target's history, never on the strategy: strategies meet the same
 //! faults at the same attempts.
 
+use std::collections::HashMap;
+
 use super::rng::{LazyStream, domain, fnv1a64, key};
 use crate::fault::Fault;
 
@@ -51,6 +53,69 @@ pub struct FaultPlan {
     pub rules: Vec<FaultRule>,
     /// Number of targets: tools, then the provider at index `tools`.
     targets: usize,
+    /// For each target, the rules that apply to it: a decision looks at no other rule,
+    /// however many the plan holds.
+    by_target: Vec<TargetRules>,
+    /// For each rule with a rate limit, its place among them (its bucket per target).
+    bucket_of: Vec<Option<u32>>,
+    rate_rules: usize,
+    /// A full bucket of each rate-limited rule: every target's buckets at the start of a run.
+    full_buckets: Vec<(f64, u64)>,
+}
+
+/// The rules of one target, in file order. A target with many rules that fire only at listed
+/// attempts (a compiled trace holds one per recorded failure) has those indexed by attempt,
+/// so deciding an attempt never walks them all.
+#[derive(Clone, Debug, Default)]
+struct TargetRules {
+    /// Rules to check on every attempt.
+    general: Vec<u16>,
+    /// `at`-only rules (no rate limit), by attempt number.
+    by_attempt: HashMap<u32, Vec<u16>>,
+}
+
+/// Past this many `at`-only rules a target indexes them by attempt.
+const INDEX_AT_RULES: usize = 16;
+
+impl TargetRules {
+    fn new(rules: &[FaultRule], mine: Vec<u16>) -> TargetRules {
+        let at_only = |r: &FaultRule| {
+            let t = &r.trigger;
+            t.at.is_some() && t.rate_limit.is_none() && t.probability.is_none()
+        };
+        let indexable = mine.iter().filter(|&&i| at_only(&rules[usize::from(i)])).count();
+        if indexable <= INDEX_AT_RULES {
+            return TargetRules { general: mine, by_attempt: HashMap::new() };
+        }
+        let mut out = TargetRules::default();
+        for i in mine {
+            let rule = &rules[usize::from(i)];
+            match &rule.trigger.at {
+                Some(at) if at_only(rule) => {
+                    for &a in at {
+                        out.by_attempt.entry(a).or_default().push(i);
+                    }
+                }
+                _ => out.general.push(i),
+            }
+        }
+        out
+    }
+
+    /// The rules to check for `attempt`, in file order.
+    fn for_attempt(&self, attempt: u32) -> impl Iterator<Item = u16> + '_ {
+        let listed = if self.by_attempt.is_empty() {
+            &[][..]
+        } else {
+            self.by_attempt.get(&attempt).map_or(&[][..], Vec::as_slice)
+        };
+        let (mut a, mut b) = (self.general.iter().copied().peekable(), listed.iter().copied().peekable());
+        std::iter::from_fn(move || match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if y < x => b.next(),
+            (Some(_), _) => a.next(),
+            (None, _) => b.next(),
+        })
+    }
 }
 
 /// One fired rule: which, and for rate limits the wait the server announces.
@@ -60,7 +125,8 @@ pub struct Fired {
     pub retry_after_ms: Option<u64>,
 }
 
-/// The injector's per-run memory: rate-limit buckets and one stream per target.
+/// The injector's per-run memory: rate-limit buckets (one per target and rate-limited rule)
+/// and one stream per target.
 #[derive(Clone, Default)]
 pub struct Injector {
     buckets: Vec<(f64, u64)>,
@@ -70,7 +136,28 @@ pub struct Injector {
 
 impl FaultPlan {
     pub fn new(rules: Vec<FaultRule>, tools: usize) -> Self {
-        FaultPlan { rules, targets: tools + 1 }
+        let targets = tools + 1;
+        let mut mine = vec![Vec::new(); targets];
+        for (i, rule) in rules.iter().enumerate() {
+            match rule.target {
+                Target::Provider => mine[tools].push(i as u16),
+                Target::Tool(t) => mine[usize::from(t)].push(i as u16),
+                Target::AnyTool => mine[..tools].iter_mut().for_each(|l| l.push(i as u16)),
+            }
+        }
+        let by_target = mine.into_iter().map(|m| TargetRules::new(&rules, m)).collect();
+        let mut rate_rules = 0;
+        let bucket_of = rules
+            .iter()
+            .map(|r| {
+                r.trigger.rate_limit.map(|_| {
+                    rate_rules += 1;
+                    rate_rules - 1
+                })
+            })
+            .collect();
+        let full_buckets = rules.iter().filter_map(|r| r.trigger.rate_limit).map(|l| (l.burst, 0)).collect();
+        FaultPlan { rules, targets, by_target, bucket_of, rate_rules: rate_rules as usize, full_buckets }
     }
 
     pub fn provider_target(&self) -> usize {
@@ -81,10 +168,9 @@ impl FaultPlan {
     pub fn reset(&self, inj: &mut Injector, root: u64, scenario: u64, run: u64, target_names: &[u64]) {
         inj.rules = self.rules.len();
         inj.buckets.clear();
-        for _ in 0..self.targets {
-            for rule in &self.rules {
-                let burst = rule.trigger.rate_limit.map_or(0.0, |r| r.burst);
-                inj.buckets.push((burst, 0));
+        if self.rate_rules > 0 {
+            for _ in 0..self.targets {
+                inj.buckets.extend_from_slice(&self.full_buckets);
             }
         }
         inj.streams.resize_with(self.targets, LazyStream::default);
@@ -105,22 +191,14 @@ impl FaultPlan {
         now_ms: u64,
         successes: u32,
     ) -> Option<Fired> {
-        let is_provider = target == self.provider_target();
         let mut fired = None;
-        for (i, rule) in self.rules.iter().enumerate() {
-            let applies = match rule.target {
-                Target::Provider => is_provider,
-                Target::Tool(t) => !is_provider && usize::from(t) == target,
-                Target::AnyTool => !is_provider,
-            };
-            if !applies {
-                continue;
-            }
+        for i in self.by_target[target].for_attempt(attempt) {
+            let (i, rule) = (usize::from(i), &self.rules[usize::from(i)]);
             let trig = &rule.trigger;
             let mut holds = true;
             let mut retry_after_ms = None;
-            if let Some(rl) = trig.rate_limit {
-                let bucket = &mut inj.buckets[target * inj.rules + i];
+            if let (Some(rl), Some(b)) = (trig.rate_limit, self.bucket_of[i]) {
+                let bucket = &mut inj.buckets[target * self.rate_rules + b as usize];
                 let elapsed_s = now_ms.saturating_sub(bucket.1) as f64 / 1000.0;
                 bucket.0 = (bucket.0 + elapsed_s * rl.per_s).min(rl.burst);
                 bucket.1 = now_ms;

@@ -5,27 +5,36 @@ use crate::fault::ErrorClass;
 
 #[derive(Clone, Debug, Default)]
 pub struct LoopGuard {
+    /// Deliveries per key; a handful in a run, so a vector, until a wide run makes it a map.
     seen: Vec<(u64, u32)>,
+    many: std::collections::HashMap<u64, u32>,
 }
 
 impl LoopGuard {
     pub fn reset(&mut self) {
         self.seen.clear();
+        self.many.clear();
     }
 
     /// Counts one delivery of `class` for (tool, args, variant); returns the new count.
     pub fn hit(&mut self, tool: u16, args: u32, variant: u32, class: ErrorClass) -> u32 {
         let k = (u64::from(tool) << 48) ^ (u64::from(args) << 20) ^ (u64::from(variant) << 4) ^ class as u64;
-        match self.seen.iter_mut().find(|e| e.0 == k) {
-            Some(e) => {
-                e.1 += 1;
-                e.1
-            }
-            None => {
-                self.seen.push((k, 1));
-                1
-            }
+        if !self.many.is_empty() {
+            let n = self.many.entry(k).or_insert(0);
+            *n += 1;
+            return *n;
         }
+        if let Some(e) = self.seen.iter_mut().find(|e| e.0 == k) {
+            e.1 += 1;
+            return e.1;
+        }
+        if self.seen.len() < 16 {
+            self.seen.push((k, 1));
+        } else {
+            self.many.extend(self.seen.drain(..));
+            self.many.insert(k, 1);
+        }
+        1
     }
 }
 

@@ -2,6 +2,9 @@
 //! time. A queue of timed events (model turns, tool attempts, their completions) drives it, so
 //! parallel calls overlap in time and more agents can share the queue later.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use super::breaker::{Admit, Breaker};
 use super::events::{By, Event, Observer, TerminatedBy};
 use super::faults::Injector;
@@ -107,29 +110,42 @@ impl Slot {
     }
 }
 
-/// The pending events, ordered by (time, insertion). It rarely holds more than a few, so a
-/// linear scan beats a binary heap; ties go to the earlier insertion, which keeps runs
-/// deterministic.
+/// The pending events, ordered by (time, insertion); ties go to the earlier insertion, which
+/// keeps runs deterministic. A run rarely holds more than a few, and a linear scan of a few
+/// beats a heap; past `SMALL` (a wide parallel turn) they move to a binary heap, so pops stay
+/// logarithmic.
 #[derive(Default)]
 struct Queue {
-    items: Vec<(u64, u64, Ev)>,
+    small: Vec<(u64, u64, Ev)>,
+    heap: BinaryHeap<Reverse<(u64, u64, Ev)>>,
     seq: u64,
 }
 
 impl Queue {
+    const SMALL: usize = 8;
+
     fn clear(&mut self) {
-        self.items.clear();
+        self.small.clear();
+        self.heap.clear();
         self.seq = 0;
     }
 
     fn push(&mut self, t: u64, ev: Ev) {
         self.seq += 1;
-        self.items.push((t, self.seq, ev));
+        if self.heap.is_empty() && self.small.len() < Self::SMALL {
+            self.small.push((t, self.seq, ev));
+        } else {
+            self.heap.extend(self.small.drain(..).map(Reverse));
+            self.heap.push(Reverse((t, self.seq, ev)));
+        }
     }
 
     fn pop(&mut self) -> Option<(u64, Ev)> {
-        let (i, _) = self.items.iter().enumerate().min_by_key(|(_, e)| (e.0, e.1))?;
-        let (t, _, ev) = self.items.swap_remove(i);
+        if let Some(Reverse((t, _, ev))) = self.heap.pop() {
+            return Some((t, ev));
+        }
+        let (i, _) = self.small.iter().enumerate().min_by_key(|(_, e)| (e.0, e.1))?;
+        let (t, _, ev) = self.small.swap_remove(i);
         Some((t, ev))
     }
 }

@@ -42,6 +42,8 @@ pub struct Task {
     pub final_text: String,
     /// Set when the task replays recorded decisions (`as-recorded`).
     pub script: Option<Script>,
+    /// `(tool, canonical args)` → interned id, so adding a call never scans the others.
+    interned: std::collections::BTreeMap<(u16, String), u32>,
 }
 
 /// Corrections a model may make to one call's arguments (the profile's `max_fix_attempts` is
@@ -89,11 +91,8 @@ impl Task {
             }
         } as u16;
         let canon = canonical_json(args);
-        let args_id = self
-            .calls
-            .iter()
-            .find(|c| c.tool == tool_idx && c.args == canon)
-            .map_or(self.calls.len() as u32, |c| c.args_id);
+        let next_id = self.calls.len() as u32;
+        let args_id = *self.interned.entry((tool_idx, canon.clone())).or_insert(next_id);
         let mut variants = vec![canon.clone()];
         let mut last = args.clone();
         for n in 1..=MAX_FIXES {

@@ -5,6 +5,8 @@
 //! (new work or a re-issue in place of a failed call, as [`compile`](crate::trace::compile)
 //! links them) — and [`RunMetrics`] folds them like any run.
 
+use std::collections::{HashMap, HashSet, VecDeque};
+
 use crate::engine::events::{By, Event, Observer, TerminatedBy};
 use crate::envelope::read::read_text;
 use crate::fault::ErrorClass;
@@ -25,10 +27,17 @@ pub fn recorded_metrics(trace: &Trace, compiled: &Compiled) -> RunMetrics {
     let mut previous_failed = false;
     let mut t_ms = 0u64;
     let mut turn_latency = 0u64;
-    // Calls asked for and not yet answered, by id; a model turn that starts with any of them
-    // open is a protocol violation, as in the engine.
-    let mut open: Vec<&str> = Vec::new();
-    let mut used = vec![false; compiled.calls.len()];
+    // Calls asked for and not yet answered; a model turn that starts with any of them open is
+    // a protocol violation, as in the engine.
+    let mut open: HashSet<&str> = HashSet::new();
+    // The compiled calls by id, in order: each result takes the first not yet taken.
+    let mut by_id: HashMap<&str, VecDeque<usize>> = HashMap::new();
+    for (k, c) in compiled.calls.iter().enumerate() {
+        by_id.entry(c.call_id.as_str()).or_default().push_back(k);
+    }
+    // Per chain, the arguments that repeating cannot fix: they already failed as bad (the fault
+    // sticks to them), failed terminally, or got a result complete in truth.
+    let mut hopeless_args: Vec<HashSet<&str>> = Vec::new();
     let mut ended = false;
     for ev in &trace.events {
         match ev {
@@ -55,23 +64,21 @@ pub fn recorded_metrics(trace: &Trace, compiled: &Compiled) -> RunMetrics {
                 previous_failed = *status != 200;
                 t_ms += latency_ms.unwrap_or(0);
             }
-            TraceEvent::ToolCall { call_id, .. } => open.push(call_id),
+            TraceEvent::ToolCall { call_id, .. } => {
+                open.insert(call_id);
+            }
             TraceEvent::ToolResult { call_id, content, latency_ms, .. } => {
-                open.retain(|id| id != call_id);
-                let Some(k) = (0..compiled.calls.len()).find(|&k| !used[k] && compiled.calls[k].call_id == *call_id)
-                else {
-                    continue;
-                };
-                used[k] = true;
+                open.remove(call_id.as_str());
+                let Some(k) = by_id.get_mut(call_id.as_str()).and_then(VecDeque::pop_front) else { continue };
                 let c = &compiled.calls[k];
                 turn_latency = turn_latency.max(latency_ms.unwrap_or(0));
-                // Repeating cannot fix arguments that already failed as bad (the fault sticks to
-                // them), a terminal failure, or a result that was complete in truth.
-                let hopeless = compiled.calls[..k].iter().any(|p| {
-                    p.chain == c.chain
-                        && p.canon == c.canon
-                        && matches!(p.class, Some(ErrorClass::BadArgs | ErrorClass::Terminal | ErrorClass::Partial))
-                });
+                if hopeless_args.len() <= c.chain {
+                    hopeless_args.resize_with(c.chain + 1, HashSet::new);
+                }
+                let hopeless = hopeless_args[c.chain].contains(c.canon.as_str());
+                if matches!(c.class, Some(ErrorClass::BadArgs | ErrorClass::Terminal | ErrorClass::Partial)) {
+                    hopeless_args[c.chain].insert(&c.canon);
+                }
                 let (rule, fired) = c.rule.map_or((None, false), |(r, f)| (Some(r), f));
                 m.event(&Event::Attempt {
                     call_id: k as u32,

@@ -6,9 +6,6 @@ pub mod json;
 pub mod junit;
 pub mod markdown;
 
-use std::io::Write;
-use std::path::Path;
-
 use crate::suite::ScenarioResult;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -54,27 +51,6 @@ pub fn render_all(report: &Report<'_>) -> std::io::Result<Vec<(&'static str, Vec
             Ok((e.file_name(), buf))
         })
         .collect()
-}
-
-/// Writes `bytes` to `dir/name` through a temporary file in the same folder and a rename, so a
-/// reader never sees a half-written file.
-pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
-    let mut tmp = tempfile::Builder::new().prefix(&format!(".{name}.")).tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    persist(tmp, &dir.join(name))
-}
-
-/// Moves a finished temporary file into place, readable like any other output file.
-pub fn persist(tmp: tempfile::NamedTempFile, path: &Path) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    }
-    // No fsync: the rename is what makes the file appear whole to any reader; flushing a
-    // 200 MB runs.csv to disk would cost more than the simulation behind it.
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }
 
 /// Escapes text for XML attributes and content.

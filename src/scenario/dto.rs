@@ -168,12 +168,33 @@ pub struct LoopGuardDto {
     pub k: Option<u32>,
 }
 
-/// `profile = "path.toml"` or a `[profile]` table of overrides on a `base`.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
+/// `profile = "path.toml"` (or `"default"`, `"calibrated"`) or a `[profile]` table of
+/// overrides on a `base`. Read by hand rather than `untagged`, so an error inside the table
+/// names its key.
+#[derive(Debug)]
 pub enum ProfileRefDto {
     Path(String),
     Overrides(Box<ProfileOverridesDto>),
+}
+
+impl<'de> Deserialize<'de> for ProfileRefDto {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ProfileRefDto;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a profile name or path (\"default\", \"calibrated\", \"file.toml\") or a [profile] table")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(ProfileRefDto::Path(s.to_owned()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                let o = ProfileOverridesDto::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(ProfileRefDto::Overrides(Box::new(o)))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -210,7 +231,7 @@ pub struct FaultDto {
     pub target: String,
     pub at: Option<Vec<u32>>,
     pub probability: Option<f64>,
-    pub window_ms: Option<[u64; 2]>,
+    pub window_ms: Option<Vec<u64>>,
     pub after_successes: Option<u32>,
     pub rate_limit: Option<RateLimitDto>,
     pub http: Option<u16>,

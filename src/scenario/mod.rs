@@ -3,6 +3,7 @@
 
 pub mod dto;
 pub mod load;
+pub mod locate;
 pub mod validate;
 
 use std::path::PathBuf;

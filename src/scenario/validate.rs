@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::dto::*;
+use super::locate::Locator;
 use super::{Gate, Scenario};
 use crate::engine::breaker::{BreakerConfig, BreakerMode};
 use crate::engine::faults::{FaultPlan, FaultRule, RateLimit, Target, Trigger};
@@ -33,68 +34,42 @@ pub const MAX_RUNS: u64 = 100_000_000;
 /// virtual time, so virtual-time arithmetic cannot overflow.
 pub const MAX_MS: u64 = 86_400_000;
 
-/// Where errors point: the file, and (for TOML) the source to find lines in.
+/// Where errors point: the file, and (for TOML) where each field is in it.
 struct Ctx<'a> {
     file: &'a Path,
-    src: Option<&'a str>,
+    locator: Locator<'a>,
 }
 
 impl Ctx<'_> {
-    fn err(&self, line: Option<usize>, field: impl Into<String>, expected: impl Into<String>) -> Error {
-        Error::invalid(self.file, line, field, expected)
-    }
-
-    /// The line of the `index`-th `[[table]]` header, for array-of-tables entries.
-    fn table_line(&self, table: &str, index: usize) -> Option<usize> {
-        let header = format!("[[{table}]]");
-        self.src?
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| l.trim_start().starts_with(&header))
-            .nth(index)
-            .map(|(i, _)| i + 1)
-    }
-
-    /// The line where top-level-ish `key` is assigned or opened as a table.
-    fn key_line(&self, key: &str) -> Option<usize> {
-        self.src?
-            .lines()
-            .position(|l| {
-                let t = l.trim_start();
-                t.strip_prefix(key).is_some_and(|r| r.trim_start().starts_with('='))
-                    || t.starts_with(&format!("[{key}]"))
-                    || t.starts_with(&format!("[{key}."))
-            })
-            .map(|i| i + 1)
+    /// An error about `field` (`faults[2].http`), at the field's line where the file has lines.
+    fn err(&self, field: impl Into<String>, expected: impl Into<String>) -> Error {
+        let field = field.into();
+        Error::invalid(self.file, self.locator.line(&field), field, expected)
     }
 }
 
-fn ms(ctx: &Ctx, line: Option<usize>, field: &str, v: Option<u64>) -> Result<Option<u64>> {
+fn ms(ctx: &Ctx, field: &str, v: Option<u64>) -> Result<Option<u64>> {
     match v {
-        Some(v) if v > MAX_MS => Err(ctx.err(line, field, format!("at most {MAX_MS} ms (a day), got {v}"))),
+        Some(v) if v > MAX_MS => Err(ctx.err(field, format!("at most {MAX_MS} ms (a day), got {v}"))),
         v => Ok(v),
     }
 }
 
-fn prob(ctx: &Ctx, line: Option<usize>, field: &str, v: f64) -> Result<f64> {
-    if (0.0..=1.0).contains(&v) {
-        Ok(v)
-    } else {
-        Err(ctx.err(line, field, format!("a probability in [0, 1], got {v}")))
-    }
+fn prob(ctx: &Ctx, field: &str, v: f64) -> Result<f64> {
+    if (0.0..=1.0).contains(&v) { Ok(v) } else { Err(ctx.err(field, format!("a probability in [0, 1], got {v}"))) }
 }
 
 pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scenario> {
-    let ctx = Ctx { file, src };
+    let ctx = Ctx { file, locator: Locator::new(src) };
     if dto.name.trim().is_empty() {
-        return Err(ctx.err(ctx.key_line("name"), "name", "a non-empty name"));
+        return Err(ctx.err("name", "a non-empty name"));
     }
 
     let replay = match (&dto.trace, &dto.task) {
         (Some(_), Some(_)) => {
-            return Err(ctx.err(ctx.key_line("trace"), "trace", "either `trace` or `[task]`, not both"));
+            return Err(ctx.err("trace", "either `trace` or `[task]`, not both"));
         }
-        (None, None) => return Err(ctx.err(None, "task", "a `[task]` with steps, or `trace = \"…\"`")),
+        (None, None) => return Err(ctx.err("task", "a `[task]` with steps, or `trace = \"…\"`")),
         (Some(t), None) => Some(load_trace(&ctx, t, &dto)?),
         (None, Some(_)) => None,
     };
@@ -104,14 +79,14 @@ pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scen
         (None, None) => unreachable!("checked above"),
     };
     if task.steps.is_empty() {
-        return Err(ctx.err(ctx.key_line("task"), "task.steps", "at least one step"));
+        return Err(ctx.err("task.steps", "at least one step"));
     }
 
     let format = match dto.provider.as_deref().or(trace_format.as_deref()) {
         None => Format::OpenAiChat,
-        Some(p) => Format::parse(p).ok_or_else(|| {
-            ctx.err(ctx.key_line("provider"), "provider", format!("one of {}, got {p:?}", format_names()))
-        })?,
+        Some(p) => {
+            Format::parse(p).ok_or_else(|| ctx.err("provider", format!("one of {}, got {p:?}", format_names())))?
+        }
     };
 
     let mut rules = recorded_rules;
@@ -119,7 +94,7 @@ pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scen
         rules.push(fault_rule(&ctx, i, f, &mut task)?);
     }
     if rules.len() > usize::from(u16::MAX) {
-        return Err(ctx.err(None, "faults", "at most 65535 rules"));
+        return Err(ctx.err("faults", "at most 65535 rules"));
     }
 
     let policy = policy_from_dto(&ctx, &dto.policy)?;
@@ -127,35 +102,43 @@ pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scen
     let strategies = strategies_from_dto(&ctx, dto.strategies, &policy.retry)?;
     let baseline = match &dto.baseline {
         None => 0,
-        Some(b) => strategies.iter().position(|s| &s.name == b).ok_or_else(|| {
-            ctx.err(ctx.key_line("baseline"), "baseline", format!("one of the scenario's strategies, got {b:?}"))
-        })?,
+        Some(b) => strategies
+            .iter()
+            .position(|s| &s.name == b)
+            .ok_or_else(|| ctx.err("baseline", format!("one of the scenario's strategies, got {b:?}")))?,
     };
     let mut gates = Vec::new();
     for (i, g) in dto.gates.iter().enumerate() {
-        let line = ctx.table_line("gates", i);
         if g.strategy != "*" && !strategies.iter().any(|s| s.name == g.strategy) {
             return Err(ctx.err(
-                line,
                 format!("gates[{i}].strategy"),
                 format!("one of the scenario's strategies or \"*\", got {:?}", g.strategy),
             ));
         }
         if !SUMMARY_COLUMNS[2..].contains(&g.metric.as_str()) {
             return Err(ctx.err(
-                line,
                 format!("gates[{i}].metric"),
                 format!("a numeric column of summary.csv ({}), got {:?}", SUMMARY_COLUMNS[2..].join(", "), g.metric),
             ));
         }
         if g.min.is_none() && g.max.is_none() {
-            return Err(ctx.err(line, format!("gates[{i}]"), "`min`, `max` or both"));
+            return Err(ctx.err(format!("gates[{i}]"), "`min`, `max` or both"));
+        }
+        for (k, v) in [("min", g.min), ("max", g.max)] {
+            if v.is_some_and(f64::is_nan) {
+                return Err(ctx.err(format!("gates[{i}].{k}"), "a number, got nan"));
+            }
+        }
+        if let (Some(lo), Some(hi)) = (g.min, g.max)
+            && lo > hi
+        {
+            return Err(ctx.err(format!("gates[{i}].min"), format!("at most `max` ({hi}), got {lo}")));
         }
         gates.push(Gate { strategy: g.strategy.clone(), metric: g.metric.clone(), min: g.min, max: g.max });
     }
     let runs = dto.runs.unwrap_or(DEFAULT_RUNS);
     if !(1..=MAX_RUNS).contains(&runs) {
-        return Err(ctx.err(ctx.key_line("runs"), "runs", format!("1 to {MAX_RUNS}, got {runs}")));
+        return Err(ctx.err("runs", format!("1 to {MAX_RUNS}, got {runs}")));
     }
     let mut target_hashes: Vec<u64> = task.tools.iter().map(|t| fnv1a64(t.as_bytes())).collect();
     target_hashes.push(fnv1a64(b"provider"));
@@ -184,14 +167,24 @@ fn format_names() -> String {
 }
 
 /// Resolves a path named in a scenario: next to the scenario file, then in its folder's
-/// parent (the suite root), then from the current directory.
-pub fn resolve(file: &Path, rel: &str) -> PathBuf {
+/// parent (the suite root), then from the current directory. `Err` lists every path tried.
+pub fn resolve(file: &Path, rel: &str) -> std::result::Result<PathBuf, Vec<PathBuf>> {
     let rel = Path::new(rel);
-    if rel.is_absolute() {
-        return rel.to_owned();
-    }
     let dir = file.parent().unwrap_or(Path::new("."));
-    [dir.join(rel), dir.join("..").join(rel)].into_iter().find(|p| p.exists()).unwrap_or_else(|| rel.to_owned())
+    let tried: Vec<PathBuf> = if rel.is_absolute() {
+        vec![rel.to_owned()]
+    } else {
+        vec![dir.join(rel), dir.join("..").join(rel), rel.to_owned()]
+    };
+    tried.iter().find(|p| p.exists()).cloned().ok_or(tried)
+}
+
+/// The file a scenario key names, or an error naming the key and every path tried.
+fn resolve_key(ctx: &Ctx, key: &str, rel: &str) -> Result<PathBuf> {
+    resolve(ctx.file, rel).map_err(|tried| {
+        let tried: Vec<String> = tried.iter().map(|p| p.display().to_string()).collect();
+        ctx.err(key, format!("an existing file; {rel:?} was not found at {}", tried.join(", ")))
+    })
 }
 
 /// A scenario's trace and what it compiles to.
@@ -206,35 +199,41 @@ fn load_trace(ctx: &Ctx, rel: &str, dto: &ScenarioDto) -> Result<Replay> {
     let (select, pick) = (dto.trace_select.as_deref(), dto.trace_conversation);
     let format_name = dto.trace_format.as_deref().unwrap_or("auto");
     let format = SourceFormat::parse(format_name).ok_or_else(|| {
-        ctx.err(
-            ctx.key_line("trace_format"),
-            "trace_format",
-            format!("one of {}, got {format_name:?}", SourceFormat::NAMES.join(", ")),
-        )
+        ctx.err("trace_format", format!("one of {}, got {format_name:?}", SourceFormat::NAMES.join(", ")))
     })?;
-    let path = resolve(ctx.file, rel);
+    let path = resolve_key(ctx, "trace", rel)?;
+    if let Some(ptr) = select
+        && !ptr.is_empty()
+        && !ptr.starts_with('/')
+    {
+        return Err(
+            ctx.err("trace_select", format!("a JSON pointer, which starts with `/` (e.g. \"/13/traj\"), got {ptr:?}"))
+        );
+    }
     let rules = match &dto.trace_failure_rules {
         None => FailureRules::default(),
-        Some(patterns) => FailureRules::from_patterns(patterns).map_err(|e| {
-            ctx.err(ctx.key_line("trace_failure_rules"), "trace_failure_rules", format!("regular expressions: {e}"))
-        })?,
+        Some(patterns) => FailureRules::from_patterns(patterns)
+            .map_err(|e| ctx.err("trace_failure_rules", format!("regular expressions: {e}")))?,
     };
-    let opts = ImportOptions { format, select: select.map(str::to_owned), rules };
-    let mut traces = import_path(&path, &opts)?.traces;
+    let opts = ImportOptions { format, select: select.map(str::to_owned), select_key: "trace_select", rules };
+    let mut traces = import_path(&path, &opts)
+        .map_err(|e| match e {
+            // The pointer is the scenario's: say so there, and where it looked.
+            Error::Invalid { field, expected, .. } if field == "trace_select" => {
+                ctx.err("trace_select", format!("{expected} in {}", path.display()))
+            }
+            e => e,
+        })?
+        .traces;
     let n = traces.len();
     let index = match pick {
         Some(k) if (1..=n).contains(&k) => k - 1,
         Some(k) => {
-            return Err(ctx.err(
-                ctx.key_line("trace_conversation"),
-                "trace_conversation",
-                format!("1 to {n}, got {k}"),
-            ));
+            return Err(ctx.err("trace_conversation", format!("1 to {n}, got {k}")));
         }
         None if n == 1 => 0,
         None => {
             return Err(ctx.err(
-                ctx.key_line("trace"),
                 "trace",
                 format!(
                     "one conversation; {} holds {n} (pick one with trace_conversation = N or trace_select = \"/…\")",
@@ -249,44 +248,42 @@ fn load_trace(ctx: &Ctx, rel: &str, dto: &ScenarioDto) -> Result<Replay> {
 }
 
 fn task_from_dto(ctx: &Ctx, t: &TaskDto) -> Result<Task> {
-    let mut task = Task { final_text: t.answer.clone(), ..Task::default() };
+    let mut task = Task::default();
+    task.final_text.clone_from(&t.answer);
     for (i, step) in t.steps.iter().enumerate() {
-        let line = ctx.table_line("task.steps", i);
         let field = format!("task.steps[{i}]");
         let mut idx = Vec::new();
         match (&step.calls, &step.tool) {
             (Some(_), Some(_)) => {
-                return Err(ctx.err(line, field, "either `calls = [...]` or `tool = \"…\"`, not both"));
+                return Err(ctx.err(field, "either `calls = [...]` or `tool = \"…\"`, not both"));
             }
-            (None, None) => return Err(ctx.err(line, field, "`calls = [...]` or the shorthand `tool = \"…\"`")),
+            (None, None) => return Err(ctx.err(field, "`calls = [...]` or the shorthand `tool = \"…\"`")),
             (Some(calls), None) => {
                 if step.args.is_some()
                     || step.result.is_some()
                     || step.latency_ms.is_some()
                     || step.fixed_args.is_some()
                 {
-                    return Err(ctx.err(
-                        line,
-                        field,
-                        "`args`, `fixed_args`, `result` and `latency_ms` inside each call of `calls`",
-                    ));
+                    return Err(
+                        ctx.err(field, "`args`, `fixed_args`, `result` and `latency_ms` inside each call of `calls`")
+                    );
                 }
                 if calls.is_empty() || calls.len() > MAX_PARALLEL_CALLS {
-                    return Err(ctx.err(line, format!("{field}.calls"), format!("1 to {MAX_PARALLEL_CALLS} calls")));
+                    return Err(ctx.err(format!("{field}.calls"), format!("1 to {MAX_PARALLEL_CALLS} calls")));
                 }
                 for c in calls {
-                    check_tool_name(ctx, line, &field, &c.tool)?;
-                    ms(ctx, line, &format!("{field}.latency_ms"), c.latency_ms)?;
-                    let fixes = fixed_args(ctx, line, &field, &c.args, c.fixed_args.as_ref())?;
+                    check_tool_name(ctx, &field, &c.tool)?;
+                    ms(ctx, &format!("{field}.latency_ms"), c.latency_ms)?;
+                    let fixes = fixed_args(ctx, &field, &c.args, c.fixed_args.as_ref())?;
                     idx.push(task.push_call(&c.tool, &c.args, &fixes, &c.result, c.latency_ms));
                 }
             }
             (None, Some(tool)) => {
-                check_tool_name(ctx, line, &field, tool)?;
-                ms(ctx, line, &format!("{field}.latency_ms"), step.latency_ms)?;
+                check_tool_name(ctx, &field, tool)?;
+                ms(ctx, &format!("{field}.latency_ms"), step.latency_ms)?;
                 let args = step.args.clone().unwrap_or_else(empty_object);
                 let result = step.result.clone().unwrap_or_else(ok_result);
-                let fixes = fixed_args(ctx, line, &field, &args, step.fixed_args.as_ref())?;
+                let fixes = fixed_args(ctx, &field, &args, step.fixed_args.as_ref())?;
                 idx.push(task.push_call(tool, &args, &fixes, &result, step.latency_ms));
             }
         }
@@ -297,11 +294,10 @@ fn task_from_dto(ctx: &Ctx, t: &TaskDto) -> Result<Task> {
 
 /// A step's `fixed_args`: the arguments the model sends once it corrects them. They must be an
 /// object that differs from `args`.
-fn fixed_args(ctx: &Ctx, line: Option<usize>, field: &str, args: &Value, fixed: Option<&Value>) -> Result<Vec<Value>> {
+fn fixed_args(ctx: &Ctx, field: &str, args: &Value, fixed: Option<&Value>) -> Result<Vec<Value>> {
     let Some(f) = fixed else { return Ok(Vec::new()) };
     if !f.is_object() || !args.is_object() || f == args {
         return Err(ctx.err(
-            line,
             format!("{field}.fixed_args"),
             "an object of corrected arguments that differs from `args` (and `args` an object)",
         ));
@@ -309,7 +305,7 @@ fn fixed_args(ctx: &Ctx, line: Option<usize>, field: &str, args: &Value, fixed: 
     Ok(vec![f.clone()])
 }
 
-fn check_tool_name(ctx: &Ctx, line: Option<usize>, field: &str, name: &str) -> Result<()> {
+fn check_tool_name(ctx: &Ctx, field: &str, name: &str) -> Result<()> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
@@ -318,7 +314,6 @@ fn check_tool_name(ctx: &Ctx, line: Option<usize>, field: &str, name: &str) -> R
         Ok(())
     } else {
         Err(ctx.err(
-            line,
             format!("{field}.tool"),
             format!("a tool name of 1-64 letters, digits, '_' or '-' (not \"provider\"), got {name:?}"),
         ))
@@ -326,7 +321,6 @@ fn check_tool_name(ctx: &Ctx, line: Option<usize>, field: &str, name: &str) -> R
 }
 
 fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &mut Task) -> Result<FaultRule> {
-    let line = ctx.table_line("faults", i);
     let field = |k: &str| format!("faults[{i}].{k}");
     let target = match f.target.as_str() {
         "provider" => Target::Provider,
@@ -335,7 +329,6 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &mut Task) -> Result<Faul
             Some(t) => Target::Tool(t as u16),
             None => {
                 return Err(ctx.err(
-                    line,
                     field("target"),
                     format!("\"provider\", \"*\" or a tool of the task ({}), got {name:?}", task.tools.join(", ")),
                 ));
@@ -345,7 +338,7 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &mut Task) -> Result<Faul
     let mut trigger = Trigger::default();
     if let Some(at) = &f.at {
         if at.is_empty() || at.contains(&0) {
-            return Err(ctx.err(line, field("at"), "a non-empty list of 1-based attempt numbers"));
+            return Err(ctx.err(field("at"), "a non-empty list of 1-based attempt numbers"));
         }
         let mut at = at.clone();
         at.sort_unstable();
@@ -353,96 +346,86 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &mut Task) -> Result<Faul
         trigger.at = Some(at);
     }
     if let Some(p) = f.probability {
-        trigger.probability = Some(prob(ctx, line, &field("probability"), p)?);
+        trigger.probability = Some(prob(ctx, &field("probability"), p)?);
     }
-    if let Some([t0, t1]) = f.window_ms {
+    if let Some(w) = &f.window_ms {
+        let &[t0, t1] = w.as_slice() else {
+            return Err(ctx.err(field("window_ms"), format!("[t0, t1]: exactly two numbers, got {}", w.len())));
+        };
         if t0 >= t1 {
-            return Err(ctx.err(line, field("window_ms"), format!("[t0, t1] with t0 < t1, got [{t0}, {t1}]")));
+            return Err(ctx.err(field("window_ms"), format!("[t0, t1] with t0 < t1, got [{t0}, {t1}]")));
         }
-        ms(ctx, line, &field("window_ms"), Some(t1))?;
+        ms(ctx, &field("window_ms"), Some(t1))?;
         trigger.window_ms = Some((t0, t1));
     }
     trigger.after_successes = f.after_successes;
     if let Some(rl) = &f.rate_limit {
         if !((0.001..=1e6).contains(&rl.per_s) && (1.0..=1e6).contains(&rl.burst)) {
-            return Err(ctx.err(line, field("rate_limit"), "per_s in [0.001, 1e6] and burst in [1, 1e6]"));
+            return Err(ctx.err(field("rate_limit"), "per_s in [0.001, 1e6] and burst in [1, 1e6]"));
         }
         trigger.rate_limit = Some(RateLimit { per_s: rl.per_s, burst: rl.burst });
     }
     if trigger == Trigger::default() {
-        return Err(ctx.err(
-            line,
-            format!("faults[{i}]"),
-            "a trigger: at, probability, window_ms, after_successes or rate_limit",
-        ));
+        return Err(
+            ctx.err(format!("faults[{i}]"), "a trigger: at, probability, window_ms, after_successes or rate_limit")
+        );
     }
     let retry_after_ms = match f.retry_after_s {
         Some(s) if !(0.0..=86_400.0).contains(&s) => {
-            return Err(ctx.err(line, field("retry_after_s"), format!("seconds in [0, 86400], got {s}")));
+            return Err(ctx.err(field("retry_after_s"), format!("seconds in [0, 86400], got {s}")));
         }
         s => s.map(|s| (s * 1000.0).round() as u64),
     };
     let fault = match (f.http, f.fault.as_deref()) {
-        (Some(_), Some(_)) => return Err(ctx.err(line, format!("faults[{i}]"), "either `http` or `fault`, not both")),
+        (Some(_), Some(_)) => return Err(ctx.err(format!("faults[{i}]"), "either `http` or `fault`, not both")),
         (None, None) if trigger.rate_limit.is_some() => {
             Fault::Http { status: 429, retry_after_ms, param: None, message: None }
         }
         (None, None) => {
-            return Err(ctx.err(line, format!("faults[{i}]"), "a fault: `http = STATUS` or `fault = \"…\"`"));
+            return Err(ctx.err(format!("faults[{i}]"), "a fault: `http = STATUS` or `fault = \"…\"`"));
         }
         (Some(status), None) => {
             let Some(class) = http_class(status) else {
                 return Err(ctx.err(
-                    line,
                     field("http"),
                     format!("one of {}, got {status}", HTTP_STATUSES.map(|s| s.to_string()).join(", ")),
                 ));
             };
             if (f.param.is_some() || f.message.is_some()) && class != crate::fault::ErrorClass::BadArgs {
-                return Err(ctx.err(line, field("param"), "`param` and `message` only with http = 400 or 422"));
+                return Err(ctx.err(field("param"), "`param` and `message` only with http = 400 or 422"));
             }
             Fault::Http { status, retry_after_ms, param: f.param.clone(), message: f.message.clone() }
         }
         (None, Some(kind)) => {
             if f.param.is_some() || f.message.is_some() || f.retry_after_s.is_some() {
-                return Err(ctx.err(
-                    line,
-                    format!("faults[{i}]"),
-                    "`param`, `message` and `retry_after_s` only with `http`",
-                ));
+                return Err(ctx.err(format!("faults[{i}]"), "`param`, `message` and `retry_after_s` only with `http`"));
             }
             match kind {
-                "timeout" => {
-                    Fault::Timeout { after_ms: ms(ctx, line, &field("after_ms"), f.after_ms)?.unwrap_or(30_000) }
-                }
+                "timeout" => Fault::Timeout { after_ms: ms(ctx, &field("after_ms"), f.after_ms)?.unwrap_or(30_000) },
                 "reset" => Fault::Reset,
                 "ambiguous" => Fault::Ambiguous,
                 "truncated_json" => Fault::TruncatedJson,
                 "code_fenced_json" => Fault::CodeFencedJson,
                 "no_progress" => {
-                    return Err(ctx.err(
-                        line,
-                        field("fault"),
+                    return Err(ctx.err(field("fault"),
                         "one of timeout, reset, ambiguous, truncated_json, code_fenced_json: \"no_progress\" was removed \
                          (a 200 with unchanged data and no \"more may be available\" reads the same under every \
                          envelope, so it measured nothing; use \"ambiguous\" for a result that never says it is complete)",
                     ));
                 }
                 other => {
-                    return Err(ctx.err(
-                        line,
-                        field("fault"),
-                        format!("one of {}, got {other:?}", NON_HTTP_FAULTS.join(", ")),
-                    ));
+                    return Err(
+                        ctx.err(field("fault"), format!("one of {}, got {other:?}", NON_HTTP_FAULTS.join(", ")))
+                    );
                 }
             }
         }
     };
     if f.after_ms.is_some() && !matches!(fault, Fault::Timeout { .. }) {
-        return Err(ctx.err(line, field("after_ms"), "`after_ms` only with fault = \"timeout\""));
+        return Err(ctx.err(field("after_ms"), "`after_ms` only with fault = \"timeout\""));
     }
     if target == Target::Provider && !matches!(fault, Fault::Http { .. } | Fault::Timeout { .. } | Fault::Reset) {
-        return Err(ctx.err(line, field("fault"), "an http status, \"timeout\" or \"reset\" on the provider"));
+        return Err(ctx.err(field("fault"), "an http status, \"timeout\" or \"reset\" on the provider"));
     }
     let label = format!("{} {}: {}", f.target, trigger_label(&trigger), fault.label());
     Ok(FaultRule { target, trigger, fault, label })
@@ -468,118 +451,85 @@ fn trigger_label(t: &Trigger) -> String {
     parts.join(", ")
 }
 
-pub fn retry_from_dto(
-    ctx_file: &Path,
-    line: Option<usize>,
-    field: &str,
-    base: &RetryPolicy,
-    r: &RetryDto,
-) -> Result<RetryPolicy> {
+fn retry_from_dto(ctx: &Ctx, field: &str, base: &RetryPolicy, r: &RetryDto) -> Result<RetryPolicy> {
     let mut p = base.clone();
     if let Some(n) = r.max_attempts {
         if !(1..=MAX_ATTEMPTS_LIMIT).contains(&n) {
-            return Err(Error::invalid(
-                ctx_file,
-                line,
-                format!("{field}.max_attempts"),
-                format!("1 to {MAX_ATTEMPTS_LIMIT}, got {n}"),
-            ));
+            return Err(ctx.err(format!("{field}.max_attempts"), format!("1 to {MAX_ATTEMPTS_LIMIT}, got {n}")));
         }
         p.max_attempts = n;
     }
     if let Some(b) = &r.backoff {
         p.backoff = Backoff::parse(b).ok_or_else(|| {
-            Error::invalid(
-                ctx_file,
-                line,
-                format!("{field}.backoff"),
-                format!("one of {}, got {b:?}", Backoff::NAMES.join(", ")),
-            )
+            ctx.err(format!("{field}.backoff"), format!("one of {}, got {b:?}", Backoff::NAMES.join(", ")))
         })?;
     }
     p.base_ms = r.base_ms.unwrap_or(p.base_ms);
     p.cap_ms = r.cap_ms.unwrap_or(p.cap_ms);
     if p.cap_ms > MAX_MS {
-        return Err(Error::invalid(
-            ctx_file,
-            line,
-            format!("{field}.cap_ms"),
-            format!("at most {MAX_MS} ms, got {}", p.cap_ms),
-        ));
+        return Err(ctx.err(format!("{field}.cap_ms"), format!("at most {MAX_MS} ms, got {}", p.cap_ms)));
     }
     p.honor_retry_after = r.honor_retry_after.unwrap_or(p.honor_retry_after);
     p.retry_after_cap_s = r.retry_after_cap_s.unwrap_or(p.retry_after_cap_s);
     if let Some(ratio) = r.budget_ratio {
         if !(ratio > 0.0 && ratio.is_finite()) {
-            return Err(Error::invalid(
-                ctx_file,
-                line,
-                format!("{field}.budget_ratio"),
-                format!("a ratio > 0, got {ratio}"),
-            ));
+            return Err(ctx.err(format!("{field}.budget_ratio"), format!("a ratio > 0, got {ratio}")));
         }
         p.budget_ratio = Some(ratio);
     }
     if p.cap_ms < p.base_ms {
-        return Err(Error::invalid(ctx_file, line, format!("{field}.cap_ms"), "cap_ms >= base_ms"));
+        return Err(ctx.err(format!("{field}.cap_ms"), "cap_ms >= base_ms"));
     }
     Ok(p)
 }
 
 fn policy_from_dto(ctx: &Ctx, d: &PolicyDto) -> Result<Policy> {
-    let line = ctx.key_line("policy");
     let mut p = Policy::default();
     if let Some(n) = d.max_steps {
         if !(1..=10_000).contains(&n) {
-            return Err(ctx.err(line, "policy.max_steps", format!("1 to 10000, got {n}")));
+            return Err(ctx.err("policy.max_steps", format!("1 to 10000, got {n}")));
         }
         p.max_steps = n;
     }
     p.max_tokens = d.max_tokens;
     p.max_virtual_ms = d.max_virtual_ms;
     if let Some(r) = &d.retry {
-        p.retry = retry_from_dto(ctx.file, line, "policy.retry", &p.retry, r)?;
+        p.retry = retry_from_dto(ctx, "policy.retry", &p.retry, r)?;
     }
     if let Some(b) = &d.breaker {
         let mut cfg = BreakerConfig::default();
-        cfg.open_ms = ms(ctx, line, "policy.breaker.open_ms", b.open_ms)?.unwrap_or(cfg.open_ms);
-        ms(ctx, line, "policy.breaker.window_ms", b.window_ms)?;
+        cfg.open_ms = ms(ctx, "policy.breaker.open_ms", b.open_ms)?.unwrap_or(cfg.open_ms);
+        ms(ctx, "policy.breaker.window_ms", b.window_ms)?;
         cfg.probes = b.probes.unwrap_or(cfg.probes).max(1);
         cfg.close_after = b.close_after.unwrap_or(cfg.close_after).max(1);
         cfg.mode = match b.mode.as_deref().unwrap_or("consecutive") {
             "consecutive" => {
                 if b.window_ms.is_some() || b.min_calls.is_some() || b.failure_ratio.is_some() {
-                    return Err(ctx.err(
-                        line,
-                        "policy.breaker",
-                        "window_ms, min_calls and failure_ratio only with mode = \"rate\"",
-                    ));
+                    return Err(
+                        ctx.err("policy.breaker", "window_ms, min_calls and failure_ratio only with mode = \"rate\"")
+                    );
                 }
                 BreakerMode::Consecutive { failures: b.failures.unwrap_or(3).max(1) }
             }
             "rate" => {
                 if b.failures.is_some() {
-                    return Err(ctx.err(
-                        line,
-                        "policy.breaker.failures",
-                        "`failures` only with mode = \"consecutive\"",
-                    ));
+                    return Err(ctx.err("policy.breaker.failures", "`failures` only with mode = \"consecutive\""));
                 }
-                let ratio = prob(ctx, line, "policy.breaker.failure_ratio", b.failure_ratio.unwrap_or(0.5))?;
+                let ratio = prob(ctx, "policy.breaker.failure_ratio", b.failure_ratio.unwrap_or(0.5))?;
                 BreakerMode::Rate {
                     window_ms: b.window_ms.unwrap_or(60_000),
                     min_calls: b.min_calls.unwrap_or(10).max(1),
                     failure_ratio: ratio,
                 }
             }
-            m => return Err(ctx.err(line, "policy.breaker.mode", format!("\"consecutive\" or \"rate\", got {m:?}"))),
+            m => return Err(ctx.err("policy.breaker.mode", format!("\"consecutive\" or \"rate\", got {m:?}"))),
         };
         p.breaker = cfg;
     }
     if let Some(lg) = &d.loop_guard {
         let k = lg.k.unwrap_or(3);
         if k == 0 {
-            return Err(ctx.err(line, "policy.loop_guard.k", "k >= 1"));
+            return Err(ctx.err("policy.loop_guard.k", "k >= 1"));
         }
         p.loop_guard_k = k;
     }
@@ -589,25 +539,22 @@ fn policy_from_dto(ctx: &Ctx, d: &PolicyDto) -> Result<Policy> {
 /// The profile a scenario names: the bundled `default`, `calibrated` (fitted from the
 /// scenario's own trace), a file, or a `[profile]` table of overrides on one of those.
 fn profile_from_dto(ctx: &Ctx, d: Option<&ProfileRefDto>, trace: Option<&Trace>) -> Result<Profile> {
-    let line = ctx.key_line("profile");
     let read_base = |name: &str| -> Result<Profile> {
         if name == "default" {
             return Ok(Profile::bundled_default());
         }
         if name == CALIBRATED {
             let Some(trace) = trace else {
-                return Err(ctx.err(
-                    line,
-                    "profile",
-                    "\"calibrated\" only in a scenario with `trace = …` (it is fitted from it)",
-                ));
+                return Err(
+                    ctx.err("profile", "\"calibrated\" only in a scenario with `trace = …` (it is fitted from it)")
+                );
             };
             let mut fit = crate::calibrate::Fit::default();
             crate::calibrate::observe(trace, &mut fit);
             return Ok(fit.profile(crate::calibrate::DEFAULT_MIN_OBSERVATIONS).0);
         }
-        let path = resolve(ctx.file, name);
-        let src = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+        let path = resolve_key(ctx, "profile", name)?;
+        let src = crate::input::read_text(&path, crate::input::Input::Config)?;
         let p: Profile = toml::from_str(&src)
             .map_err(|e| Error::Parse { file: path.display().to_string(), message: e.to_string() })?;
         p.validate().map_err(|(k, exp)| Error::invalid(&path, None, k, exp))?;
@@ -653,12 +600,11 @@ fn profile_from_dto(ctx: &Ctx, d: Option<&ProfileRefDto>, trace: Option<&Trace>)
             p
         }
     };
-    p.validate().map_err(|(k, exp)| ctx.err(line, format!("profile.{k}"), exp))?;
+    p.validate().map_err(|(k, exp)| ctx.err(format!("profile.{k}"), exp))?;
     Ok(p)
 }
 
 fn strategies_from_dto(ctx: &Ctx, d: Option<StrategiesDto>, retry: &RetryPolicy) -> Result<Vec<Strategy>> {
-    let line = ctx.key_line("strategies");
     let presets = || Strategy::presets().into_iter().map(|s| s.name).collect::<Vec<_>>().join(", ");
     let out: Vec<Strategy> = match d {
         None => Strategy::presets(),
@@ -667,7 +613,6 @@ fn strategies_from_dto(ctx: &Ctx, d: Option<StrategiesDto>, retry: &RetryPolicy)
             .map(|n| {
                 Strategy::preset_named(n).ok_or_else(|| {
                     ctx.err(
-                        line,
                         "strategies",
                         format!("preset names ({}) or [strategies.NAME] tables, got {n:?}", presets()),
                     )
@@ -680,18 +625,17 @@ fn strategies_from_dto(ctx: &Ctx, d: Option<StrategiesDto>, retry: &RetryPolicy)
             .collect::<Result<_>>()?,
     };
     if out.is_empty() {
-        return Err(ctx.err(line, "strategies", "at least one strategy"));
+        return Err(ctx.err("strategies", "at least one strategy"));
     }
     for (i, s) in out.iter().enumerate() {
         if out[..i].iter().any(|o| o.name == s.name) {
-            return Err(ctx.err(line, "strategies", format!("unique names; {:?} appears twice", s.name)));
+            return Err(ctx.err("strategies", format!("unique names; {:?} appears twice", s.name)));
         }
     }
     Ok(out)
 }
 
 fn custom_strategy(ctx: &Ctx, name: &str, s: StrategyDto, presets: &str, base_retry: &RetryPolicy) -> Result<Strategy> {
-    let line = ctx.key_line(&format!("strategies.{name}"));
     let field = |k: &str| format!("strategies.{name}.{k}");
     let is_empty = s.encoding.is_none()
         && s.routing.is_none()
@@ -702,32 +646,27 @@ fn custom_strategy(ctx: &Ctx, name: &str, s: StrategyDto, presets: &str, base_re
         && s.retry.is_none();
     if is_empty {
         return Strategy::preset_named(name).ok_or_else(|| {
-            ctx.err(
-                line,
-                format!("strategies.{name}"),
-                format!("a preset name ({presets}) or a definition with `encoding`"),
-            )
+            ctx.err(format!("strategies.{name}"), format!("a preset name ({presets}) or a definition with `encoding`"))
         });
     }
     let Some(enc) = s.encoding.as_deref() else {
-        return Err(ctx.err(line, field("encoding"), "an encoding: raw, prefix, flag, object or envelope"));
+        return Err(ctx.err(field("encoding"), "an encoding: raw, prefix, flag, object or envelope"));
     };
-    let encoding = Encoding::parse(enc).ok_or_else(|| {
-        ctx.err(line, field("encoding"), format!("raw, prefix, flag, object or envelope, got {enc:?}"))
-    })?;
+    let encoding = Encoding::parse(enc)
+        .ok_or_else(|| ctx.err(field("encoding"), format!("raw, prefix, flag, object or envelope, got {enc:?}")))?;
     let routing = match s.routing.as_deref().unwrap_or("model") {
         "model" => Routing::Model,
         "orchestrator" => Routing::Orchestrator,
-        r => return Err(ctx.err(line, field("routing"), format!("\"model\" or \"orchestrator\", got {r:?}"))),
+        r => return Err(ctx.err(field("routing"), format!("\"model\" or \"orchestrator\", got {r:?}"))),
     };
     let partials = match s.partials.as_deref().unwrap_or("ambiguous") {
         "ambiguous" => Partials::Ambiguous,
         "terminal" => Partials::Terminal,
-        p => return Err(ctx.err(line, field("partials"), format!("\"ambiguous\" or \"terminal\", got {p:?}"))),
+        p => return Err(ctx.err(field("partials"), format!("\"ambiguous\" or \"terminal\", got {p:?}"))),
     };
     let retry = match &s.retry {
         None => None,
-        Some(r) => Some(retry_from_dto(ctx.file, line, &field("retry"), base_retry, r)?),
+        Some(r) => Some(retry_from_dto(ctx, &field("retry"), base_retry, r)?),
     };
     Ok(Strategy {
         name: name.to_owned(),

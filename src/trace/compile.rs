@@ -8,6 +8,8 @@
 //! task, in the step of the turn that first issued it, so parallel calls stay parallel and a
 //! failure is fixed only by the call sent in its place, never by a sibling.
 
+use std::collections::{HashMap, HashSet};
+
 use serde_json::Value;
 
 use super::{Trace, TraceEvent};
@@ -76,9 +78,12 @@ fn result_value(content: &str) -> Value {
 fn answered_calls(trace: &Trace) -> Vec<RecordedCall> {
     let mut calls: Vec<RecordedCall> = Vec::new();
     let mut answered: Vec<bool> = Vec::new();
+    // The latest call with each id: a result answers it.
+    let mut latest: HashMap<&str, usize> = HashMap::new();
     for ev in &trace.events {
         match ev {
             TraceEvent::ToolCall { turn, call_id, name, args } => {
+                latest.insert(call_id, calls.len());
                 calls.push(RecordedCall {
                     turn: *turn,
                     call_id: call_id.clone(),
@@ -95,8 +100,7 @@ fn answered_calls(trace: &Trace) -> Vec<RecordedCall> {
                 answered.push(false);
             }
             TraceEvent::ToolResult { call_id, ok, status, content, error_class, .. } => {
-                // A result answers the latest call with its id.
-                let Some(i) = calls.iter().rposition(|c| &c.call_id == call_id) else { continue };
+                let Some(&i) = latest.get(call_id.as_str()) else { continue };
                 let partial = error_class.as_deref() == Some("partial");
                 let c = &mut calls[i];
                 c.class = if partial {
@@ -120,44 +124,43 @@ fn answered_calls(trace: &Trace) -> Vec<RecordedCall> {
 /// chains.
 fn link_chains(calls: &mut [RecordedCall]) -> usize {
     struct Chain {
-        tool: String,
         canon: String,
         turn: u32,
-        open: bool,
     }
     let mut chains: Vec<Chain> = Vec::new();
+    // Per tool, its open chains (last call failed or was partial), oldest first.
+    let mut open: HashMap<String, Vec<usize>> = HashMap::new();
     let mut turn_start = 0;
     while turn_start < calls.len() {
         let turn = calls[turn_start].turn;
         let end = calls[turn_start..].iter().position(|c| c.turn != turn).map_or(calls.len(), |p| turn_start + p);
-        let mut used: Vec<usize> = Vec::new();
+        let mut used: HashSet<usize> = HashSet::new();
         for c in &mut calls[turn_start..end] {
-            let candidate = |same_args: bool| {
-                (0..chains.len()).find(|&k| {
-                    let ch = &chains[k];
-                    ch.open
-                        && ch.turn < turn
-                        && ch.tool == c.tool
-                        && !used.contains(&k)
-                        && (!same_args || ch.canon == c.canon)
-                })
+            let candidates = open.get(&c.tool).map_or(&[][..], Vec::as_slice);
+            let free = |k: &&usize| chains[**k].turn < turn && !used.contains(*k);
+            let identical = candidates.iter().filter(free).find(|&&k| chains[k].canon == c.canon).copied();
+            let (k, issue) = match (identical, candidates.iter().find(free).copied()) {
+                (Some(k), _) => (k, Issue::Identical),
+                (None, Some(k)) => (k, Issue::Changed),
+                (None, None) => {
+                    chains.push(Chain { canon: String::new(), turn });
+                    (chains.len() - 1, Issue::First)
+                }
             };
-            let (k, issue) = match candidate(true) {
-                Some(k) => (k, Issue::Identical),
-                None => match candidate(false) {
-                    Some(k) => (k, Issue::Changed),
-                    None => {
-                        chains.push(Chain { tool: c.tool.clone(), canon: String::new(), turn, open: false });
-                        (chains.len() - 1, Issue::First)
-                    }
-                },
-            };
-            used.push(k);
+            used.insert(k);
             c.chain = k;
             c.issue = issue;
             chains[k].canon.clone_from(&c.canon);
             chains[k].turn = turn;
-            chains[k].open = c.class.is_some();
+        }
+        // A chain stays open while its last call failed or said more may be available.
+        for c in &calls[turn_start..end] {
+            let list = open.entry(c.tool.clone()).or_default();
+            list.retain(|&k| k != c.chain);
+            if c.class.is_some() {
+                let at = list.partition_point(|&k| k < c.chain);
+                list.insert(at, c.chain);
+            }
         }
         turn_start = end;
     }
@@ -197,23 +200,19 @@ pub fn compile(trace: &Trace) -> Compiled {
     // (design 3.3): a terminal fault sticks to the tool, a partial result to the call, bad
     // arguments to the arguments — and a correction that fails again is the recorded model's
     // failed fix, which the profile's `p_fix_args` models, not a scheduled fault.
-    let mut attempts: Vec<(String, u32)> = Vec::new();
-    let mut terminal: Vec<(String, u16)> = Vec::new();
+    let mut attempts: HashMap<String, u32> = HashMap::new();
+    let mut terminal: HashMap<String, u16> = HashMap::new();
+    let mut tool_index: HashMap<String, usize> = task.tools.iter().enumerate().map(|(i, t)| (t.clone(), i)).collect();
     let mut chain_memory: Vec<Vec<(ErrorClass, u16)>> = vec![Vec::new(); n_chains];
     for c in &mut calls {
-        let attempt = match attempts.iter_mut().find(|a| a.0 == c.tool) {
-            Some(a) => {
-                a.1 += 1;
-                a.1
-            }
-            None => {
-                attempts.push((c.tool.clone(), 1));
-                1
-            }
+        let attempt = {
+            let a = attempts.entry(c.tool.clone()).or_insert(0);
+            *a += 1;
+            *a
         };
         let Some(class) = c.class else { continue };
         let remembered = match class {
-            ErrorClass::Terminal => terminal.iter().find(|t| t.0 == c.tool).map(|t| t.1),
+            ErrorClass::Terminal => terminal.get(&c.tool).copied(),
             ErrorClass::BadArgs | ErrorClass::Partial => {
                 chain_memory[c.chain].iter().find(|m| m.0 == class).map(|m| m.1)
             }
@@ -222,13 +221,10 @@ pub fn compile(trace: &Trace) -> Compiled {
         c.rule = Some(match remembered {
             Some(r) => (r, false),
             None => {
-                let tool_idx = match task.tools.iter().position(|t| *t == c.tool) {
-                    Some(i) => i,
-                    None => {
-                        task.tools.push(c.tool.clone());
-                        task.tools.len() - 1
-                    }
-                };
+                let tool_idx = *tool_index.entry(c.tool.clone()).or_insert_with(|| {
+                    task.tools.push(c.tool.clone());
+                    task.tools.len() - 1
+                });
                 let fault = if class == ErrorClass::Partial {
                     Fault::Ambiguous
                 } else {
@@ -237,7 +233,9 @@ pub fn compile(trace: &Trace) -> Compiled {
                 rules.push(at_rule(Target::Tool(tool_idx as u16), &c.tool, attempt, fault));
                 let r = rules.len() as u16 - 1;
                 match class {
-                    ErrorClass::Terminal => terminal.push((c.tool.clone(), r)),
+                    ErrorClass::Terminal => {
+                        terminal.insert(c.tool.clone(), r);
+                    }
                     ErrorClass::BadArgs | ErrorClass::Partial => chain_memory[c.chain].push((class, r)),
                     _ => {}
                 }
@@ -247,13 +245,17 @@ pub fn compile(trace: &Trace) -> Compiled {
     }
 
     // One task call per chain: its first arguments, its corrections, its successful result.
+    let mut chain_calls: Vec<Vec<&RecordedCall>> = vec![Vec::new(); n_chains];
+    for c in &calls {
+        chain_calls[c.chain].push(c);
+    }
     let mut steps: Vec<(u32, Vec<u32>)> = Vec::new();
-    for k in 0..n_chains {
-        let members: Vec<&RecordedCall> = calls.iter().filter(|c| c.chain == k).collect();
+    for members in &chain_calls {
         let first = members[0];
         let mut fixes: Vec<Value> = Vec::new();
+        let mut seen: HashSet<&str> = HashSet::from([first.canon.as_str()]);
         for m in &members[1..] {
-            if m.canon != first.canon && !fixes.iter().any(|f| canonical_json(f) == m.canon) {
+            if seen.insert(&m.canon) {
                 fixes.push(m.args.clone());
             }
         }

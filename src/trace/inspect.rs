@@ -1,6 +1,8 @@
 //! What happened in one trace: calls, failures, identical repeats of failing calls, and where a
 //! loop guard would have stopped it (`tracefault inspect`).
 
+use std::collections::{HashMap, HashSet};
+
 use serde::Serialize;
 
 use super::{FinalOutcome, Trace, TraceEvent};
@@ -89,16 +91,15 @@ pub fn ended_name(o: FinalOutcome) -> &'static str {
 
 pub fn stats(trace: &Trace) -> Stats {
     let mut rows: Vec<Row> = Vec::new();
-    let mut keys: Vec<(String, String)> = Vec::new();
-    let mut index_of: Vec<(String, usize)> = Vec::new();
+    // The latest call with each id: results pair with it.
+    let mut index_of: HashMap<&str, usize> = HashMap::new();
     let mut model_calls = 0;
     let mut ended = "cut_off";
     for ev in &trace.events {
         match ev {
             TraceEvent::ModelCall { .. } => model_calls += 1,
             TraceEvent::ToolCall { turn, call_id, name, args } => {
-                index_of.push((call_id.clone(), rows.len()));
-                keys.push((name.clone(), canonical_json(args)));
+                index_of.insert(call_id, rows.len());
                 rows.push(Row {
                     turn: *turn,
                     tool: name.clone(),
@@ -109,8 +110,8 @@ pub fn stats(trace: &Trace) -> Stats {
                     evidence: None,
                 });
             }
-            TraceEvent::ToolResult { call_id, ok, error_class, content, evidence, .. } => {
-                if let Some(&(_, i)) = index_of.iter().rev().find(|(id, _)| id == call_id) {
+            TraceEvent::ToolResult { call_id, error_class, ok, content, evidence, .. } => {
+                if let Some(&i) = index_of.get(call_id.as_str()) {
                     rows[i].content.clone_from(content);
                     rows[i].evidence.clone_from(evidence);
                     rows[i].outcome = match (ok, error_class.as_deref()) {
@@ -127,34 +128,33 @@ pub fn stats(trace: &Trace) -> Stats {
     let mut failing_repeats = 0;
     let mut streak = 0;
     let mut longest = 0;
-    let mut guard: Vec<((String, String, String), u32)> = Vec::new();
+    // (tool, args) of calls that failed so far, and deliveries per (tool, args, outcome).
+    let mut failed_keys: HashSet<(&str, &str)> = HashSet::new();
+    let mut guard: HashMap<(&str, &str, &str), u32> = HashMap::new();
     let mut loop_guard_at = None;
+    let mut repeat_flags = Vec::with_capacity(rows.len());
     for i in 0..rows.len() {
-        let repeat = (0..i).any(|j| keys[j] == keys[i] && failed(&rows[j]));
-        rows[i].failing_repeat = repeat;
+        let (r, key) = (&rows[i], (rows[i].tool.as_str(), rows[i].args.as_str()));
+        let repeat = failed_keys.contains(&key);
         failing_repeats += u64::from(repeat);
-        streak = if failed(&rows[i]) && i > 0 && keys[i - 1] == keys[i] && failed(&rows[i - 1]) {
-            streak + 1
-        } else {
-            u64::from(failed(&rows[i]))
-        };
+        let same_as_previous = i > 0 && rows[i - 1].tool == r.tool && rows[i - 1].args == r.args;
+        streak = if failed(r) && same_as_previous && failed(&rows[i - 1]) { streak + 1 } else { u64::from(failed(r)) };
         longest = longest.max(streak);
-        if failed(&rows[i]) || rows[i].outcome == "partial" {
-            let k = (keys[i].0.clone(), keys[i].1.clone(), rows[i].outcome.clone());
-            let n = match guard.iter_mut().find(|g| g.0 == k) {
-                Some(g) => {
-                    g.1 += 1;
-                    g.1
-                }
-                None => {
-                    guard.push((k, 1));
-                    1
-                }
-            };
-            if n >= LOOP_GUARD_K && loop_guard_at.is_none() {
+        if failed(r) || r.outcome == "partial" {
+            let n = guard.entry((key.0, key.1, r.outcome.as_str())).or_insert(0);
+            *n += 1;
+            if *n >= LOOP_GUARD_K && loop_guard_at.is_none() {
                 loop_guard_at = Some(i as u64 + 1);
             }
         }
+        if failed(r) {
+            failed_keys.insert(key);
+        }
+        repeat_flags.push(repeat);
+    }
+    drop((failed_keys, guard));
+    for (r, repeat) in rows.iter_mut().zip(repeat_flags) {
+        r.failing_repeat = repeat;
     }
     Stats {
         id: trace.header.id.clone(),
@@ -170,21 +170,34 @@ pub fn stats(trace: &Trace) -> Stats {
     }
 }
 
+/// Text from a trace made safe for a terminal: control characters (escape sequences that could
+/// move the cursor, clear the screen or set the title included) are shown as `\u{..}`.
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    std::borrow::Cow::Owned(
+        s.chars().map(|c| if c.is_control() { c.escape_unicode().to_string() } else { c.to_string() }).collect(),
+    )
+}
+
 /// The table `inspect` prints.
 pub fn table(s: &Stats) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
-    let _ = writeln!(out, "{} ({})", s.id, s.source_format);
+    let _ = writeln!(out, "{} ({})", printable(&s.id), printable(&s.source_format));
     let _ = writeln!(out, "  {:>4}  {:>4}  {:<28} {:<44} outcome", "#", "turn", "tool", "arguments");
     for (i, r) in s.rows.iter().enumerate() {
-        let args: String = if r.args.chars().count() > 44 {
-            r.args.chars().take(43).collect::<String>() + "…"
+        let args = printable(&r.args);
+        let args: String = if args.chars().count() > 44 {
+            args.chars().take(43).collect::<String>() + "…"
         } else {
-            r.args.clone()
+            args.into_owned()
         };
-        let tool: String = r.tool.chars().take(28).collect();
+        let tool: String = printable(&r.tool).chars().take(28).collect();
         let flag = if r.failing_repeat { "REPEAT of a failed call" } else { "" };
-        let _ = writeln!(out, "  {:>4}  {:>4}  {:<28} {:<44} {:<12} {}", i + 1, r.turn, tool, args, r.outcome, flag);
+        let outcome = printable(&r.outcome);
+        let _ = writeln!(out, "  {:>4}  {:>4}  {:<28} {:<44} {:<12} {}", i + 1, r.turn, tool, args, outcome, flag);
     }
     let _ = writeln!(
         out,

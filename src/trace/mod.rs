@@ -177,7 +177,7 @@ impl Trace {
     }
 
     pub fn read(path: &Path) -> Result<Trace> {
-        let src = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let src = crate::input::read_text(path, crate::input::Input::Trace)?;
         Trace::parse(&src, path)
     }
 

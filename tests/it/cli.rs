@@ -92,15 +92,16 @@ fn broken(name: &str, text: &str) -> String {
 
 #[test]
 fn unknown_key_names_file_line_and_key() {
+    // `colour` lands in the last [[faults]] table, on line 12.
     let err = broken("s.toml", &format!("{MINIMAL}colour = \"red\"\n"));
-    assert!(err.contains("DIR/s.toml: TOML parse error at line 12"), "{err}");
-    assert!(err.contains("unknown field `colour`"), "{err}");
+    assert!(err.contains("DIR/s.toml:12: faults[0].colour: unknown field `colour`"), "{err}");
 }
 
 #[test]
 fn bad_status_names_the_rule_line_and_the_allowed_values() {
     let err = broken("s.toml", &MINIMAL.replace("http = 503", "http = 418"));
-    assert!(err.contains("error: DIR/s.toml:8: faults[0].http: expected one of 400, 401"), "{err}");
+    // The line of the key itself (`http = 418`), not of its table.
+    assert!(err.contains("error: DIR/s.toml:11: faults[0].http: expected one of 400, 401"), "{err}");
     assert!(err.contains("got 418"), "{err}");
 }
 
@@ -119,13 +120,22 @@ fn unknown_strategy_and_metric_are_named() {
     assert!(err.contains("strategies: expected preset names (raw-exception, error-string"), "{err}");
     let err =
         broken("s.toml", &format!("{MINIMAL}[[gates]]\nstrategy = \"five-field\"\nmetric = \"loops\"\nmax = 0\n"));
-    assert!(err.contains("s.toml:12: gates[0].metric: expected a numeric column of summary.csv"), "{err}");
+    assert!(err.contains("s.toml:14: gates[0].metric: expected a numeric column of summary.csv"), "{err}");
 }
 
 #[test]
 fn missing_trace_and_missing_task_are_explained() {
+    // The scenario file, the key, and every path tried.
     let err = broken("s.toml", "name = \"t\"\ntrace = \"nowhere.jsonl\"\n");
-    assert!(err.contains("nowhere.jsonl: No such file or directory"), "{err}");
+    assert!(
+        err.contains("DIR/s.toml:2: trace: expected an existing file; \"nowhere.jsonl\" was not found at DIR/nowhere.jsonl, DIR/../nowhere.jsonl, nowhere.jsonl"),
+        "{err}"
+    );
+    let err = broken("s.toml", &format!("profile = \"nowhere.toml\"\n{MINIMAL}"));
+    assert!(
+        err.contains("DIR/s.toml:1: profile: expected an existing file; \"nowhere.toml\" was not found at"),
+        "{err}"
+    );
     let err = broken("s.toml", "name = \"t\"\n");
     assert!(err.contains("task: expected a `[task]` with steps, or `trace = \"…\"`"), "{err}");
 }
@@ -138,8 +148,10 @@ fn json_scenarios_are_accepted_and_checked_the_same_way() {
     let sc = write(dir.path(), "j.json", json);
     tracefault().arg("run").arg(&sc).arg("--out").arg(dir.path().join("o")).assert().code(0);
     let err = broken("j.json", &json.replace("\"runs\"", "\"rnus\""));
-    assert!(err.contains("unknown field `rnus`"), "{err}");
-    assert!(err.contains("line 1"), "{err}");
+    assert!(err.contains("DIR/j.json:1: rnus: unknown field `rnus`"), "{err}");
+    // A wrong type deep inside names the field, like TOML.
+    let err = broken("j.json", &json.replace("\"http\": 429", "\"http\": \"x\""));
+    assert!(err.contains("DIR/j.json:2: faults[0].http: invalid type: string \"x\", expected u16"), "{err}");
 }
 
 #[test]

@@ -174,7 +174,7 @@ fn bad_input_is_explained_not_panicked() {
             "list.json",
             "[1, 2]",
             &["--select", "/5"],
-            "--select /5: expected a JSON pointer into the file; no such path (the top level is a list of 2)",
+            "--select: expected a JSON pointer into the file; \"/5\" is no such path (the top level is a list of 2)",
         ),
         ("what.json", "{\"hello\": 1}", &[], "what.json: /: expected a recognizable trace"),
         ("c.yaml", "interactions: [{response: {}}]", &[], "c.yaml: /interactions/0: expected a `request`"),

@@ -6,6 +6,7 @@ mod compile;
 mod determinism;
 mod envelopes;
 mod golden;
+mod hostile;
 mod importers;
 mod oracles;
 mod properties;

@@ -51,9 +51,12 @@ pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportErr
         let Some(f) = provider_of(uri, &req_body) else { continue };
         format.get_or_insert(f);
         let resp = it.get("response");
-        let status =
-            resp.and_then(|r| r.get("status")).and_then(|s| s.get("code")).and_then(Value::as_u64).unwrap_or(200)
-                as u16;
+        let status = match resp.and_then(|r| r.get("status")).and_then(|s| s.get("code")) {
+            None => 200,
+            Some(code) => code.as_u64().filter(|c| (100..=599).contains(c)).ok_or_else(|| {
+                ImportError::at(format!("{at}/response/status/code"), "an HTTP status from 100 to 599")
+            })? as u16,
+        };
         let resp_body = resp.and_then(body);
         exchanges.push(exchange(
             f,

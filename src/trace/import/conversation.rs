@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::Value;
 
-use crate::fault::http_class;
+use crate::fault::{ErrorClass, http_class};
 use crate::trace::{FinalOutcome, Header, Stop, TRACE_VERSION, ToolDef, Trace, TraceEvent};
 
 /// One tool call the model asked for.
@@ -92,11 +92,47 @@ fn status_in(text: &str) -> Option<u16> {
     STATUS.captures(text).and_then(|c| c[1].parse().ok()).filter(|s| http_class(*s).is_some())
 }
 
-/// A JSON body with an `error` field: non-empty means failed; empty with a 4xx/5xx status in
-/// the rest of the body is a failure hidden behind an empty error (ToolBench).
-fn error_field(content: &str) -> Option<(bool, String, Option<u16>)> {
-    let v: Value = serde_json::from_str(content.trim()).ok()?;
+/// A structured error inside a result's text, and the class its own fields give (if they do).
+struct Structured {
+    failed: bool,
+    class: Option<&'static str>,
+    status: Option<u16>,
+    why: String,
+}
+
+/// Reads the structured errors a tool result's text can hold, by their fields:
+/// - the five-field envelope (`code` a string, `retryable` a boolean): a failure, its class
+///   from `details.status`, else the code, else `retryable` (true: transient, false: terminal);
+/// - an MCP tool result (`content` parts and `isError`): a failure when `isError` is true, its
+///   class from `structuredContent` (an envelope) or the text;
+/// - a body with an `error` field: non-empty means failed, its class from a status or code
+///   inside the error object, else its text; empty with a 4xx/5xx status in the rest of the
+///   body is a failure hidden behind an empty error (ToolBench).
+fn structured(content: &str) -> Option<Structured> {
+    let trimmed = content.trim_start();
+    if !trimmed.starts_with('{') {
+        return None;
+    }
+    let v: Value = serde_json::from_str(trimmed).ok()?;
     let obj = v.as_object()?;
+    if let Some(env) = envelope(obj) {
+        return Some(env);
+    }
+    if let Some(is_error) = obj.get("isError").and_then(Value::as_bool)
+        && obj.get("content").is_some_and(Value::is_array)
+    {
+        let inner = obj.get("structuredContent").and_then(Value::as_object).and_then(envelope);
+        let text = text_of(&obj["content"]);
+        return Some(match inner {
+            Some(env) if is_error => Structured { why: format!("MCP result with isError: true; {}", env.why), ..env },
+            _ => Structured {
+                failed: is_error,
+                class: None,
+                status: status_in(&text),
+                why: format!("MCP result with isError: {is_error}"),
+            },
+        });
+    }
     let err = obj.get("error")?;
     let text = match err {
         Value::Null => String::new(),
@@ -104,13 +140,99 @@ fn error_field(content: &str) -> Option<(bool, String, Option<u16>)> {
         other => other.to_string(),
     };
     if !text.trim().is_empty() {
-        return Some((true, format!("non-empty `error` field: {}", clip(&text, 60)), status_in(&text)));
+        let (class, status, how) = match err.as_object() {
+            Some(e) => error_object_class(e),
+            None => (None, status_in(&text), String::new()),
+        };
+        return Some(Structured {
+            failed: true,
+            class,
+            status: status.or_else(|| status_in(&text)),
+            why: format!("non-empty `error` field{how}: {}", clip(&text, 60)),
+        });
     }
     let rest = obj.get("response").map(|r| r.to_string()).unwrap_or_default();
-    match status_in(&rest).filter(|s| *s >= 400) {
-        Some(s) => Some((true, format!("empty `error` field but status {s} in the body"), Some(s))),
-        None => Some((false, String::new(), None)),
+    Some(match status_in(&rest).filter(|s| *s >= 400) {
+        Some(s) => Structured {
+            failed: true,
+            class: None,
+            status: Some(s),
+            why: format!("empty `error` field but status {s} in the body"),
+        },
+        None => Structured { failed: false, class: None, status: None, why: String::new() },
+    })
+}
+
+/// The five-field envelope: `code` a string and `retryable` a boolean at the top of the object.
+fn envelope(obj: &serde_json::Map<String, Value>) -> Option<Structured> {
+    let code = obj.get("code")?.as_str()?;
+    let retryable = obj.get("retryable")?.as_bool()?;
+    let status = obj.get("details").and_then(|d| d.get("status")).and_then(Value::as_u64).map(|s| s as u16);
+    let class = status
+        .and_then(http_class)
+        .map(ErrorClass::name)
+        .or_else(|| code_class(code))
+        .unwrap_or(if retryable { "transient" } else { "terminal" });
+    let partial = class == "partial";
+    Some(Structured {
+        failed: !partial,
+        class: Some(class),
+        status,
+        why: format!("five-field envelope (code {code}, retryable: {retryable})"),
+    })
+}
+
+/// An `error` object's own class: an HTTP status (`code` or `status` a number), else a code or
+/// status name (`RESOURCE_EXHAUSTED`, `rate_limit_error`, `INVALID_ARGUMENT`, …).
+fn error_object_class(e: &serde_json::Map<String, Value>) -> (Option<&'static str>, Option<u16>, String) {
+    for key in ["code", "status", "type"] {
+        match e.get(key) {
+            Some(Value::Number(n)) => {
+                if let Some(s) = n.as_u64().map(|s| s as u16).filter(|s| http_class(*s).is_some()) {
+                    return (http_class(s).map(ErrorClass::name), Some(s), format!(" with {key} {s}"));
+                }
+            }
+            Some(Value::String(name)) => {
+                if let Some(c) = code_class(name) {
+                    return (Some(c), None, format!(" with {key} {name}"));
+                }
+            }
+            _ => {}
+        }
     }
+    (None, None, String::new())
+}
+
+/// The class an error code names (the five-field codes, gRPC/Google status names, the
+/// providers' error types).
+fn code_class(code: &str) -> Option<&'static str> {
+    let c = code.to_ascii_uppercase();
+    Some(match c.as_str() {
+        "RATE_LIMITED" | "RATE_LIMIT_ERROR" | "RESOURCE_EXHAUSTED" | "TOO_MANY_REQUESTS" | "QUOTA_EXCEEDED" => {
+            "rate_limited"
+        }
+        "TIMEOUT" | "TRANSPORT" | "UNAVAILABLE" | "DEADLINE_EXCEEDED" | "OVERLOADED_ERROR" | "API_ERROR"
+        | "INTERNAL" | "INTERNAL_ERROR" | "CIRCUIT_OPEN" | "BAD_RESPONSE" => "transient",
+        "INVALID_ARGS"
+        | "INVALID_ARGUMENT"
+        | "INVALID_REQUEST_ERROR"
+        | "BAD_REQUEST"
+        | "VALIDATION_ERROR"
+        | "FAILED_PRECONDITION"
+        | "OUT_OF_RANGE" => "bad_args",
+        "UNAUTHORIZED"
+        | "UNAUTHENTICATED"
+        | "FORBIDDEN"
+        | "PERMISSION_DENIED"
+        | "NOT_FOUND"
+        | "NOT_FOUND_ERROR"
+        | "PAYMENT_REQUIRED"
+        | "PAYLOAD_TOO_LARGE"
+        | "AUTHENTICATION_ERROR"
+        | "PERMISSION_ERROR" => "terminal",
+        "PARTIAL" => "partial",
+        _ => return None,
+    })
 }
 
 fn clip(s: &str, n: usize) -> String {
@@ -148,16 +270,19 @@ static KEYWORDS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     table.iter().map(|(p, c)| (Regex::new(p).expect("valid built-in pattern"), *c)).collect()
 });
 
-/// Judges one result by the rules: structural flag first, then an `error` field, then text.
+/// Judges one result by the rules: structural flag first, then a structured error in the text
+/// (the five fields, an MCP result, an `error` field), then the text rules.
 pub fn judge(content: &str, flag: Option<(bool, &'static str)>, rules: &FailureRules) -> Verdict {
-    let (failed, why, status) = if let Some((f, source)) = flag {
-        (f, source.to_owned(), status_in(content))
-    } else if let Some((f, why, status)) = error_field(content) {
-        (f, why, status)
+    let found = structured(content);
+    let (failed, why, status, class) = if let Some((f, source)) = flag {
+        let inner = found.as_ref().filter(|s| s.failed);
+        (f, source.to_owned(), inner.and_then(|s| s.status).or_else(|| status_in(content)), inner.and_then(|s| s.class))
+    } else if let Some(s) = found {
+        (s.failed, s.why, s.status, s.class)
     } else if let Some(r) = rules.text.iter().find(|r| r.is_match(content)) {
-        (true, format!("text rule /{}/", r.as_str()), status_in(content))
+        (true, format!("text rule /{}/", r.as_str()), status_in(content), None)
     } else {
-        (false, String::new(), None)
+        (false, String::new(), None, None)
     };
     if !failed {
         let more = content.to_lowercase().contains("may be available");
@@ -168,7 +293,10 @@ pub fn judge(content: &str, flag: Option<(bool, &'static str)>, rules: &FailureR
             evidence: if more { "text says more may be available".into() } else { String::new() },
         };
     }
-    let (class, how) = classify_failure(content, status);
+    let (class, how) = match class {
+        Some(c) => (c, "from its fields".to_owned()),
+        None => classify_failure(content, status),
+    };
     Verdict { ok: class == "partial", class: Some(class), status, evidence: format!("failed: {why}; class: {how}") }
 }
 
@@ -339,6 +467,37 @@ mod tests {
         let r = v(r#"{"error": "", "response": "{'message': 'Bad Request', 'status_code': 400}"}"#);
         assert_eq!((r.ok, r.class, r.status), (false, Some("bad_args"), Some(400)));
         assert!(v(r#"{"error": "", "response": "{'ok': 1}"}"#).ok);
+    }
+
+    #[test]
+    fn structured_errors_inside_text() {
+        // The five fields for a 429, as an OpenAI Responses function_call_output carries them.
+        let r = v(
+            r#"{"code":"RATE_LIMITED","message":"slow down","retryable":true,"details":{"status":429},"source":"tool"}"#,
+        );
+        assert_eq!((r.ok, r.class, r.status), (false, Some("rate_limited"), Some(429)));
+        assert!(r.evidence.contains("five-field envelope"), "{}", r.evidence);
+        let r = v(r#"{"code":"INVALID_ARGS","message":"bad","retryable":false,"details":{},"source":"tool"}"#);
+        assert_eq!(r.class, Some("bad_args"));
+        let r = v(r#"{"code":"E42","message":"x","retryable":false,"details":{},"source":"tool"}"#);
+        assert_eq!(r.class, Some("terminal"), "an unknown code that is not retryable");
+        let r = v(r#"{"code":"E42","message":"x","retryable":true}"#);
+        assert_eq!(r.class, Some("transient"));
+        // {"error": …} with a code or a status.
+        let r = v(r#"{"error":{"code":503,"message":"upstream down"}}"#);
+        assert_eq!((r.ok, r.class, r.status), (false, Some("transient"), Some(503)));
+        let r = v(r#"{"error":{"status":"RESOURCE_EXHAUSTED","message":"quota"}}"#);
+        assert_eq!(r.class, Some("rate_limited"));
+        assert!(r.evidence.contains("status RESOURCE_EXHAUSTED"), "{}", r.evidence);
+        let r = v(r#"{"error":{"type":"invalid_request_error","message":"x"}}"#);
+        assert_eq!(r.class, Some("bad_args"));
+        // An MCP CallToolResult.
+        let r = v(r#"{"content":[{"type":"text","text":"Unknown city: Londos"}],"isError":true}"#);
+        assert_eq!((r.ok, r.class), (false, Some("bad_args")));
+        assert!(r.evidence.contains("MCP result with isError: true"), "{}", r.evidence);
+        assert!(v(r#"{"content":[{"type":"text","text":"Error: fine actually"}],"isError":false}"#).ok);
+        // Data that merely holds the words is data.
+        assert!(v(r#"{"data":{"code":"X","retryable":true},"ok":1}"#).ok);
     }
 
     #[test]

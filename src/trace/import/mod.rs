@@ -90,12 +90,19 @@ pub struct ImportOptions {
     pub format: SourceFormat,
     /// A JSON pointer into the file (e.g. `/13/traj`).
     pub select: Option<String>,
+    /// Where the pointer came from, for errors: `--select` or a scenario's `trace_select`.
+    pub select_key: &'static str,
     pub rules: FailureRules,
 }
 
 impl Default for ImportOptions {
     fn default() -> Self {
-        ImportOptions { format: SourceFormat::Auto, select: None, rules: FailureRules::default() }
+        ImportOptions {
+            format: SourceFormat::Auto,
+            select: None,
+            select_key: "--select",
+            rules: FailureRules::default(),
+        }
     }
 }
 
@@ -340,9 +347,39 @@ fn parse_json_or_jsonl(text: &str, file: &Path) -> Result<Value, Error> {
     }
 }
 
+/// Nesting a trace never needs; deeper input is refused before parsing (the YAML parser takes
+/// quadratic time on deep flow collections). JSON has the same limit inside serde_json.
+const MAX_NESTING: usize = 128;
+
+/// The deepest nesting of YAML flow collections (`[`, `{`) outside quoted strings.
+fn flow_depth(text: &str) -> usize {
+    let (mut depth, mut max, mut quote) = (0usize, 0usize, None);
+    let mut bytes = text.bytes();
+    while let Some(b) = bytes.next() {
+        // A quote is taken to end at the line's end: an unbalanced apostrophe in plain text must
+        // not hide the brackets after it.
+        match (quote, b) {
+            (_, b'\n') => quote = None,
+            (Some(b'"'), b'\\') => {
+                bytes.next();
+            }
+            (Some(q), _) if b == q => quote = None,
+            (Some(_), _) => {}
+            (None, b'"' | b'\'') => quote = Some(b),
+            (None, b'[' | b'{') => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            (None, b']' | b'}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
 /// Imports every conversation in `path`.
 pub fn import_path(path: &Path, opts: &ImportOptions) -> Result<Imported, Error> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let text = crate::input::read_text(path, crate::input::Input::Trace)?;
     import_str(&text, path, opts)
 }
 
@@ -357,6 +394,12 @@ pub fn import_str(text: &str, path: &Path, opts: &ImportOptions) -> Result<Impor
         || path.extension().is_some_and(|e| e == "yaml" || e == "yml")
         || text.trim_start().starts_with("interactions:");
     let root: Value = if is_yaml {
+        if flow_depth(text) > MAX_NESTING {
+            return Err(Error::Parse {
+                file: path.display().to_string(),
+                message: format!("YAML nested deeper than {MAX_NESTING} levels: not a trace"),
+            });
+        }
         serde_norway::from_str(text)
             .map_err(|e| Error::Parse { file: path.display().to_string(), message: format!("YAML: {e}") })?
     } else {
@@ -364,6 +407,14 @@ pub fn import_str(text: &str, path: &Path, opts: &ImportOptions) -> Result<Impor
     };
     let v = match &opts.select {
         None => &root,
+        Some(ptr) if !ptr.is_empty() && !ptr.starts_with('/') => {
+            return Err(Error::Invalid {
+                file: path.display().to_string(),
+                line: None,
+                field: opts.select_key.into(),
+                expected: format!("a JSON pointer, which starts with `/` (e.g. \"/13/traj\"), got {ptr:?}"),
+            });
+        }
         Some(ptr) => root.pointer(ptr).ok_or_else(|| {
             let top = match &root {
                 Value::Array(a) => format!("a list of {}", a.len()),
@@ -375,8 +426,8 @@ pub fn import_str(text: &str, path: &Path, opts: &ImportOptions) -> Result<Impor
             Error::Invalid {
                 file: path.display().to_string(),
                 line: None,
-                field: format!("--select {ptr}"),
-                expected: format!("a JSON pointer into the file; no such path (the top level is {top})"),
+                field: opts.select_key.into(),
+                expected: format!("a JSON pointer into the file; {ptr:?} is no such path (the top level is {top})"),
             }
         })?,
     };
@@ -410,6 +461,17 @@ pub fn import_str(text: &str, path: &Path, opts: &ImportOptions) -> Result<Impor
             line: None,
             field: "/".into(),
             expected: "at least one conversation".into(),
+        });
+    }
+    if convs.iter().all(|c| c.items.is_empty()) {
+        return Err(Error::Invalid {
+            file: path.display().to_string(),
+            line: None,
+            field: "format".into(),
+            expected: format!(
+                "{} content: nothing in the file reads as a message, model call or tool result in that format (try --format auto)",
+                format.name()
+            ),
         });
     }
     let traces = convs.iter().map(|c| to_trace(c, &opts.rules)).collect();
