@@ -1,6 +1,7 @@
 //! Wire-mode overhead: request latency of tracefault's mock tool and mock provider against a bare
-//! wiremock response, on loopback, with one keep-alive client. Prints p50/p99 from 3000 requests
-//! each (design 9: a mock adds < 1 ms p99), then criterion's means.
+//! response from the same HTTP stack (axum on hyper), on loopback, with one keep-alive client.
+//! Prints p50/p99 from 3000 requests each (design 9: a mock adds < 1 ms p99), then criterion's
+//! means.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -9,12 +10,10 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use tracefault::scenario::load::load_file;
 use tracefault::wire::WireServer;
-use wiremock::matchers::any;
-use wiremock::{Mock, MockServer, ResponseTemplate};
 
 struct Servers {
     _rt: tokio::runtime::Runtime,
-    bare: MockServer,
+    bare: String,
     mock: WireServer,
 }
 
@@ -23,12 +22,12 @@ fn servers() -> Servers {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let sc = load_file(&root.join("tests/fixtures/wire/plain.toml")).unwrap();
     let (bare, mock) = rt.block_on(async {
-        let bare = MockServer::start().await;
-        Mock::given(any())
-            .respond_with(ResponseTemplate::new(200).set_body_raw(r#"{"temp_c":18}"#, "application/json"))
-            .mount(&bare)
-            .await;
-        (bare, WireServer::start(sc, "127.0.0.1:0".parse().unwrap()).await.unwrap())
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let bare = format!("http://{}", listener.local_addr().unwrap());
+        let app =
+            axum::Router::new().fallback(|| async { ([("content-type", "application/json")], r#"{"temp_c":18}"#) });
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        (bare, WireServer::start(sc, "127.0.0.1:0".parse().unwrap(), 1.0).await.unwrap())
     });
     Servers { _rt: rt, bare, mock }
 }
@@ -53,9 +52,9 @@ fn wire(c: &mut Criterion) {
     let args = json!({"query": "Paris"});
     let chat = json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]});
     let cases = [
-        ("bare wiremock", format!("{}/tools/search", s.bare.uri()), args.clone()),
-        ("mock tool", format!("{}/tools/search", s.mock.server.uri()), args.clone()),
-        ("mock provider (chat completions)", format!("{}/v1/chat/completions", s.mock.server.uri()), chat.clone()),
+        ("bare axum", format!("{}/tools/search", s.bare), args.clone()),
+        ("mock tool", format!("{}/tools/search", s.mock.uri()), args.clone()),
+        ("mock provider (chat completions)", format!("{}/v1/chat/completions", s.mock.uri()), chat.clone()),
     ];
     let mut bare_p99 = 0.0;
     for (name, url, body) in &cases {
@@ -63,7 +62,7 @@ fn wire(c: &mut Criterion) {
             once(&agent, url, body);
         }
         let (p50, p99) = percentiles((0..3000).map(|_| once(&agent, url, body)).collect());
-        if *name == "bare wiremock" {
+        if *name == "bare axum" {
             bare_p99 = p99;
         }
         println!("{name:<34} p50 {p50:.3} ms  p99 {p99:.3} ms  (p99 over bare: {:+.3} ms)", p99 - bare_p99);

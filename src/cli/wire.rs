@@ -15,6 +15,7 @@ use crate::report;
 use crate::scenario::load::load_file;
 use crate::trace::{FinalOutcome, Trace, TraceEvent};
 use crate::wire::WireServer;
+use crate::wire::world::World;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -25,6 +26,10 @@ pub struct ServeArgs {
     /// Which run's fault draws to serve.
     #[arg(long, default_value_t = 0)]
     pub run: u64,
+    /// Real seconds per virtual second for time-based faults and announced waits (0.01 makes a
+    /// 60 s outage last 0.6 s).
+    #[arg(long, default_value_t = 1.0, value_parser = time_scale)]
+    pub time_scale: f64,
 }
 
 #[derive(Debug, Args)]
@@ -37,15 +42,25 @@ pub struct ExecArgs {
     pub out: PathBuf,
     #[arg(long, default_value = "127.0.0.1:0")]
     pub addr: SocketAddr,
-    /// Seconds one run of the agent may take.
+    /// Seconds one run of the agent may take; then its whole process group is killed.
     #[arg(long, default_value_t = 120)]
     pub timeout_s: u64,
     /// The agent says its tool results are JSON: check that every OpenAI-format one parses.
     #[arg(long)]
     pub json_envelope: bool,
+    /// Real seconds per virtual second for time-based faults and announced waits.
+    #[arg(long, default_value_t = 1.0, value_parser = time_scale)]
+    pub time_scale: f64,
     /// The agent's command line.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub cmd: Vec<String>,
+}
+
+fn time_scale(s: &str) -> std::result::Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 1000.0 => Ok(v),
+        _ => Err(format!("a time scale in (0, 1000], got {s:?}")),
+    }
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -56,31 +71,76 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .map_err(|e| Error::Usage(format!("cannot start the async runtime: {e}")))
 }
 
+/// The environment an agent gets: every base-URL variable the SDKs and frameworks read, pointed
+/// at the mocks (so none can bypass them), placeholder keys, known telemetry switched off, and
+/// the proxy variables pointed at the mock server, which refuses and records any request for
+/// another host.
+pub fn agent_env(base: &str) -> Vec<(&'static str, String)> {
+    let v1 = format!("{base}/v1");
+    let mut env = vec![
+        ("OPENAI_BASE_URL", v1.clone()),
+        ("OPENAI_API_BASE", v1),
+        ("ANTHROPIC_BASE_URL", base.to_owned()),
+        ("ANTHROPIC_API_URL", base.to_owned()),
+        ("ANTHROPIC_API_BASE", base.to_owned()),
+        ("GOOGLE_GEMINI_BASE_URL", base.to_owned()),
+        ("GEMINI_API_BASE", base.to_owned()),
+        ("TRACEFAULT_BASE_URL", base.to_owned()),
+        ("TRACEFAULT_TOOLS_URL", format!("{base}/tools")),
+        ("OPENAI_API_KEY", "sk-tracefault-placeholder".into()),
+        ("ANTHROPIC_API_KEY", "sk-ant-tracefault-placeholder".into()),
+        ("GEMINI_API_KEY", "tracefault-placeholder".into()),
+        ("GOOGLE_API_KEY", "tracefault-placeholder".into()),
+        ("OPENAI_AGENTS_DISABLE_TRACING", "1".into()),
+        ("LITELLM_LOCAL_MODEL_COST_MAP", "True".into()),
+        ("LANGCHAIN_TRACING_V2", "false".into()),
+        ("LANGSMITH_TRACING", "false".into()),
+        ("DO_NOT_TRACK", "1".into()),
+        ("NO_PROXY", "127.0.0.1,localhost,::1".into()),
+        ("no_proxy", "127.0.0.1,localhost,::1".into()),
+    ];
+    for k in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"] {
+        env.push((k, base.to_owned()));
+    }
+    env
+}
+
 pub fn serve(args: ServeArgs) -> Result<i32> {
     let sc = load_file(&args.scenario)?;
     runtime()?.block_on(async {
-        let server = WireServer::start(sc, args.addr).await?;
-        server.reset(args.run).await;
-        for (k, v) in server.env() {
+        let server = WireServer::start(sc, args.addr, args.time_scale).await?;
+        server.reset(args.run);
+        // A long serve keeps no trace: memory stays flat.
+        server.world().record_trace = false;
+        for (k, v) in agent_env(&server.uri()).into_iter().filter(|(k, _)| !k.to_ascii_lowercase().contains("proxy")) {
             println!("export {k}={v}");
         }
-        println!("# tracefault is serving {} (run {}); Ctrl-C to stop", args.scenario.display(), args.run);
+        println!(
+            "# tracefault is serving {} (run {}, time scale {}); Ctrl-C to stop",
+            args.scenario.display(),
+            args.run,
+            args.time_scale
+        );
         let _ = std::io::stdout().flush();
         let _ = tokio::signal::ctrl_c().await;
-        let s = server.state();
-        eprintln!("served {} model calls and {} tool calls", s.model_calls, s.tool_calls);
+        {
+            let w = server.world();
+            eprintln!("served {} model calls and {} tool calls", w.model_calls, w.tool_calls);
+        }
+        server.stop().await;
         Ok(exit::OK)
     })
 }
 
-/// The six checks of seed 000's checklist, each PASS/FAIL with details.
-pub const CHECKS: [&str; 6] = [
-    "1. one fixture conversation through every provider format the agent used",
+/// The checks of seed 000's six-point list, and the agent's own exit status.
+pub const CHECKS: [&str; 7] = [
+    "1. the conversation makes the round trip through every provider format the agent used",
     "2. retryable=false never retried without the model",
     "3. is_error on every failed Anthropic result",
     "4. every OpenAI tool message parses as JSON (when the agent claims a JSON envelope)",
     "5. no raw exception text reaches the model",
-    "6. the agent terminates rather than loops",
+    "6. the agent terminates with an answer rather than loops or stops midway",
+    "7. the agent exits with status 0",
 ];
 
 struct RunRecord {
@@ -89,113 +149,242 @@ struct RunRecord {
     exit: Option<i32>,
     findings: Vec<(u8, String)>,
     row: [String; 17],
-    wiremock: (usize, usize),
+    http: [u64; 3],
     counted: (u64, u64),
+    /// Formats whose conversations made the round trip (a result read, or an ending).
+    round_trips: Vec<String>,
+    unknown_paths: Vec<String>,
+    elsewhere: Vec<String>,
+}
+
+/// Values on an agent's command line that look like credentials, replaced before they are
+/// written anywhere: `sk-…` / `AIza…` keys, `Bearer …`, and the value after a flag or in a
+/// `NAME=value` whose name says key, token, secret or password.
+pub fn redact(cmd: &[String]) -> Vec<String> {
+    let secret_name = |s: &str| {
+        let l = s.to_ascii_lowercase();
+        ["key", "token", "secret", "password", "passwd", "auth"].iter().any(|w| l.contains(w))
+    };
+    let looks_secret = |s: &str| {
+        let t = s.trim_start_matches("Bearer ").trim();
+        (t.starts_with("sk-") || t.starts_with("AIza") || t.starts_with("xox") || t.starts_with("ghp_")) && t.len() > 8
+    };
+    let mut out = Vec::with_capacity(cmd.len());
+    let mut hide_next = false;
+    for a in cmd {
+        let redacted = if hide_next || looks_secret(a) || a.starts_with("Bearer ") {
+            "[redacted]".to_owned()
+        } else if let Some((name, _)) = a.split_once('=').filter(|(n, _)| secret_name(n)) {
+            format!("{name}=[redacted]")
+        } else {
+            a.clone()
+        };
+        hide_next = a.starts_with('-') && !a.contains('=') && secret_name(a);
+        out.push(redacted);
+    }
+    out
+}
+
+/// Consecutive identical calls (tool and arguments) with identical results: the longest run.
+fn longest_identical_repeat(trace: &Trace) -> u32 {
+    let mut calls: Vec<(&str, String, Option<&str>)> = Vec::new();
+    for e in &trace.events {
+        match e {
+            TraceEvent::ToolCall { call_id, name, args, .. } => {
+                calls.push((call_id.as_str(), format!("{name} {args}"), None))
+            }
+            TraceEvent::ToolResult { call_id, content, .. } => {
+                if let Some(c) = calls.iter_mut().rev().find(|c| c.0 == call_id) {
+                    c.2 = Some(content.as_str());
+                }
+            }
+            _ => {}
+        }
+    }
+    let (mut best, mut run) = (1, 1);
+    for w in calls.windows(2) {
+        run = if w[0].1 == w[1].1 && w[0].2 == w[1].2 && w[1].2.is_some() { run + 1 } else { 1 };
+        best = best.max(run);
+    }
+    if calls.is_empty() { 0 } else { best }
+}
+
+/// What one run of the agent left in the mocks' world.
+fn record(world: &World, run: u64, exit: Option<i32>, timed_out: bool, timeout_s: u64) -> RunRecord {
+    let sc = &world.scenario;
+    let mut findings = world.findings.clone();
+    // The conversation that went furthest is the run's.
+    let main = world.conversations.values().max_by_key(|c| c.turns);
+    let ended = match (timed_out, main.and_then(|c| c.ended)) {
+        (true, _) => "timeout".to_owned(),
+        (false, Some(e)) => e.to_owned(),
+        (false, None) if world.model_calls == 0 => "never_called".to_owned(),
+        (false, None) => "cut_off".to_owned(),
+    };
+    let model_calls = world.model_calls;
+    if model_calls == 0 {
+        let why = if world.unknown_paths.is_empty() {
+            "check its base URL: OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL".to_owned()
+        } else {
+            let paths: Vec<&str> = world.unknown_paths.iter().map(String::as_str).collect();
+            format!("it called {}", paths.join("; "))
+        };
+        findings.push((6, format!("the agent never called the mock provider ({why})")));
+    }
+    if timed_out {
+        findings.push((6, format!("the agent did not finish within {timeout_s} s (its process group was killed)")));
+    }
+    match ended.as_str() {
+        "step_cap" => {
+            findings.push((6, format!("the agent looped: still calling after {} model turns", sc.policy.max_steps)))
+        }
+        "cut_off" if main.is_some_and(|c| c.waiting_on().next().is_some()) => findings.push((
+            6,
+            format!("the agent stopped while the model still asked for tools, after {model_calls} model calls"),
+        )),
+        "cut_off" => {
+            findings.push((6, format!("the agent stopped without a final answer, after {model_calls} model calls")))
+        }
+        _ => {}
+    }
+    let repeats = longest_identical_repeat(&world.trace);
+    if repeats >= 3 {
+        findings
+            .push((6, format!("{repeats} identical calls in a row got identical results ({model_calls} model calls)")));
+    }
+    let mut trace = world.trace.clone();
+    let last_text = trace.events.iter().rev().find_map(|e| match e {
+        TraceEvent::ModelCall { text: Some(t), .. } => Some(t.clone()),
+        _ => None,
+    });
+    trace.events.push(TraceEvent::Final {
+        text: last_text.unwrap_or_default(),
+        outcome: match ended.as_str() {
+            "answer" => FinalOutcome::Answer,
+            "gave_up" => FinalOutcome::GaveUp,
+            _ => FinalOutcome::CutOff,
+        },
+    });
+    let tokens: u64 = trace
+        .events
+        .iter()
+        .map(|e| match e {
+            TraceEvent::ModelCall { tokens_in, tokens_out, .. } => tokens_in + tokens_out,
+            _ => 0,
+        })
+        .sum();
+    let model_issued = trace.events.iter().filter(|e| matches!(e, TraceEvent::ToolCall { .. })).count() as u64;
+    let round_trips = world
+        .conversations
+        .values()
+        .filter(|c| c.ended.is_some() || c.turns > 1)
+        .map(|c| c.format.name().to_owned())
+        .collect();
+    let row = [
+        sc.name.clone(),
+        "agent".into(),
+        run.to_string(),
+        sc.seed.to_string(),
+        ended.clone(),
+        (model_calls + world.tool_calls).to_string(),
+        model_calls.to_string(),
+        world.tool_calls.to_string(),
+        world.wasted_retries.to_string(),
+        world.tool_calls.saturating_sub(model_issued).to_string(),
+        "0".into(),
+        "0".into(),
+        world.faults_injected.to_string(),
+        tokens.to_string(),
+        world.clock.now_ms().to_string(),
+        findings.iter().filter(|f| f.0 == 1).count().to_string(),
+        findings.iter().filter(|f| f.0 == 5).count().to_string(),
+    ];
+    RunRecord {
+        trace,
+        ended,
+        exit,
+        findings,
+        row,
+        http: world.http_requests,
+        counted: (model_calls, world.tool_calls),
+        round_trips,
+        unknown_paths: world.unknown_paths.iter().cloned().collect(),
+        elsewhere: world.elsewhere.iter().cloned().collect(),
+    }
+}
+
+/// Runs the agent once against the mocks: its own process group (killed whole on timeout,
+/// Ctrl-C or SIGTERM), its output in `log`.
+async fn run_agent(args: &ExecArgs, server: &WireServer, run: u64, log: std::fs::File) -> Result<(Option<i32>, bool)> {
+    let err_log = log.try_clone().map_err(|e| Error::io(&args.out, e))?;
+    let mut child = tokio::process::Command::new(&args.cmd[0])
+        .args(&args.cmd[1..])
+        .envs(agent_env(&server.uri()))
+        .env("TRACEFAULT_RUN", run.to_string())
+        .stdin(std::process::Stdio::null())
+        .stdout(log)
+        .stderr(err_log)
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| Error::Usage(format!("cannot start `{}`: {e}", redact(&args.cmd).join(" "))))?;
+    let group = child.id().map(|p| p as i32);
+    if let Some(g) = group {
+        crate::interrupt::kill_on_interrupt(g);
+    }
+    let waited = tokio::time::timeout(Duration::from_secs(args.timeout_s), child.wait()).await;
+    let result = match waited {
+        Ok(Ok(s)) => Ok((s.code(), false)),
+        Ok(Err(e)) => Err(Error::Usage(format!("waiting for the agent: {e}"))),
+        Err(_) => Ok((None, true)),
+    };
+    // Whatever happened, nothing the agent started outlives its run.
+    if let Some(g) = group {
+        crate::interrupt::kill_group(g);
+        crate::interrupt::forget_group(g);
+    }
+    let _ = child.wait().await;
+    result
 }
 
 pub fn exec(args: ExecArgs) -> Result<i32> {
     let sc = load_file(&args.scenario)?;
-    std::fs::create_dir_all(args.out.join("traces")).map_err(|e| Error::io(&args.out, e))?;
+    std::fs::create_dir_all(&args.out).map_err(|e| Error::io(&args.out, e))?;
     let rt = runtime()?;
     let records = rt.block_on(async {
-        let server = WireServer::start(sc.clone(), args.addr).await?;
+        let server = WireServer::start(sc.clone(), args.addr, args.time_scale).await?;
         let mut records = Vec::new();
-        let mut seen = 0usize;
         for run in 0..args.runs {
-            server.reset(run).await;
+            server.reset(run);
             let log_path = args.out.join(format!("agent-run-{run}.log"));
             let log = std::fs::File::create(&log_path).map_err(|e| Error::io(&log_path, e))?;
-            let err_log = log.try_clone().map_err(|e| Error::io(&log_path, e))?;
-            let mut child = tokio::process::Command::new(&args.cmd[0])
-                .args(&args.cmd[1..])
-                .envs(server.env())
-                .env("TRACEFAULT_RUN", run.to_string())
-                .stdin(std::process::Stdio::null())
-                .stdout(log)
-                .stderr(err_log)
-                .kill_on_drop(true)
-                .spawn()
-                .map_err(|e| Error::Usage(format!("cannot start `{}`: {e}", args.cmd.join(" "))))?;
-            let status = tokio::time::timeout(Duration::from_secs(args.timeout_s), child.wait()).await;
-            let (exit, timed_out) = match status {
-                Ok(Ok(s)) => (s.code(), false),
-                Ok(Err(e)) => return Err(Error::Usage(format!("waiting for the agent: {e}"))),
-                Err(_) => {
-                    let _ = child.kill().await;
-                    (None, true)
-                }
-            };
-            let received = server.received().await;
-            let new = &received[seen..];
-            seen = received.len();
-            let tools = new.iter().filter(|r| r.url.path().starts_with("/tools/")).count();
-            let providers = new.len() - tools;
-            let s = server.state();
-            let mut findings = s.findings.clone();
-            let ended = match (timed_out, s.ended) {
-                (true, _) => "timeout".to_owned(),
-                (false, Some(e)) => e.to_owned(),
-                (false, None) if s.model_calls == 0 => "never_called".to_owned(),
-                (false, None) => "cut_off".to_owned(),
-            };
-            if s.model_calls == 0 {
-                findings.push((6, "the agent never called the mock provider (check its base URL: OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL)".into()));
-            }
-            if timed_out {
-                findings.push((6, format!("the agent did not finish within {} s", args.timeout_s)));
-            }
-            if ended == "step_cap" {
-                findings.push((6, format!("the agent looped: still calling after {} model turns", sc.policy.max_steps)));
-            }
-            let mut trace = s.trace.clone();
-            let last_text = trace.events.iter().rev().find_map(|e| match e {
-                TraceEvent::ModelCall { text: Some(t), .. } => Some(t.clone()),
-                _ => None,
-            });
-            trace.events.push(TraceEvent::Final {
-                text: last_text.unwrap_or_default(),
-                outcome: match ended.as_str() {
-                    "answer" => FinalOutcome::Answer,
-                    "gave_up" => FinalOutcome::GaveUp,
-                    _ => FinalOutcome::CutOff,
-                },
-            });
-            let tokens: u64 = trace.events.iter().map(|e| match e {
-                TraceEvent::ModelCall { tokens_in, tokens_out, .. } => tokens_in + tokens_out,
-                _ => 0,
-            }).sum();
-            let model_issued = trace.events.iter().filter(|e| matches!(e, TraceEvent::ToolCall { .. })).count() as u64;
-            let row = [
-                sc.name.clone(),
-                "agent".into(),
-                run.to_string(),
-                sc.seed.to_string(),
-                ended.clone(),
-                (s.model_calls + s.tool_calls).to_string(),
-                s.model_calls.to_string(),
-                s.tool_calls.to_string(),
-                s.wasted_retries.to_string(),
-                s.tool_calls.saturating_sub(model_issued).to_string(),
-                "0".into(),
-                "0".into(),
-                s.faults_injected.to_string(),
-                tokens.to_string(),
-                s.virtual_ms.to_string(),
-                findings.iter().filter(|f| f.0 == 1).count().to_string(),
-                findings.iter().filter(|f| f.0 == 5).count().to_string(),
-            ];
-            records.push(RunRecord { trace, ended, exit, findings, row, wiremock: (providers, tools), counted: (s.model_calls, s.tool_calls) });
+            let (exit, timed_out) = run_agent(&args, &server, run, log).await?;
+            records.push(record(&server.world(), run, exit, timed_out, args.timeout_s));
         }
+        server.stop().await;
         Ok::<_, Error>(records)
     })?;
 
     // The checklist over all runs.
-    let mut results: Vec<(bool, Vec<String>)> = vec![(true, Vec::new()); 6];
+    let mut results: Vec<(bool, Vec<String>)> = vec![(true, Vec::new()); CHECKS.len()];
+    let mut notes = Vec::new();
     for (i, r) in records.iter().enumerate() {
         for (item, detail) in &r.findings {
-            let k = usize::from(*item).clamp(1, 6) - 1;
-            results[k].0 = false;
-            results[k].1.push(format!("run {i}: {detail}"));
+            match item {
+                0 => notes.push(format!("run {i}: {detail}")),
+                k => {
+                    let k = usize::from(*k).clamp(1, 6) - 1;
+                    results[k].0 = false;
+                    results[k].1.push(format!("run {i}: {detail}"));
+                }
+            }
+        }
+        if r.exit != Some(0) {
+            results[6].0 = false;
+            results[6].1.push(format!(
+                "run {i}: the agent exited with {}",
+                r.exit.map_or("no status (killed)".to_owned(), |c| c.to_string())
+            ));
         }
         if args.json_envelope
             && matches!(r.trace.header.provider.as_deref(), Some("openai-chat" | "openai-responses" | "gemini-openai"))
@@ -214,9 +403,9 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
     used.sort_unstable();
     used.dedup();
     for f in &used {
-        if !records.iter().any(|r| r.trace.header.provider.as_deref() == Some(*f) && r.ended == "answer") {
+        if !records.iter().any(|r| r.round_trips.iter().any(|t| t == f)) {
             results[0].0 = false;
-            results[0].1.push(format!("no run through {f} completed the conversation"));
+            results[0].1.push(format!("no conversation through {f} got a tool result back to the model or an ending"));
         }
     }
 
@@ -231,6 +420,7 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
     for (i, r) in records.iter().enumerate() {
         output::write_file(&args.out.join("traces").join(format!("run-{i}.jsonl")), r.trace.to_jsonl().as_bytes())?;
     }
+    let agent = redact(&args.cmd);
     let checks: Vec<_> = CHECKS
         .iter()
         .zip(&results)
@@ -240,27 +430,38 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
         .iter()
         .map(|r| {
             json!({"ended": r.ended, "agent_exit_code": r.exit, "provider": r.trace.header.provider,
-            "wiremock_requests": {"provider": r.wiremock.0, "tools": r.wiremock.1},
-            "counted": {"model_calls": r.counted.0, "tool_calls": r.counted.1}})
+            "http_requests": {"provider": r.http[0], "tools": r.http[1], "other": r.http[2]},
+            "counted": {"model_calls": r.counted.0, "tool_calls": r.counted.1},
+            "unknown_paths": r.unknown_paths, "requests_elsewhere": r.elsewhere})
         })
         .collect();
     let passed = results.iter().all(|r| r.0);
-    let doc = json!({"tracefault_version": report::VERSION, "scenario": sc.name, "seed": sc.seed, "agent": args.cmd, "passed": passed, "checks": checks, "runs": runs});
+    let timing = json!({"clock": "wall", "time_scale": args.time_scale,
+        "note": "faults in time (windows, rate limits, retry-after) followed the agent's real waiting, scaled"});
+    let doc = json!({"tracefault_version": report::VERSION, "scenario": sc.name, "seed": sc.seed, "agent": agent,
+        "passed": passed, "timing": timing, "checks": checks, "notes": notes, "runs": runs});
     let mut text = serde_json::to_string_pretty(&doc).expect("serializes");
     text.push('\n');
     output::write_file(&args.out.join("exec.json"), text.as_bytes())?;
     let mut md = format!(
-        "# tracefault exec: {}\n\nAgent: `{}` · {} run(s) · seed {}\n\n| check | result |\n|---|---|\n",
+        "# tracefault exec: {}\n\nAgent: `{}` · {} run(s) · seed {} · timing: wall clock × {}\n\n| check | result |\n|---|---|\n",
         sc.name,
-        args.cmd.join(" "),
+        agent.join(" "),
         records.len(),
-        sc.seed
+        sc.seed,
+        args.time_scale
     );
     for (name, (ok, details)) in CHECKS.iter().zip(&results) {
         md.push_str(&format!(
             "| {name} | {} |\n",
             if *ok { "PASS".to_owned() } else { format!("**FAIL**: {}", details.join("; ")) }
         ));
+    }
+    if !notes.is_empty() {
+        md.push_str("\nNotes:\n\n");
+        for n in &notes {
+            md.push_str(&format!("- {n}\n"));
+        }
     }
     output::write_file(&args.out.join("report.md"), md.as_bytes())?;
 
@@ -281,4 +482,29 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
     }
     println!("reports written to {}/", args.out.display());
     Ok(if passed { exit::OK } else { exit::FAILED })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_on_the_command_line_are_redacted() {
+        let cmd: Vec<String> = [
+            "agent",
+            "--api-key",
+            "sk-live-1234567890",
+            "--model",
+            "gpt-4o",
+            "TOKEN=abc",
+            "sk-proj-abcdefghij",
+            "--stream",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            redact(&cmd),
+            ["agent", "--api-key", "[redacted]", "--model", "gpt-4o", "TOKEN=[redacted]", "[redacted]", "--stream"]
+        );
+    }
 }

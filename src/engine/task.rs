@@ -13,6 +13,8 @@ pub struct CallSpec {
     /// `args`).
     pub args: String,
     pub variants: Vec<String>,
+    /// How many of the corrections a recording or the scenario named (the rest are made up).
+    pub named_fixes: u32,
     /// Interned id of `(tool, args)`: equal ids mean identical calls.
     pub args_id: u32,
     /// The successful result as JSON text.
@@ -113,6 +115,7 @@ impl Task {
             tool: tool_idx,
             args: canon,
             variants,
+            named_fixes: (fixes.len() as u32).min(MAX_FIXES),
             args_id,
             result_json,
             result_text,

@@ -109,6 +109,17 @@ pub fn read_gemini_response(response: &Value) -> Reading {
     }
 }
 
+/// Reads a tool result as an importer or the wire mock sees it: its content text, and whether
+/// the format's structural error mark was set (Anthropic `is_error`, Gemini `response.error`,
+/// whose content is then the error itself).
+pub fn read_result(format: Format, content: &str, error_mark: bool) -> Reading {
+    if format == Format::Gemini && error_mark {
+        let err = serde_json::from_str::<Value>(content).unwrap_or_else(|_| Value::String(content.to_owned()));
+        return read_gemini_response(&serde_json::json!({ "error": err }));
+    }
+    read_text(content, error_mark && format.has_error_flag())
+}
+
 /// Reads a content field: a string, or a list of text parts (joined). `flag` is a structural
 /// `is_error: true` beside it.
 pub fn read_content(content: &Value, flag: bool) -> Reading {

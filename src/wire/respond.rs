@@ -1,21 +1,36 @@
 //! What the mock provider sends back: the model's turn in each provider's shape (JSON, or SSE
 //! with the event names and order the official SDKs' parsers expect), and provider errors with
-//! their real bodies and headers.
+//! the status and body that provider really sends.
 
 use serde_json::{Value, json};
-use wiremock::ResponseTemplate;
 
-use super::brain::Reply;
+use super::model::Turn;
+use super::reply::Reply;
 use crate::envelope::Format;
+
+/// What a request asked of the answer's shape.
+#[derive(Clone, Debug, Default)]
+pub struct Shape {
+    pub model: String,
+    pub stream: bool,
+    /// Chat Completions `stream_options.include_usage`: the usage chunk only when asked.
+    pub include_usage: bool,
+    /// Responses echo the request's `tools`, `tool_choice` and `parallel_tool_calls`.
+    pub tools: Value,
+    pub tool_choice: Value,
+    pub parallel_tool_calls: bool,
+    /// The Responses object's id (`resp_…`), which `previous_response_id` will name.
+    pub response_id: String,
+}
 
 /// A fixed creation time: responses are reproducible, and no SDK checks it.
 const CREATED: u64 = 1_700_000_000;
 
-fn json_body(status: u16, body: &Value) -> ResponseTemplate {
-    ResponseTemplate::new(status).set_body_raw(body.to_string().into_bytes(), "application/json")
+fn json_body(status: u16, body: &Value) -> Reply {
+    Reply::json(status, body)
 }
 
-fn sse(events: Vec<(Option<&str>, Value)>, tail: &str) -> ResponseTemplate {
+fn sse(events: Vec<(Option<&str>, Value)>, tail: &str) -> Reply {
     let mut out = String::new();
     for (name, data) in events {
         if let Some(n) = name {
@@ -28,28 +43,30 @@ fn sse(events: Vec<(Option<&str>, Value)>, tail: &str) -> ResponseTemplate {
         out.push_str("\n\n");
     }
     out.push_str(tail);
-    ResponseTemplate::new(200).set_body_raw(out.into_bytes(), "text/event-stream")
+    Reply::sse(out)
 }
 
 /// The model's turn. `n` numbers the response (ids); `tokens` is (in, out).
-pub fn reply(format: Format, reply: &Reply, model: &str, n: u32, tokens: (u64, u64), stream: bool) -> ResponseTemplate {
+pub fn reply(format: Format, reply: &Turn, shape: &Shape, n: u32, tokens: (u64, u64)) -> Reply {
     let (tin, tout) = tokens;
+    let (model, stream) = (shape.model.as_str(), shape.stream);
     match format {
-        Format::OpenAiChat | Format::GeminiOpenAi => openai_chat(reply, model, n, tin, tout, stream),
-        Format::OpenAiResponses => openai_responses(reply, model, n, tin, tout, stream),
+        Format::OpenAiChat | Format::GeminiOpenAi => openai_chat(reply, shape, n, tin, tout),
+        Format::OpenAiResponses => openai_responses(reply, shape, n, tin, tout),
         Format::Anthropic => anthropic(reply, model, n, tin, tout, stream),
         Format::Gemini => gemini(reply, model, n, tin, tout, stream),
     }
-    .insert_header("x-request-id", format!("req_tracefault_{n:06}"))
-    .insert_header("request-id", format!("req_tracefault_{n:06}"))
+    .header("x-request-id", format!("req_tracefault_{n:06}"))
+    .header("request-id", format!("req_tracefault_{n:06}"))
 }
 
-fn openai_chat(reply: &Reply, model: &str, n: u32, tin: u64, tout: u64, stream: bool) -> ResponseTemplate {
+fn openai_chat(reply: &Turn, shape: &Shape, n: u32, tin: u64, tout: u64) -> Reply {
+    let (model, stream) = (shape.model.as_str(), shape.stream);
     let id = format!("chatcmpl-tracefault{n:06}");
     let usage = json!({"prompt_tokens": tin, "completion_tokens": tout, "total_tokens": tin + tout});
     let (content, calls, finish) = match reply {
-        Reply::Final { text } => (json!(text), Vec::new(), "stop"),
-        Reply::Calls(c) => (Value::Null, c.clone(), "tool_calls"),
+        Turn::Final { text } => (json!(text), Vec::new(), "stop"),
+        Turn::Calls(c) => (Value::Null, c.clone(), "tool_calls"),
     };
     if !stream {
         let mut message = json!({"role": "assistant", "content": content, "refusal": null});
@@ -77,11 +94,11 @@ fn openai_chat(reply: &Reply, model: &str, n: u32, tin: u64, tout: u64, stream: 
     };
     let mut events = Vec::new();
     match reply {
-        Reply::Final { text } => {
+        Turn::Final { text } => {
             events.push(chunk(json!({"role": "assistant", "content": "", "refusal": null}), Value::Null));
             events.push(chunk(json!({"content": text}), Value::Null));
         }
-        Reply::Calls(c) => {
+        Turn::Calls(c) => {
             for (i, (cid, name, args)) in c.iter().enumerate() {
                 let mut first = json!({"tool_calls": [{"index": i, "id": cid, "type": "function", "function": {"name": name, "arguments": ""}}]});
                 if i == 0 {
@@ -102,15 +119,17 @@ fn openai_chat(reply: &Reply, model: &str, n: u32, tin: u64, tout: u64, stream: 
         }
     }
     events.push(chunk(json!({}), json!(finish)));
-    events.push((None, json!({"id": id, "object": "chat.completion.chunk", "created": CREATED, "model": model, "choices": [], "usage": usage})));
+    if shape.include_usage {
+        events.push((None, json!({"id": id, "object": "chat.completion.chunk", "created": CREATED, "model": model, "choices": [], "usage": usage})));
+    }
     sse(events, "data: [DONE]\n\n")
 }
 
-fn responses_items(reply: &Reply, n: u32) -> Vec<Value> {
+fn responses_items(reply: &Turn, n: u32) -> Vec<Value> {
     match reply {
-        Reply::Final { text } => vec![json!({"type": "message", "id": format!("msg_tf{n:06}"), "role": "assistant", "status": "completed",
+        Turn::Final { text } => vec![json!({"type": "message", "id": format!("msg_tf{n:06}"), "role": "assistant", "status": "completed",
             "content": [{"type": "output_text", "text": text, "annotations": []}]})],
-        Reply::Calls(c) => c
+        Turn::Calls(c) => c
             .iter()
             .enumerate()
             .map(|(i, (cid, name, args))| json!({"type": "function_call", "id": format!("fc_tf{n:06}_{i}"), "call_id": cid, "name": name, "arguments": args.to_string(), "status": "completed"}))
@@ -118,11 +137,13 @@ fn responses_items(reply: &Reply, n: u32) -> Vec<Value> {
     }
 }
 
-fn openai_responses(reply: &Reply, model: &str, n: u32, tin: u64, tout: u64, stream: bool) -> ResponseTemplate {
+fn openai_responses(reply: &Turn, shape: &Shape, n: u32, tin: u64, tout: u64) -> Reply {
+    let (model, stream) = (shape.model.as_str(), shape.stream);
     let output = responses_items(reply, n);
     let response = |status: &str, output: Value| {
-        json!({"id": format!("resp_tf{n:06}"), "object": "response", "created_at": CREATED, "status": status, "model": model,
-            "output": output, "error": null, "incomplete_details": null, "parallel_tool_calls": true, "tool_choice": "auto", "tools": [],
+        json!({"id": shape.response_id, "object": "response", "created_at": CREATED, "status": status, "model": model,
+            "output": output, "error": null, "incomplete_details": null, "parallel_tool_calls": shape.parallel_tool_calls,
+            "tool_choice": shape.tool_choice, "tools": shape.tools,
             "usage": {"input_tokens": tin, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": tout,
                 "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": tin + tout}})
     };
@@ -188,10 +209,10 @@ fn openai_responses(reply: &Reply, model: &str, n: u32, tin: u64, tout: u64, str
     sse(events, "")
 }
 
-fn anthropic(reply: &Reply, model: &str, n: u32, tin: u64, tout: u64, stream: bool) -> ResponseTemplate {
+fn anthropic(reply: &Turn, model: &str, n: u32, tin: u64, tout: u64, stream: bool) -> Reply {
     let (content, stop) = match reply {
-        Reply::Final { text } => (vec![json!({"type": "text", "text": text})], "end_turn"),
-        Reply::Calls(c) => (
+        Turn::Final { text } => (vec![json!({"type": "text", "text": text})], "end_turn"),
+        Turn::Calls(c) => (
             c.iter()
                 .map(|(id, name, args)| json!({"type": "tool_use", "id": id, "name": name, "input": args}))
                 .collect(),
@@ -235,10 +256,10 @@ fn anthropic(reply: &Reply, model: &str, n: u32, tin: u64, tout: u64, stream: bo
     sse(events, "")
 }
 
-fn gemini(reply: &Reply, model: &str, n: u32, tin: u64, tout: u64, stream: bool) -> ResponseTemplate {
+fn gemini(reply: &Turn, model: &str, n: u32, tin: u64, tout: u64, stream: bool) -> Reply {
     let parts: Vec<Value> = match reply {
-        Reply::Final { text } => vec![json!({"text": text})],
-        Reply::Calls(c) => {
+        Turn::Final { text } => vec![json!({"text": text})],
+        Turn::Calls(c) => {
             c.iter().map(|(id, name, args)| json!({"functionCall": {"id": id, "name": name, "args": args}})).collect()
         }
     };
@@ -248,8 +269,21 @@ fn gemini(reply: &Reply, model: &str, n: u32, tin: u64, tout: u64, stream: bool)
     if stream { sse(vec![(None, body)], "") } else { json_body(200, &body) }
 }
 
-/// A provider failure in the provider's own shape, with `retry-after` headers when known.
-pub fn provider_error(format: Format, status: u16, retry_after_ms: Option<u64>, n: u32) -> ResponseTemplate {
+/// The status a provider really sends for a fault: 529 is Anthropic's overload; Gemini and
+/// OpenAI answer an overload with 503.
+pub fn provider_status(format: Format, status: u16) -> u16 {
+    match (format, status) {
+        (Format::Anthropic, s) => s,
+        (_, 529) => 503,
+        (_, s) => s,
+    }
+}
+
+/// A provider failure in the provider's own shape, with `retry-after` headers (a real wait)
+/// when known.
+pub fn provider_error(format: Format, status: u16, retry_after_real_ms: Option<u64>, n: u32) -> Reply {
+    let status = provider_status(format, status);
+    let request_id = format!("req_tracefault_{n:06}");
     let body = match format {
         Format::Anthropic => {
             let (kind, message) = match status {
@@ -267,7 +301,7 @@ pub fn provider_error(format: Format, status: u16, retry_after_ms: Option<u64>, 
                 529 => ("overloaded_error", "Overloaded"),
                 _ => ("api_error", "Internal server error"),
             };
-            json!({"type": "error", "error": {"type": kind, "message": message}, "request_id": format!("req_tracefault_{n:06}")})
+            json!({"type": "error", "error": {"type": kind, "message": message}, "request_id": request_id})
         }
         Format::Gemini => {
             let (rpc, message) = match status {
@@ -284,7 +318,7 @@ pub fn provider_error(format: Format, status: u16, retry_after_ms: Option<u64>, 
                 _ => ("UNAVAILABLE", "The model is overloaded. Please try again later."),
             };
             let mut e = json!({"error": {"code": status, "message": message, "status": rpc}});
-            if let Some(ms) = retry_after_ms {
+            if let Some(ms) = retry_after_real_ms {
                 e["error"]["details"] = json!([{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": format!("{}s", ms.div_ceil(1000))}]);
             }
             e
@@ -294,6 +328,11 @@ pub fn provider_error(format: Format, status: u16, retry_after_ms: Option<u64>, 
                 401 => ("invalid_request_error", Some("invalid_api_key"), "Incorrect API key provided."),
                 429 => ("tokens", Some("rate_limit_exceeded"), "Rate limit reached. Please try again later."),
                 400 | 422 => ("invalid_request_error", None, "Invalid request."),
+                503 => (
+                    "server_error",
+                    None,
+                    "That model is currently overloaded with other requests. You can retry your request, or contact us through our help center at help.openai.com if the error persists.",
+                ),
                 s if s >= 500 => (
                     "server_error",
                     None,
@@ -304,12 +343,9 @@ pub fn provider_error(format: Format, status: u16, retry_after_ms: Option<u64>, 
             json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
         }
     };
-    let mut t = json_body(status, &body);
-    if let Some(ms) = retry_after_ms {
-        t = t
-            .insert_header("retry-after", ms.div_ceil(1000).to_string())
-            .insert_header("retry-after-ms", ms.to_string());
+    let r = json_body(status, &body).header("x-request-id", request_id.clone()).header("request-id", request_id);
+    match retry_after_real_ms {
+        Some(ms) => r.retry_after(ms),
+        None => r,
     }
-    t.insert_header("x-request-id", format!("req_tracefault_{n:06}"))
-        .insert_header("request-id", format!("req_tracefault_{n:06}"))
 }

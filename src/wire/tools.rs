@@ -1,147 +1,152 @@
 //! The mock tools at `POST /tools/{name}`: JSON arguments in, JSON result out, with the
-//! scenario's faults as real status codes, `retry-after` headers, delays and damaged bodies.
+//! scenario's faults as real status codes, `retry-after` headers (the rate limiter's exact wait
+//! included), slow answers, dropped connections and damaged bodies. `GET /tools` lists them
+//! with input schemas, so a typed agent can declare them.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use wiremock::{Request, ResponseTemplate};
 
-use super::state::WireState;
-use crate::engine::task::canonical_json;
-use crate::envelope::render::sentence;
+use super::reply::Reply;
+use super::schema::{canonical_args, tool_list};
+use super::world::World;
+use crate::envelope::render::{MORE_AVAILABLE, sentence, truncated};
 use crate::envelope::{ErrorKind, ToolError};
 use crate::fault::{ErrorClass, Fault};
 
 /// At most this long a mock tool delays a timeout (real time: it is a wire test).
 pub const MAX_DELAY_MS: u64 = 30_000;
 
-fn json_response(status: u16, body: &Value) -> ResponseTemplate {
-    ResponseTemplate::new(status).set_body_raw(body.to_string().into_bytes(), "application/json")
+/// `GET /tools`.
+pub fn list(world: &World) -> Reply {
+    Reply::json(200, &tool_list(&world.scenario.task))
 }
 
-pub fn respond(state: &mut WireState, tool: &str, req: &Request) -> ResponseTemplate {
-    let Some(tool_idx) = state.scenario.task.tools.iter().position(|t| t == tool) else {
-        return json_response(
+/// `POST /tools/{tool}` with the raw request body.
+pub fn call(world: &mut World, tool: &str, body: &[u8]) -> Reply {
+    let Some(tool_idx) = world.scenario.task.tools.iter().position(|t| t == tool) else {
+        let known = world.scenario.task.tools.join(", ");
+        return Reply::json(
             404,
-            &json!({"error": {"code": 404, "message": format!("no tool named {tool:?} in this scenario")}}),
+            &json!({"error": {"code": 404, "message": format!("no tool named {tool:?} in this scenario (it has {known})")}}),
         );
     };
-    let args: Value = match serde_json::from_slice(&req.body) {
-        Ok(v) => v,
+    let args: Value = match serde_json::from_slice(body) {
+        Ok(v @ Value::Object(_)) => v,
+        Ok(_) => {
+            return Reply::json(
+                400,
+                &json!({"error": {"code": 400, "message": "the body must be a JSON object of arguments"}}),
+            );
+        }
         Err(e) => {
-            return json_response(
+            return Reply::json(
                 400,
                 &json!({"error": {"code": 400, "message": format!("the body is not JSON arguments: {e}")}}),
             );
         }
     };
-    let canon = canonical_json(&args);
-    state.tool_calls += 1;
+    let canon = canonical_args(&args);
+    world.tool_calls += 1;
+    let call_key = (tool.to_owned(), canon.clone());
     // An identical call right after a non-retryable failure, with no model turn between: the
     // agent's own retry of something retrying cannot fix.
-    if let Some((class, false)) = state.last_failure.get(&(tool.to_owned(), canon.clone()))
+    if let Some((class, false)) = world.last_failure.get(&call_key)
         && !class.retryable()
     {
-        state.findings.push((
-            2,
-            format!("{tool} {canon}: retried after a non-retryable {} failure without asking the model", class.name()),
-        ));
-        state.wasted_retries += 1;
+        let detail =
+            format!("{tool} {canon}: retried after a non-retryable {} failure without asking the model", class.name());
+        world.finding(2, detail);
+        world.wasted_retries += 1;
     }
-    let call = state.call_for(tool, &args);
-    let latency = call
-        .and_then(|(c, _)| state.scenario.task.calls[c as usize].latency_ms)
-        .unwrap_or(state.scenario.profile.tool_latency_ms);
     let key = (tool_idx as u16, canon.clone());
-    let rule = if let Some(r) = state.terminal[tool_idx] {
-        state.attempts[tool_idx] += 1;
-        Some(r)
-    } else if let Some(&r) = state.bad_args.get(&key) {
-        state.attempts[tool_idx] += 1;
-        Some(r)
-    } else if let Some(&r) = state.partial.get(&key) {
-        state.attempts[tool_idx] += 1;
-        Some(r)
-    } else if call.is_some_and(|(c, v)| state.still_bad.contains(&(c, v))) {
-        // A changed call the model did not actually fix: it fails like the original.
-        state.attempts[tool_idx] += 1;
-        state.bad_args.iter().find(|((t, _), _)| usize::from(*t) == tool_idx).map(|(_, r)| *r)
-    } else {
-        let fired = state.decide(tool_idx, latency);
-        if let Some(f) = fired {
-            let c = state.fault(f.rule).class();
-            match c {
-                ErrorClass::Terminal => state.terminal[tool_idx] = Some(f.rule),
-                ErrorClass::BadArgs => {
-                    state.bad_args.insert(key.clone(), f.rule);
-                }
-                ErrorClass::Partial => {
-                    state.partial.insert(key.clone(), f.rule);
-                }
-                _ => {}
-            }
-        }
-        fired.map(|f| f.rule)
+    // Memory first (bad arguments stick to them, a partial result to the call), then the
+    // world's decision (refusals, a terminal tool, the injector).
+    let decision = match world.bad_args.get(&key).or_else(|| world.partial.get(&key)) {
+        Some(&rule) => Some(super::world::Decision { rule, retry_after_ms: None, refused: false }),
+        None => world.decide(tool_idx),
     };
-    let result = call.map_or_else(
-        || json!({"result": "ok"}),
-        |(c, _)| serde_json::from_str(&state.scenario.task.calls[c as usize].result_json).unwrap_or(Value::Null),
-    );
-    let (class, template) = match rule.map(|r| (r, state.fault(r).clone())) {
-        None => {
-            state.successes[tool_idx] += 1;
-            (None, json_response(200, &result))
+    if let Some(d) = decision {
+        if d.refused && world.outcomes.contains_key(&call_key) {
+            world.wasted_retries += 1;
         }
-        Some((r, fault)) => {
-            state.faults_injected += 1;
-            let class = fault.class();
-            let retry_after_ms = state.scenario.faults.rules[usize::from(r)].fault.retry_after_ms();
-            let body = result.to_string();
-            let err =
-                ToolError { kind: ErrorKind::Fault(&fault), class, tool, attempts: 1, retry_after_ms, body: &body };
-            let mut message = String::new();
-            sentence(&mut message, &mut itoa::Buffer::new(), &err);
-            match &fault {
-                Fault::Http { status, param, .. } => {
-                    let mut body = json!({"error": {"code": status, "message": message}});
-                    if let Some(p) = param {
-                        body["error"]["param"] = json!(p);
-                    }
-                    let mut t = json_response(*status, &body);
-                    if let Some(ms) = retry_after_ms {
-                        t = t.insert_header("retry-after", ms.div_ceil(1000).to_string());
-                    }
-                    (Some(class), t)
-                }
-                Fault::Timeout { after_ms } => {
-                    let body = json!({"error": {"code": 504, "message": message}});
-                    let t = json_response(504, &body).set_delay(Duration::from_millis((*after_ms).min(MAX_DELAY_MS)));
-                    (Some(class), t)
-                }
-                // A reset cannot be expressed through wiremock: the nearest thing it can send
-                // is an empty 502 that closes the connection.
-                Fault::Reset => (Some(class), ResponseTemplate::new(502).insert_header("connection", "close")),
-                Fault::TruncatedJson => {
-                    let full = result.to_string();
-                    let cut = full.as_bytes()[..full.len() / 2].to_vec();
-                    (Some(class), ResponseTemplate::new(200).set_body_raw(cut, "application/json"))
-                }
-                Fault::CodeFencedJson => {
-                    let fenced = format!("```json\n{result}\n```");
-                    (Some(class), ResponseTemplate::new(200).set_body_raw(fenced.into_bytes(), "application/json"))
-                }
-                Fault::Ambiguous => {
-                    let body = json!({"data": result, "note": crate::envelope::render::MORE_AVAILABLE});
-                    (Some(class), json_response(200, &body))
-                }
+        match world.fault(d.rule).class() {
+            ErrorClass::BadArgs => {
+                world.bad_args.insert(key.clone(), d.rule);
             }
+            ErrorClass::Partial => {
+                world.partial.insert(key.clone(), d.rule);
+            }
+            _ => {}
         }
-    };
-    if let Some(c) = class.filter(|c| c.is_failure()) {
-        state.last_failure.insert((tool.to_owned(), canon.clone()), (c, false));
-    } else {
-        state.last_failure.remove(&(tool.to_owned(), canon.clone()));
     }
-    state.outcomes.insert((tool.to_owned(), canon), class);
-    template
+    let spec = world
+        .scenario
+        .task
+        .calls
+        .iter()
+        .find(|c| usize::from(c.tool) == tool_idx && (c.args == canon || c.variants.contains(&canon)))
+        .or_else(|| world.scenario.task.calls.iter().find(|c| usize::from(c.tool) == tool_idx));
+    let result: Value =
+        spec.map_or_else(|| json!({"result": "ok"}), |c| serde_json::from_str(&c.result_json).unwrap_or(Value::Null));
+    let class = decision.map(|d| world.fault(d.rule).class());
+    let reply = match decision {
+        None => {
+            world.succeeded(tool_idx);
+            Reply::json(200, &result)
+        }
+        Some(d) => {
+            world.faults_injected += 1;
+            let fault = world.fault(d.rule).clone();
+            fault_reply(world, tool, &fault, d.retry_after_ms, &result)
+        }
+    };
+    match class.filter(|c| c.is_failure()) {
+        Some(c) => {
+            world.last_failure.insert(call_key.clone(), (c, false));
+        }
+        None => {
+            world.last_failure.remove(&call_key);
+        }
+    }
+    world.outcomes.insert(call_key, class);
+    world.last_outcome.insert(tool.to_owned(), class);
+    world.bound_memory();
+    reply
+}
+
+/// A failure the way a real HTTP tool sends it.
+fn fault_reply(world: &World, tool: &str, fault: &Fault, retry_after_ms: Option<u64>, result: &Value) -> Reply {
+    let body = result.to_string();
+    let err = ToolError {
+        kind: ErrorKind::Fault(fault),
+        class: fault.class(),
+        tool,
+        attempts: 1,
+        retry_after_ms,
+        body: &body,
+    };
+    let mut message = String::new();
+    sentence(&mut message, &mut itoa::Buffer::new(), &err);
+    match fault {
+        Fault::Http { status, param, .. } => {
+            let mut b = json!({"error": {"code": status, "message": message}});
+            if let Some(p) = param {
+                b["error"]["param"] = json!(p);
+            }
+            let r = Reply::json(*status, &b);
+            match retry_after_ms {
+                Some(ms) => r.retry_after(world.clock.real_ms(ms)),
+                None => r,
+            }
+        }
+        Fault::Timeout { after_ms } => {
+            let real = world.clock.real_ms(*after_ms).min(MAX_DELAY_MS);
+            Reply::json(504, &json!({"error": {"code": 504, "message": message}})).delayed(Duration::from_millis(real))
+        }
+        Fault::Reset => Reply::reset(),
+        Fault::TruncatedJson => Reply::raw(200, truncated(&body).as_bytes().to_vec(), "application/json"),
+        Fault::CodeFencedJson => Reply::raw(200, format!("```json\n{body}\n```").into_bytes(), "application/json"),
+        Fault::Ambiguous => Reply::json(200, &json!({"data": result, "note": MORE_AVAILABLE})),
+    }
 }

@@ -231,7 +231,105 @@ pub fn gemini(body: &Value) -> Option<Violation> {
     None
 }
 
+/// A body that is not JSON, in the provider's words. (The OpenAI text is its documented one;
+/// the others follow each provider's error shape with the parser's message.)
+pub fn not_json(format: Format, err: &str) -> Violation {
+    match format {
+        Format::Anthropic => anthropic_error(format!("Error parsing JSON body: {err}")),
+        Format::Gemini => gemini_error(format!("Invalid JSON payload received. {err}")),
+        _ => openai_error(
+            "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON. If you have trouble figuring out how to fix this, please contact us through our help center at help.openai.com.)".into(),
+            None,
+        ),
+    }
+}
+
+fn anthropic_error(message: String) -> Violation {
+    Violation { body: json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}}) }
+}
+
+fn gemini_error(message: String) -> Violation {
+    Violation { body: json!({"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}) }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_f64() => "a decimal",
+        Value::Number(_) => "an integer",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The request's own shape: an object with the conversation list the API requires, made of
+/// objects. A malformed request gets the provider's 400 and never a model turn.
+pub fn shape(format: Format, body: &Value) -> Option<Violation> {
+    let (key, required) = match format {
+        Format::OpenAiChat | Format::GeminiOpenAi => ("messages", true),
+        Format::OpenAiResponses => ("input", body.get("previous_response_id").is_none()),
+        Format::Anthropic => ("messages", true),
+        Format::Gemini => ("contents", true),
+    };
+    let Some(obj) = body.as_object() else {
+        return Some(match format {
+            Format::Anthropic => anthropic_error(format!("Input should be a valid dictionary, got {}", kind(body))),
+            Format::Gemini => {
+                gemini_error(format!("Invalid JSON payload received. Expected an object, got {}.", kind(body)))
+            }
+            _ => openai_error(
+                format!("Invalid type for request body: expected an object, but got {} instead.", kind(body)),
+                None,
+            ),
+        });
+    };
+    let list = obj.get(key);
+    let problem = match list {
+        None if required => Some(None),
+        None => None,
+        // Responses also takes a plain string as input.
+        Some(Value::String(_)) if format == Format::OpenAiResponses => None,
+        Some(Value::Array(a)) => a.iter().position(|m| !m.is_object()).map(|i| Some((i, &a[i]))),
+        Some(other) => Some(Some((usize::MAX, other))),
+    }?;
+    Some(match (format, problem) {
+        (Format::Anthropic, None) => anthropic_error(format!("{key}: Field required")),
+        (Format::Anthropic, Some((usize::MAX, _))) => anthropic_error(format!("{key}: Input should be a valid list")),
+        (Format::Anthropic, Some((i, _))) => anthropic_error(format!("{key}.{i}: Input should be a valid dictionary")),
+        (Format::Gemini, None) => gemini_error(format!("* GenerateContentRequest.{key}: {key} is not specified\n")),
+        (Format::Gemini, Some((_, v))) => gemini_error(format!(
+            "Invalid value at '{key}' (type.googleapis.com/google.ai.generativelanguage.v1beta.Content), {v}"
+        )),
+        (_, None) => {
+            let mut v = openai_error(format!("Missing required parameter: '{key}'."), Some(key.into()));
+            v.body["error"]["code"] = json!("missing_required_parameter");
+            v
+        }
+        (_, Some((usize::MAX, v))) => {
+            let mut e = openai_error(
+                format!("Invalid type for '{key}': expected an array of objects, but got {} instead.", kind(v)),
+                Some(key.into()),
+            );
+            e.body["error"]["code"] = json!("invalid_type");
+            e
+        }
+        (_, Some((i, v))) => {
+            let mut e = openai_error(
+                format!("Invalid type for '{key}[{i}]': expected an object, but got {} instead.", kind(v)),
+                Some(format!("{key}[{i}]")),
+            );
+            e.body["error"]["code"] = json!("invalid_type");
+            e
+        }
+    })
+}
+
 pub fn validate(format: Format, body: &Value, request_id: &str) -> Option<Violation> {
+    if let Some(v) = shape(format, body) {
+        return Some(v);
+    }
     match format {
         Format::OpenAiChat | Format::GeminiOpenAi => openai_chat(body),
         Format::OpenAiResponses => openai_responses(body),
@@ -243,6 +341,21 @@ pub fn validate(format: Format, body: &Value, request_id: &str) -> Option<Violat
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn malformed_requests_get_the_providers_400() {
+        let v = validate(Format::OpenAiChat, &json!({"model": "m", "messages": 5}), "r").unwrap();
+        assert_eq!(
+            v.body["error"]["message"],
+            "Invalid type for 'messages': expected an array of objects, but got an integer instead."
+        );
+        let v = validate(Format::Anthropic, &json!([]), "r").unwrap();
+        assert_eq!(v.body["error"]["type"], "invalid_request_error");
+        assert!(validate(Format::Anthropic, &json!({"model": "m"}), "r").is_some(), "messages: Field required");
+        assert!(validate(Format::Gemini, &json!({"contents": "x"}), "r").is_some());
+        assert!(validate(Format::OpenAiResponses, &json!({"model": "m", "input": "hello"}), "r").is_none());
+        assert!(validate(Format::OpenAiChat, &json!({"model": "m", "messages": [1]}), "r").is_some());
+    }
 
     #[test]
     fn openai_unanswered_call_gets_the_verified_text() {

@@ -51,7 +51,7 @@ fn failed_checks(report: &Value) -> Vec<String> {
 }
 
 #[test]
-fn reference_agent_completes_in_both_formats_and_traffic_matches_wiremock() {
+fn reference_agent_completes_in_both_formats_and_traffic_matches_the_http_count() {
     let agent = reference_agent();
     for format in ["openai-chat", "anthropic"] {
         let dir = tempfile::tempdir().unwrap();
@@ -64,9 +64,9 @@ fn reference_agent_completes_in_both_formats_and_traffic_matches_wiremock() {
         assert_eq!(code, 0, "{format}: {stdout} {:?}", failed_checks(&report));
         for (i, run) in report["runs"].as_array().unwrap().iter().enumerate() {
             assert_eq!(run["ended"], "answer");
-            // wiremock's own recording agrees with what tracefault counted.
-            assert_eq!(run["wiremock_requests"]["provider"], run["counted"]["model_calls"], "run {i}");
-            assert_eq!(run["wiremock_requests"]["tools"], run["counted"]["tool_calls"], "run {i}");
+            // The HTTP layer's own count agrees with what the mocks counted.
+            assert_eq!(run["http_requests"]["provider"], run["counted"]["model_calls"], "run {i}");
+            assert_eq!(run["http_requests"]["tools"], run["counted"]["tool_calls"], "run {i}");
             let trace = std::fs::read_to_string(dir.path().join(format!("traces/run-{i}.jsonl"))).unwrap();
             let t = tracefault::trace::Trace::parse(&trace, Path::new("t")).unwrap();
             let calls =
@@ -307,7 +307,7 @@ fn official_sdks_retry_a_429_as_documented_and_raise_bad_request_with_the_exact_
             "{sdk}: {}",
             std::fs::read_to_string(dir.path().join("agent-run-0.log")).unwrap()
         );
-        assert_eq!(run["wiremock_requests"]["provider"], requests, "{sdk}");
+        assert_eq!(run["http_requests"]["provider"], requests, "{sdk}");
         let dir = tempfile::tempdir().unwrap();
         let (_, report, _) = exec(
             "tests/fixtures/wire/plain.toml",

@@ -1,0 +1,336 @@
+//! The mock provider's model, one per conversation: it follows the scenario's task and profile
+//! and decides each turn by reading the tool results the agent actually sent — an `is_error`
+//! flag, Gemini's error channel, five fields, an `ERROR:` prefix, a stack trace, "more may be
+//! available" — with the engine's own reading, perception and decision rules.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::schema::{canonical_args, correct};
+use super::world::World;
+use crate::engine::model::{Action, CallHistory, Perceived, act, perceive_failure};
+use crate::engine::rng::{LazyStream, domain, fnv1a64, key};
+use crate::envelope::Format;
+use crate::envelope::read::read_result;
+use crate::fault::ErrorClass;
+use crate::trace::import::conversation::{FailureRules, Item, judge};
+use crate::trace::{Stop, TraceEvent};
+
+/// What the mock model answers.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Turn {
+    /// Tool calls: (id, tool, arguments).
+    Calls(Vec<(String, String, Value)>),
+    Final {
+        text: String,
+    },
+}
+
+/// What a request says besides its conversation.
+#[derive(Clone, Debug, Default)]
+pub struct Ask {
+    /// The tools the request declares, with their schemas (`None`: it declares none).
+    pub tools: Option<BTreeMap<String, Value>>,
+    /// `parallel_tool_calls: false`: one call per turn.
+    pub one_call_per_turn: bool,
+    pub tokens_in: u64,
+}
+
+/// One call of the current step, as the mock model tracks it.
+#[derive(Clone, Debug)]
+struct Slot {
+    call: u32,
+    variant: u32,
+    hist: CallHistory,
+    /// The arguments sent last, and the id they were sent with.
+    args: Value,
+    id: String,
+    active: bool,
+    /// Sent in the last turn (waiting for its result).
+    sent: bool,
+}
+
+/// One agent conversation the mock model holds.
+#[derive(Clone)]
+pub struct Conversation {
+    pub index: usize,
+    pub format: Format,
+    draws: LazyStream,
+    slots: Vec<Slot>,
+    next_step: usize,
+    pub turns: u32,
+    pub ended: Option<&'static str>,
+    /// The last request answered (a digest of its conversation) and the answer: an SDK that
+    /// sends a request again gets the same answer, and the conversation does not move twice.
+    last: Option<(u64, Turn)>,
+    /// The ids it gave out (forgotten with it).
+    pub ids: Vec<String>,
+}
+
+impl Conversation {
+    pub fn new(world: &World, index: usize, format: Format) -> Conversation {
+        let sc = &world.scenario;
+        let mut draws = LazyStream::default();
+        // The first conversation of a run draws like the engine's run; others are keyed apart.
+        let mut parts = vec![sc.seed, sc.name_hash, world.run, domain::MODEL];
+        if index > 0 {
+            parts.push(index as u64);
+        }
+        draws.reset(key(&parts));
+        Conversation {
+            index,
+            format,
+            draws,
+            slots: Vec::new(),
+            next_step: 0,
+            turns: 0,
+            ended: None,
+            last: None,
+            ids: Vec::new(),
+        }
+    }
+
+    /// The ids of the calls it is waiting on.
+    pub fn waiting_on(&self) -> impl Iterator<Item = &str> {
+        self.slots.iter().filter(|s| s.active && s.sent).map(|s| s.id.as_str())
+    }
+}
+
+fn id_prefix(format: Format) -> &'static str {
+    match format {
+        Format::Anthropic => "toolu_",
+        Format::Gemini => "fc_",
+        _ => "call_",
+    }
+}
+
+/// Decides conversation `c`'s next turn from the conversation the agent sent.
+pub fn next_turn(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn {
+    let digest = fnv1a64(format!("{items:?}").as_bytes());
+    if let Some((d, turn)) = &world.conversation(c).last
+        && *d == digest
+    {
+        return turn.clone();
+    }
+    let turn = decide(world, c, items, ask);
+    let (stop, tokens_out, text) = match &turn {
+        Turn::Calls(calls) => {
+            let out: u64 = calls.iter().map(|(_, _, a)| a.to_string().len() as u64 / 4 + 8).sum();
+            (Stop::ToolCalls, out, None)
+        }
+        Turn::Final { text } => (Stop::End, text.len() as u64 / 4 + 8, Some(text.clone())),
+    };
+    let turns = world.conversation(c).turns;
+    world.record(TraceEvent::ModelCall {
+        turn: turns,
+        status: 200,
+        tokens_in: ask.tokens_in,
+        tokens_out,
+        latency_ms: None,
+        stop,
+        text,
+    });
+    if let Turn::Calls(calls) = &turn {
+        for (id, tool, args) in calls {
+            world.record(TraceEvent::ToolCall {
+                turn: turns,
+                call_id: id.clone(),
+                name: tool.clone(),
+                args: args.clone(),
+            });
+        }
+    }
+    world.conversation(c).last = Some((digest, turn.clone()));
+    turn
+}
+
+/// The mock model reads every result of its last turn and takes the next one.
+fn decide(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn {
+    world.model_calls += 1;
+    world.conversation(c).turns += 1;
+    for v in world.last_failure.values_mut() {
+        v.1 = true;
+    }
+    let format = world.conversation(c).format;
+    let profile = world.scenario.profile.clone();
+    let turn = u64::from(world.conversation(c).turns);
+    // The results in the request: (id, tool name, content, structural error mark).
+    let results: Vec<(Option<&String>, Option<&String>, &String, bool)> = items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Result { id, name, content, flag } => {
+                Some((id.as_ref(), name.as_ref(), content, flag.is_some_and(|f| f.0)))
+            }
+            _ => None,
+        })
+        .collect();
+    let mut used = vec![false; results.len()];
+    let (mut give_up, mut reissue) = (false, false);
+    for i in 0..world.conversation(c).slots.len() {
+        let slot = world.conversation(c).slots[i].clone();
+        if !(slot.active && slot.sent) {
+            continue;
+        }
+        let tool = world.scenario.task.tools[usize::from(world.scenario.task.calls[slot.call as usize].tool)].clone();
+        // Its result: by id, else the next unused one of this tool, else the next unused one.
+        let pos = results
+            .iter()
+            .enumerate()
+            .rposition(|(k, r)| !used[k] && r.0 == Some(&slot.id))
+            .or_else(|| results.iter().enumerate().position(|(k, r)| !used[k] && r.0.is_none() && r.1 == Some(&tool)))
+            .or_else(|| results.iter().enumerate().position(|(k, r)| !used[k] && r.0.is_none()));
+        let Some(pos) = pos else {
+            world.finding(1, format!("call {} ({tool}) got no result in the next turn", slot.id));
+            world.conversation(c).slots[i].active = false;
+            continue;
+        };
+        used[pos] = true;
+        let (_, _, content, mark) = results[pos];
+        let truth = truth(world, &tool, &slot.args, content, format, mark);
+        let reading = read_result(format, content, mark);
+        if reading.stack_trace {
+            world.finding(5, format!("the result of {} shows the model a raw exception", slot.id));
+        }
+        let failed = truth.is_some_and(ErrorClass::is_failure);
+        if format == Format::Anthropic && failed && !mark {
+            world.finding(3, format!("failed Anthropic result {} has no is_error: true", slot.id));
+        }
+        world.record(TraceEvent::ToolResult {
+            call_id: slot.id.clone(),
+            ok: !failed,
+            status: None,
+            content: content.clone(),
+            error_class: truth.map(|c| c.name().to_owned()),
+            latency_ms: None,
+            attempts: None,
+            evidence: Some("class from the mock tool's own outcome".into()),
+        });
+        let draw = (i as u64 * (1 << 24) + turn) * 4;
+        let conv = world.conversations.get_mut(&c).expect("a conversation the world holds");
+        let perceived = match truth {
+            None => Perceived::Ok,
+            Some(ErrorClass::Partial) if reading.more_available => Perceived::Partial,
+            Some(ErrorClass::Partial) => Perceived::Ok,
+            Some(class) => {
+                perceive_failure(&profile, reading.signal, class, conv.draws.unit(draw), conv.draws.unit(draw + 1))
+            }
+        };
+        let u = if perceived == Perceived::Ok { 0.0 } else { conv.draws.unit(draw + 2) };
+        let fix_draw = conv.draws.unit(draw + 3);
+        let s = &mut conv.slots[i];
+        s.sent = false;
+        match act(&profile, perceived, &s.hist, u) {
+            Action::Accept => s.active = false,
+            Action::Repeat => {
+                if matches!(perceived, Perceived::Transient | Perceived::Terminal) {
+                    s.hist.model_retries += 1;
+                }
+                reissue = true;
+            }
+            Action::FixArgs => {
+                s.hist.fix_attempts += 1;
+                s.variant += 1;
+                let spec = &world.scenario.task.calls[s.call as usize];
+                let schema = ask.tools.as_ref().and_then(|t| t.get(&tool));
+                let old = s.args.clone();
+                s.args = if s.variant <= spec.named_fixes {
+                    serde_json::from_str(spec.args_for(s.variant)).unwrap_or(Value::Null)
+                } else {
+                    correct(&old, schema, s.variant)
+                };
+                // A correction the model did not get right fails like the original.
+                let t = spec.tool;
+                if truth == Some(ErrorClass::BadArgs) && fix_draw >= profile.p_fix_args {
+                    let old_key = (t, canonical_args(&old));
+                    if let Some(&rule) = world.bad_args.get(&old_key) {
+                        world.bad_args.insert((t, canonical_args(&s.args)), rule);
+                    }
+                }
+                reissue = true;
+            }
+            Action::GiveUp => give_up = true,
+        }
+    }
+    let conv = world.conversation(c).clone();
+    if give_up {
+        return end(world, c, "gave_up", crate::engine::run::GIVE_UP_TEXT.to_owned());
+    }
+    if conv.turns > world.scenario.policy.max_steps {
+        return end(world, c, "step_cap", "Stopping: the step cap is reached.".to_owned());
+    }
+    if !reissue && !conv.slots.iter().any(|s| s.active) {
+        if conv.next_step == world.scenario.task.steps.len() {
+            let text = world.scenario.task.final_text.clone();
+            return end(world, c, "answer", text);
+        }
+        let step = world.scenario.task.steps[conv.next_step].clone();
+        let slots = step
+            .iter()
+            .map(|&call| Slot {
+                call,
+                variant: 0,
+                hist: CallHistory::default(),
+                args: serde_json::from_str(&world.scenario.task.calls[call as usize].args).unwrap_or(Value::Null),
+                id: String::new(),
+                active: true,
+                sent: false,
+            })
+            .collect();
+        let conv = world.conversation(c);
+        conv.slots = slots;
+        conv.next_step += 1;
+    }
+    send(world, c, ask)
+}
+
+/// The class a result really had: the mock tool's own outcome for those arguments; when the
+/// agent's call and the model's differ, the result judged by the importers' rules, else the
+/// tool's last real outcome (both noted).
+fn truth(world: &mut World, tool: &str, args: &Value, content: &str, format: Format, mark: bool) -> Option<ErrorClass> {
+    if let Some(class) = world.outcomes.get(&(tool.to_owned(), canonical_args(args))) {
+        return *class;
+    }
+    let flag = mark.then_some((true, if format == Format::Gemini { "response.error" } else { "is_error: true" }));
+    let judged = judge(content, flag, &FailureRules::default());
+    let class = judged.class.and_then(ErrorClass::parse).filter(|_| !judged.ok || judged.class == Some("partial"));
+    let (class, why) = match (class, world.last_outcome.get(tool)) {
+        (Some(c), _) => (Some(c), format!("judged by its text ({})", judged.evidence)),
+        (None, Some(last)) => (*last, "taken from the tool's last real outcome".to_owned()),
+        (None, None) => (None, "no call of the tool reached the mock; read as a success".to_owned()),
+    };
+    let args = crate::trace::inspect::printable(&args.to_string()).into_owned();
+    world.finding(0, format!("the result for {tool} {args} matched no call the mock tool saw: {why}"));
+    class
+}
+
+/// Sends the calls of the current step that need sending (one, when the agent asked for one
+/// call per turn), or ends when the agent did not declare a tool the task needs.
+fn send(world: &mut World, c: usize, ask: &Ask) -> Turn {
+    let format = world.conversation(c).format;
+    let mut calls = Vec::new();
+    for i in 0..world.conversation(c).slots.len() {
+        let s = &world.conversations[&c].slots[i];
+        if !s.active || (ask.one_call_per_turn && !calls.is_empty()) {
+            continue;
+        }
+        let tool = world.scenario.task.tools[usize::from(world.scenario.task.calls[s.call as usize].tool)].clone();
+        if let Some(declared) = &ask.tools
+            && !declared.contains_key(&tool)
+        {
+            world.finding(1, format!("the agent did not declare the tool {tool:?}, which the task needs"));
+            return end(world, c, "gave_up", format!("I cannot complete the task without the {tool} tool."));
+        }
+        let id = world.new_id(id_prefix(format), c);
+        let s = &mut world.conversation(c).slots[i];
+        s.id = id.clone();
+        s.sent = true;
+        calls.push((id, tool, s.args.clone()));
+    }
+    Turn::Calls(calls)
+}
+
+fn end(world: &mut World, c: usize, how: &'static str, text: String) -> Turn {
+    world.conversation(c).ended = Some(how);
+    Turn::Final { text }
+}

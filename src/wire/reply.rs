@@ -1,0 +1,70 @@
+//! What a mock answers over HTTP, apart from the server that sends it: a status, headers, a
+//! body (JSON, server-sent events, raw bytes), an optional delay, or a dropped connection.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Body {
+    Bytes {
+        bytes: Vec<u8>,
+        content_type: &'static str,
+    },
+    /// The connection is dropped after the status line: the client sees a reset.
+    Reset,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: Body,
+    /// Real time to wait before answering (a slow tool).
+    pub delay: Option<Duration>,
+}
+
+impl Reply {
+    pub fn raw(status: u16, bytes: Vec<u8>, content_type: &'static str) -> Reply {
+        Reply { status, headers: Vec::new(), body: Body::Bytes { bytes, content_type }, delay: None }
+    }
+
+    pub fn json(status: u16, v: &Value) -> Reply {
+        Reply::raw(status, v.to_string().into_bytes(), "application/json")
+    }
+
+    pub fn text(status: u16, s: impl Into<String>) -> Reply {
+        Reply::raw(status, s.into().into_bytes(), "text/plain; charset=utf-8")
+    }
+
+    pub fn sse(events: String) -> Reply {
+        Reply::raw(200, events.into_bytes(), "text/event-stream")
+    }
+
+    pub fn reset() -> Reply {
+        Reply { status: 200, headers: Vec::new(), body: Body::Reset, delay: None }
+    }
+
+    pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Reply {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    /// `retry-after` (whole seconds, rounded up) and `retry-after-ms` for a real wait.
+    pub fn retry_after(self, real_ms: u64) -> Reply {
+        self.header("retry-after", real_ms.div_ceil(1000).to_string()).header("retry-after-ms", real_ms.to_string())
+    }
+
+    pub fn delayed(mut self, d: Duration) -> Reply {
+        self.delay = Some(d);
+        self
+    }
+
+    /// The body as text (for tests and logs); empty for a reset.
+    pub fn body_text(&self) -> String {
+        match &self.body {
+            Body::Bytes { bytes, .. } => String::from_utf8_lossy(bytes).into_owned(),
+            Body::Reset => String::new(),
+        }
+    }
+}

@@ -1,0 +1,364 @@
+//! The HTTP server behind wire mode (axum on hyper): one handler that names the route of every
+//! request and hands it to the mocks, bodies read under a size limit while they stream (no
+//! request is kept: memory stays flat however long `serve` runs), slow answers and dropped
+//! connections, and a clear answer for paths nothing serves and for requests meant for other
+//! hosts. Malformed HTTP is answered or closed by hyper; nothing here panics on it.
+
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+
+use axum::body::{Body as AxumBody, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode};
+use axum::response::Response;
+use serde_json::{Value, json};
+
+use super::reply::{Body, Reply};
+use super::world::World;
+use super::{provider, tools};
+use crate::envelope::Format;
+use crate::error::Error;
+use crate::scenario::Scenario;
+
+/// Requests larger than this are refused with 413, while they stream in.
+pub const MAX_BODY_BYTES: usize = 8 << 20;
+
+/// What a path names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route<'a> {
+    Provider { format: Format, gemini_stream: bool },
+    ToolList,
+    Tool(&'a str),
+}
+
+/// Every path the mocks serve, for the 404 that names the nearest one.
+pub const SERVED: [&str; 9] = [
+    "/v1/chat/completions",
+    "/v1/responses",
+    "/v1/messages",
+    "/v1beta/models/MODEL:generateContent",
+    "/v1beta/models/MODEL:streamGenerateContent",
+    "/v1beta/openai/chat/completions",
+    "/tools",
+    "/tools/NAME",
+    "/agents/K/…",
+];
+
+/// The route of a path (after any `/agents/K` prefix). Provider paths are served with and
+/// without their version prefix (`/v1/messages` and `/messages`: some SDKs add it to a base URL
+/// that already has it, some do not), where nothing collides.
+pub fn route<'a>(method: &Method, path: &'a str) -> Option<Route<'a>> {
+    let p = path.trim_end_matches('/');
+    if method == Method::GET && p == "/tools" {
+        return Some(Route::ToolList);
+    }
+    if method != Method::POST {
+        return None;
+    }
+    if let Some(name) = p.strip_prefix("/tools/") {
+        return (!name.is_empty() && !name.contains('/')).then_some(Route::Tool(name));
+    }
+    let unversioned = ["/v1beta/openai", "/v1beta", "/v1", ""].iter().find_map(|v| p.strip_prefix(v).map(|r| (*v, r)));
+    let (version, rest) = unversioned?;
+    let provider = |format| Some(Route::Provider { format, gemini_stream: false });
+    match rest {
+        "/chat/completions" if version == "/v1beta/openai" => provider(Format::GeminiOpenAi),
+        "/chat/completions" => provider(Format::OpenAiChat),
+        "/responses" => provider(Format::OpenAiResponses),
+        "/messages" => provider(Format::Anthropic),
+        _ => {
+            let model_call = rest.strip_prefix("/models/")?;
+            let (_, action) = model_call.rsplit_once(':')?;
+            match action {
+                "generateContent" => provider(Format::Gemini),
+                "streamGenerateContent" => Some(Route::Provider { format: Format::Gemini, gemini_stream: true }),
+                _ => None,
+            }
+        }
+    }
+}
+
+/// The served path nearest to an unknown one: the fewest edits between them, with `NAME` and
+/// `MODEL` standing for what the unknown path has there.
+pub fn nearest(path: &str) -> &'static str {
+    let path: String = path.chars().take(200).collect();
+    let last = path.rsplit('/').next().unwrap_or_default();
+    let model = path.split("models/").nth(1).and_then(|m| m.split(':').next()).unwrap_or("MODEL");
+    SERVED
+        .iter()
+        .min_by_key(|s| edits(&path, &s.replace("NAME", last).replace("MODEL", model)))
+        .copied()
+        .unwrap_or("/v1/chat/completions")
+}
+
+/// Levenshtein distance (inputs are short: paths are cut at 200 characters).
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (row[j + 1] + 1).min(row[j] + 1).min(prev + usize::from(ca != *cb));
+            prev = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+/// `/agents/K/rest` → (Some(K), rest).
+fn agent_prefix(path: &str) -> (Option<u32>, &str) {
+    if let Some(rest) = path.strip_prefix("/agents/")
+        && let Some((k, _)) = rest.split_once('/')
+        && let Ok(n) = k.parse()
+    {
+        return (Some(n), &rest[k.len()..]);
+    }
+    (None, path)
+}
+
+/// The mocks' state, shared by every request.
+pub struct Shared {
+    pub world: Mutex<World>,
+    /// Time scale for new runs' clocks.
+    pub time_scale: f64,
+}
+
+impl Shared {
+    pub fn lock(&self) -> MutexGuard<'_, World> {
+        // A panic in one request must not take the mock down for the rest of the run.
+        self.world.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A running wire server.
+pub struct WireServer {
+    pub addr: SocketAddr,
+    pub shared: Arc<Shared>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl WireServer {
+    /// Binds `addr` (127.0.0.1 unless told otherwise) and serves the scenario's mocks.
+    pub async fn start(scenario: Scenario, addr: SocketAddr, time_scale: f64) -> Result<WireServer, Error> {
+        let listener = std::net::TcpListener::bind(addr).map_err(|e| {
+            let what = if e.kind() == std::io::ErrorKind::AddrInUse {
+                "is in use (pick another --addr, or port 0 for any free one)".to_owned()
+            } else {
+                e.to_string()
+            };
+            Error::Usage(format!("cannot listen on {addr}: {what}"))
+        })?;
+        listener.set_nonblocking(true).map_err(|e| Error::Usage(format!("cannot listen on {addr}: {e}")))?;
+        let addr = listener.local_addr().map_err(|e| Error::Usage(format!("cannot listen on {addr}: {e}")))?;
+        let listener = tokio::net::TcpListener::from_std(listener)
+            .map_err(|e| Error::Usage(format!("cannot listen on {addr}: {e}")))?;
+        let shared = Arc::new(Shared { world: Mutex::new(World::new(scenario, 0, time_scale)), time_scale });
+        let app = axum::Router::new()
+            .fallback(handle)
+            .layer(tower_http::limit::RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+            .with_state(shared.clone());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let serve = axum::serve(listener, app).with_graceful_shutdown(async {
+                let _ = stopped.await;
+            });
+            if let Err(e) = serve.await {
+                eprintln!("tracefault: the mock server stopped: {e}");
+            }
+        });
+        Ok(WireServer { addr, shared, stop: Some(stop), task: Some(task) })
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn uri(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Fresh mock state for run `run`.
+    pub fn reset(&self, run: u64) {
+        let mut w = self.shared.lock();
+        let scenario = w.scenario.clone();
+        *w = World::new(scenario, run, self.shared.time_scale);
+    }
+
+    pub fn world(&self) -> MutexGuard<'_, World> {
+        self.shared.lock()
+    }
+
+    /// Stops accepting and waits for requests in flight.
+    pub async fn stop(mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.task.take() {
+            let _ = t.await;
+        }
+    }
+}
+
+/// Every request comes here.
+async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    let method = req.method().clone();
+    // A request meant for another host (through the proxy variables exec sets, or CONNECT).
+    if method == Method::CONNECT || req.uri().authority().is_some() {
+        let host = req.uri().authority().map_or_else(|| req.uri().to_string(), |a| a.to_string());
+        {
+            let mut w = shared.lock();
+            w.elsewhere.insert(host.clone());
+            w.bound_memory();
+        }
+        return respond(Reply::text(
+            403,
+            format!("tracefault: {host} is not reachable during a test; only the mocks are"),
+        ))
+        .await;
+    }
+    let path = req.uri().path().to_owned();
+    let (_agent, inner) = agent_prefix(&path);
+    let Some(route) = route(&method, inner) else {
+        let near = nearest(inner);
+        {
+            let mut w = shared.lock();
+            w.http_requests[2] += 1;
+            w.unknown_paths.insert(format!("{method} {path} (nearest served path: {near})"));
+            w.bound_memory();
+        }
+        return respond(Reply::text(
+            404,
+            format!(
+                "tracefault: no mock at {method} {path}; the nearest is POST {near}. Served: {}",
+                SERVED.join(", ")
+            ),
+        ))
+        .await;
+    };
+    let body = match axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES).await {
+        Ok(b) => b,
+        Err(e) => {
+            let too_large = format!("{e:?}").contains("LengthLimit");
+            if !too_large {
+                eprintln!("tracefault: {method} {path}: the request body broke off ({e})");
+            }
+            let status = if too_large { 413 } else { 400 };
+            return respond(Reply::text(
+                status,
+                format!("tracefault: request body over {MAX_BODY_BYTES} bytes or broken off"),
+            ))
+            .await;
+        }
+    };
+    let reply = {
+        let mut w = shared.lock();
+        match route {
+            Route::Provider { format, gemini_stream } => {
+                w.http_requests[0] += 1;
+                provider::respond(&mut w, format, gemini_stream, &body)
+            }
+            Route::ToolList => {
+                w.http_requests[1] += 1;
+                tools::list(&w)
+            }
+            Route::Tool(name) => {
+                w.http_requests[1] += 1;
+                tools::call(&mut w, name, &body)
+            }
+        }
+    };
+    respond(reply).await
+}
+
+/// Sends a reply, after its delay.
+async fn respond(reply: Reply) -> Response {
+    if let Some(d) = reply.delay {
+        tokio::time::sleep(d).await;
+    }
+    let body = match reply.body {
+        Body::Bytes { bytes, content_type } => {
+            let mut r = Response::new(AxumBody::from(bytes));
+            r.headers_mut().insert("content-type", HeaderValue::from_static(content_type));
+            r
+        }
+        Body::Reset => Response::new(AxumBody::new(Broken)),
+    };
+    let mut r = body;
+    *r.status_mut() = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    for (k, v) in reply.headers {
+        if let Ok(v) = HeaderValue::from_str(&v) {
+            r.headers_mut().insert(k, v);
+        }
+    }
+    r
+}
+
+/// A body that fails as soon as it is read: hyper drops the connection, and the client sees it
+/// reset in the middle of the response.
+struct Broken;
+
+impl http_body::Body for Broken {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        Poll::Ready(Some(Err(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "connection reset by the mock"))))
+    }
+}
+
+/// The JSON the `serve`/`exec` banner and tests use to describe the served paths.
+pub fn served_json() -> Value {
+    json!({ "served": SERVED })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_with_and_without_version_prefixes() {
+        let post = Method::POST;
+        assert_eq!(
+            route(&post, "/v1/messages"),
+            Some(Route::Provider { format: Format::Anthropic, gemini_stream: false })
+        );
+        assert_eq!(
+            route(&post, "/messages"),
+            Some(Route::Provider { format: Format::Anthropic, gemini_stream: false })
+        );
+        assert_eq!(
+            route(&post, "/chat/completions"),
+            Some(Route::Provider { format: Format::OpenAiChat, gemini_stream: false })
+        );
+        assert_eq!(
+            route(&post, "/v1beta/openai/chat/completions"),
+            Some(Route::Provider { format: Format::GeminiOpenAi, gemini_stream: false })
+        );
+        assert_eq!(
+            route(&post, "/v1/models/gemini-2.5-flash:streamGenerateContent"),
+            Some(Route::Provider { format: Format::Gemini, gemini_stream: true })
+        );
+        assert_eq!(
+            route(&post, "/models/g:generateContent"),
+            Some(Route::Provider { format: Format::Gemini, gemini_stream: false })
+        );
+        assert_eq!(route(&post, "/tools/search"), Some(Route::Tool("search")));
+        assert_eq!(route(&Method::GET, "/tools"), Some(Route::ToolList));
+        assert_eq!(route(&post, "/v2/messages"), None);
+        assert_eq!(route(&Method::GET, "/v1/messages"), None);
+        assert_eq!(agent_prefix("/agents/3/v1/messages"), (Some(3), "/v1/messages"));
+        assert_eq!(agent_prefix("/v1/messages"), (None, "/v1/messages"));
+    }
+
+    #[test]
+    fn unknown_paths_name_the_nearest() {
+        assert_eq!(nearest("/v1/v1/messages"), "/v1/messages");
+        assert_eq!(nearest("/api/chat/completions"), "/v1/chat/completions");
+        assert_eq!(nearest("/tool/search"), "/tools/NAME");
+    }
+}

@@ -1,0 +1,292 @@
+//! The mock world of one run in wire mode: the scenario's tools and provider with the same
+//! seeded fault injector as the engine, on a clock that follows the agent's real waiting
+//! (scaled by `--time-scale`), the faults' memory, the conversations the mock model holds, and
+//! a record of all traffic as a native trace.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use crate::engine::faults::{Fired, Injector};
+use crate::fault::{ErrorClass, Fault};
+use crate::scenario::Scenario;
+use crate::trace::{Header, TRACE_VERSION, ToolDef, Trace};
+
+use super::model::Conversation;
+
+/// Virtual time in wire mode: real time since the run started, divided by the time scale
+/// (0.01 makes a 60 s outage last 0.6 s of real time). Waits the mocks announce are scaled the
+/// other way, so an agent that honours them waits exactly long enough.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    start: Instant,
+    scale: f64,
+}
+
+impl Clock {
+    #[allow(clippy::disallowed_methods)] // Wire mode follows the agent's real waiting, by design.
+    pub fn new(scale: f64) -> Clock {
+        Clock { start: Instant::now(), scale }
+    }
+
+    /// Virtual milliseconds since the run started.
+    pub fn now_ms(&self) -> u64 {
+        (self.start.elapsed().as_secs_f64() * 1000.0 / self.scale) as u64
+    }
+
+    /// A virtual wait as the real milliseconds to announce (at least 1 when there is a wait).
+    pub fn real_ms(&self, virtual_ms: u64) -> u64 {
+        ((virtual_ms as f64 * self.scale).ceil() as u64).max(u64::from(virtual_ms > 0))
+    }
+
+    pub fn scale(&self) -> f64 {
+        self.scale
+    }
+}
+
+/// Responses kept for `previous_response_id` (memory stays bounded on a long `serve`).
+pub const MAX_STORED_RESPONSES: usize = 4096;
+/// Conversations kept at once.
+pub const MAX_CONVERSATIONS: usize = 1024;
+/// Findings kept (a run that has more has shown its problem).
+pub const MAX_FINDINGS: usize = 1000;
+/// Entries kept in each per-call memory (outcomes, failures, sticky arguments) and findings.
+pub const MAX_MEMORY: usize = 10_000;
+
+/// A server's announced wait on a target: calls before `until_ms` are refused the same way.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Refusal {
+    pub until_ms: u64,
+    pub rule: u16,
+}
+
+/// What the world decided for one attempt on a target.
+#[derive(Clone, Copy, Debug)]
+pub struct Decision {
+    pub rule: u16,
+    /// The wait the answer announces, in virtual ms.
+    pub retry_after_ms: Option<u64>,
+    /// A refusal repeating an earlier answer (the call came back too early).
+    pub refused: bool,
+}
+
+pub struct World {
+    pub scenario: Scenario,
+    pub run: u64,
+    pub clock: Clock,
+    injector: Injector,
+    /// Per target (tools, then the provider): attempts, successes, a sticky terminal fault, an
+    /// announced wait.
+    attempts: Vec<u32>,
+    successes: Vec<u32>,
+    terminal: Vec<Option<u16>>,
+    refusals: Vec<Refusal>,
+    /// Arguments (tool, canonical) a bad-arguments fault sticks to, corrections the model did not
+    /// get right, and calls whose partial result sticks.
+    pub bad_args: BTreeMap<(u16, String), u16>,
+    pub partial: BTreeMap<(u16, String), u16>,
+    /// What each tool call (tool, canonical arguments) last returned: its class, `None` for ok.
+    pub outcomes: BTreeMap<(String, String), Option<ErrorClass>>,
+    /// What each tool last returned, whatever the arguments.
+    pub last_outcome: BTreeMap<String, Option<ErrorClass>>,
+    /// The last failure of each call, and whether a model turn has passed since.
+    pub last_failure: BTreeMap<(String, String), (ErrorClass, bool)>,
+    /// The conversations the mock model holds, by id (the oldest are dropped past
+    /// [`MAX_CONVERSATIONS`], so a long `serve` keeps flat memory).
+    pub conversations: BTreeMap<usize, Conversation>,
+    next_conversation: usize,
+    /// Whether traffic is recorded as a trace (`exec`, whose runs end; not `serve`).
+    pub record_trace: bool,
+    /// Ids the mock gave (tool call ids, response ids) → the conversation that gave them.
+    pub owner: BTreeMap<String, usize>,
+    /// Responses API: each response's whole conversation (input and output items), so a request
+    /// naming it as `previous_response_id` continues it. The oldest are dropped past
+    /// [`MAX_STORED_RESPONSES`].
+    pub responses: BTreeMap<String, Vec<serde_json::Value>>,
+    response_order: std::collections::VecDeque<String>,
+    pub next_id: u32,
+    pub trace: Trace,
+    /// Problems for the checklist: (item, detail).
+    pub findings: Vec<(u8, String)>,
+    pub model_calls: u64,
+    pub tool_calls: u64,
+    pub faults_injected: u64,
+    pub wasted_retries: u64,
+    /// Requests as the HTTP layer counted them, apart from the mocks' own counts: provider,
+    /// tools, anything else.
+    pub http_requests: [u64; 3],
+    /// Requests to paths no mock serves, with the nearest served path.
+    pub unknown_paths: BTreeSet<String>,
+    /// Requests meant for somewhere else (through the proxy variables `exec` sets).
+    pub elsewhere: BTreeSet<String>,
+}
+
+impl World {
+    pub fn new(scenario: Scenario, run: u64, time_scale: f64) -> World {
+        let targets = scenario.task.tools.len() + 1;
+        let mut injector = Injector::default();
+        scenario.faults.reset(&mut injector, scenario.seed, scenario.name_hash, run, &scenario.target_hashes);
+        let header = Header {
+            tracefault_trace: TRACE_VERSION,
+            id: format!("{}/exec/run{run}", scenario.name),
+            source_format: "tracefault-wire".into(),
+            provider: None,
+            model: Some(format!("mock:{}", scenario.profile.name)),
+            tools: scenario
+                .task
+                .tools
+                .iter()
+                .map(|n| ToolDef { name: n.clone(), description: None, parameters: None })
+                .collect(),
+        };
+        World {
+            run,
+            clock: Clock::new(time_scale),
+            injector,
+            attempts: vec![0; targets],
+            successes: vec![0; targets],
+            terminal: vec![None; targets],
+            refusals: vec![Refusal::default(); targets],
+            bad_args: BTreeMap::new(),
+            partial: BTreeMap::new(),
+            outcomes: BTreeMap::new(),
+            last_outcome: BTreeMap::new(),
+            last_failure: BTreeMap::new(),
+            conversations: BTreeMap::new(),
+            next_conversation: 0,
+            record_trace: true,
+            owner: BTreeMap::new(),
+            responses: BTreeMap::new(),
+            response_order: std::collections::VecDeque::new(),
+            next_id: 1,
+            trace: Trace { header, events: Vec::new() },
+            findings: Vec::new(),
+            model_calls: 0,
+            tool_calls: 0,
+            faults_injected: 0,
+            wasted_retries: 0,
+            http_requests: [0; 3],
+            unknown_paths: BTreeSet::new(),
+            elsewhere: BTreeSet::new(),
+            scenario,
+        }
+    }
+
+    pub fn provider_target(&self) -> usize {
+        self.scenario.task.tools.len()
+    }
+
+    pub fn fault(&self, rule: u16) -> &Fault {
+        &self.scenario.faults.rules[usize::from(rule)].fault
+    }
+
+    /// Decides the next attempt on `target` now: a refusal while an announced wait runs, the
+    /// target's sticky terminal fault, or the injector's draw.
+    pub fn decide(&mut self, target: usize) -> Option<Decision> {
+        self.attempts[target] += 1;
+        let now = self.clock.now_ms();
+        let refusal = self.refusals[target];
+        if now < refusal.until_ms {
+            return Some(Decision { rule: refusal.rule, retry_after_ms: Some(refusal.until_ms - now), refused: true });
+        }
+        if let Some(r) = self.terminal[target] {
+            return Some(Decision { rule: r, retry_after_ms: self.fault(r).retry_after_ms(), refused: false });
+        }
+        let attempt = self.attempts[target];
+        let fired: Option<Fired> =
+            self.scenario.faults.decide(&mut self.injector, target, attempt, now, self.successes[target]);
+        let d = fired.map(|f| Decision { rule: f.rule, retry_after_ms: f.retry_after_ms, refused: false })?;
+        if self.fault(d.rule).class() == ErrorClass::Terminal {
+            self.terminal[target] = Some(d.rule);
+        }
+        if let Some(ms) = d.retry_after_ms {
+            self.refusals[target] = Refusal { until_ms: now.saturating_add(ms), rule: d.rule };
+        }
+        Some(d)
+    }
+
+    /// Records a success on `target`.
+    pub fn succeeded(&mut self, target: usize) {
+        self.successes[target] += 1;
+    }
+
+    /// Records a trace event (when this world records traffic).
+    pub fn record(&mut self, ev: crate::trace::TraceEvent) {
+        if self.record_trace {
+            self.trace.events.push(ev);
+        }
+    }
+
+    /// A finding for the checklist (item 1–6; 0 for a note), kept to a bounded number.
+    pub fn finding(&mut self, item: u8, detail: String) {
+        if self.findings.len() < MAX_FINDINGS {
+            self.findings.push((item, detail));
+        }
+    }
+
+    /// Starts a conversation made by `make(world, id)`; returns its id.
+    pub fn add_conversation(&mut self, make: impl FnOnce(&World, usize) -> Conversation) -> usize {
+        let id = self.next_conversation;
+        self.next_conversation += 1;
+        let conv = make(self, id);
+        self.conversations.insert(id, conv);
+        while self.conversations.len() > MAX_CONVERSATIONS {
+            let Some((_, old)) = self.conversations.pop_first() else { break };
+            for id in &old.ids {
+                self.owner.remove(id);
+            }
+        }
+        id
+    }
+
+    /// The conversation with id `c`, if it is still held.
+    pub fn conversation_index(&self, c: usize) -> Option<usize> {
+        self.conversations.contains_key(&c).then_some(c)
+    }
+
+    pub fn conversation(&mut self, c: usize) -> &mut Conversation {
+        self.conversations.get_mut(&c).expect("a conversation the world holds")
+    }
+
+    /// Keeps the per-call memories bounded: past the limit, the oldest-keyed entries go.
+    pub fn bound_memory(&mut self) {
+        fn cap<K: Ord, V>(m: &mut BTreeMap<K, V>) {
+            while m.len() > MAX_MEMORY {
+                m.pop_first();
+            }
+        }
+        cap(&mut self.outcomes);
+        cap(&mut self.last_failure);
+        cap(&mut self.bad_args);
+        cap(&mut self.partial);
+        cap(&mut self.last_outcome);
+        while self.unknown_paths.len() > 100 {
+            self.unknown_paths.pop_last();
+        }
+        while self.elsewhere.len() > 100 {
+            self.elsewhere.pop_last();
+        }
+    }
+
+    /// Keeps a Responses API response's whole conversation under its id.
+    pub fn store_response(&mut self, id: String, items: Vec<serde_json::Value>) {
+        if self.response_order.len() >= MAX_STORED_RESPONSES
+            && let Some(old) = self.response_order.pop_front()
+        {
+            self.responses.remove(&old);
+        }
+        self.response_order.push_back(id.clone());
+        self.responses.insert(id, items);
+    }
+
+    /// A fresh id for something the mock gives out (`call_000001`, `toolu_000001`, …), owned by
+    /// conversation `conv`.
+    pub fn new_id(&mut self, prefix: &str, conv: usize) -> String {
+        let id = format!("{prefix}{:06}", self.next_id);
+        self.next_id += 1;
+        self.owner.insert(id.clone(), conv);
+        if let Some(c) = self.conversations.get_mut(&conv) {
+            c.ids.push(id.clone());
+        }
+        id
+    }
+}
