@@ -7,7 +7,7 @@ unused=()
 deps=$(sed -n '/^\[\(dev-\)\?dependencies\]/,/^\[/p' Cargo.toml | grep -E '^[a-zA-Z0-9_-]+ *=' | cut -d= -f1 | tr -d ' ')
 for dep in $deps; do
     crate=${dep//-/_}
-    if ! grep -rqE "\b${crate}::|\buse ${crate}\b|\b${crate}!" src tests benches examples; then
+    if ! grep -rqE --exclude-dir=node_modules "\b${crate}::|\buse ${crate}\b|\b${crate}!" src tests benches examples; then
         unused+=("$dep")
     fi
 done

@@ -155,6 +155,16 @@ mod tests {
     }
 
     #[test]
+    fn only_truncated_and_fenced_bodies_are_damaged() {
+        for f in [Fault::TruncatedJson, Fault::CodeFencedJson] {
+            assert!(f.damages_body(), "{f:?}");
+        }
+        for f in [Fault::http(503), Fault::Timeout { after_ms: 1 }, Fault::Reset, Fault::Ambiguous] {
+            assert!(!f.damages_body(), "{f:?}");
+        }
+    }
+
+    #[test]
     fn class_names_round_trip() {
         for c in ErrorClass::ALL {
             assert_eq!(ErrorClass::parse(c.name()), Some(c));

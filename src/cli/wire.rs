@@ -91,6 +91,7 @@ pub fn agent_env(base: &str) -> Vec<(&'static str, String)> {
         ("ANTHROPIC_API_KEY", "sk-ant-tracefault-placeholder".into()),
         ("GEMINI_API_KEY", "tracefault-placeholder".into()),
         ("GOOGLE_API_KEY", "tracefault-placeholder".into()),
+        ("GOOGLE_GENERATIVE_AI_API_KEY", "tracefault-placeholder".into()),
         ("OPENAI_AGENTS_DISABLE_TRACING", "1".into()),
         ("LITELLM_LOCAL_MODEL_COST_MAP", "True".into()),
         ("LANGCHAIN_TRACING_V2", "false".into()),

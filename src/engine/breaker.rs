@@ -159,6 +159,24 @@ mod tests {
     }
 
     #[test]
+    fn a_late_call_from_before_the_trip_does_not_count_as_a_probe() {
+        let cfg = BreakerConfig { close_after: 1, ..BreakerConfig::default() };
+        let mut b = Breaker::default();
+        for _ in 0..3 {
+            b.record(&cfg, 0, true, false);
+        }
+        assert_eq!(b.admit(&cfg, 30_000), Admit::Probe);
+        // A call admitted while closed returns now: its success must not close the breaker,
+        // nor its failure reopen it.
+        assert!(!b.record(&cfg, 30_050, false, false));
+        assert_eq!(b.state, State::HalfOpen { in_flight: 1, successes: 0 });
+        assert!(!b.record(&cfg, 30_060, true, false));
+        assert_eq!(b.state, State::HalfOpen { in_flight: 1, successes: 0 });
+        b.record(&cfg, 30_100, false, true);
+        assert_eq!(b.state, State::Closed);
+    }
+
+    #[test]
     fn rate_mode() {
         let cfg = BreakerConfig {
             mode: BreakerMode::Rate { window_ms: 10_000, min_calls: 4, failure_ratio: 0.5 },

@@ -151,3 +151,53 @@ impl ToolError<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_fault_has_its_stable_code() {
+        let code = |f: &Fault| {
+            ToolError {
+                kind: ErrorKind::Fault(f),
+                class: f.class(),
+                tool: "t",
+                attempts: 1,
+                retry_after_ms: None,
+                body: "",
+            }
+            .code()
+        };
+        let table = [
+            (429, "RATE_LIMITED"),
+            (400, "INVALID_ARGS"),
+            (422, "INVALID_ARGS"),
+            (401, "UNAUTHORIZED"),
+            (402, "PAYMENT_REQUIRED"),
+            (403, "FORBIDDEN"),
+            (404, "NOT_FOUND"),
+            (413, "PAYLOAD_TOO_LARGE"),
+            (408, "TRANSPORT"),
+            (503, "TRANSPORT"),
+            (529, "TRANSPORT"),
+        ];
+        for (status, want) in table {
+            assert_eq!(code(&Fault::http(status)), want, "{status}");
+        }
+        assert_eq!(code(&Fault::Timeout { after_ms: 5 }), "TIMEOUT");
+        assert_eq!(code(&Fault::Reset), "TRANSPORT");
+        assert_eq!(code(&Fault::TruncatedJson), "BAD_RESPONSE");
+        assert_eq!(code(&Fault::CodeFencedJson), "BAD_RESPONSE");
+        assert_eq!(code(&Fault::Ambiguous), "PARTIAL");
+        let open = ToolError {
+            kind: ErrorKind::CircuitOpen,
+            class: ErrorClass::Transient,
+            tool: "t",
+            attempts: 0,
+            retry_after_ms: Some(5),
+            body: "",
+        };
+        assert_eq!(open.code(), "CIRCUIT_OPEN");
+    }
+}

@@ -75,6 +75,35 @@ pub fn read_message(format: Format, message: &str) -> Reading {
     }
 }
 
+/// The content text of a rendered tool-result message, as a native trace stores it (the
+/// message's `content`/`output`, the `tool_result` block's content, Gemini's `response.error` or
+/// output); the message itself when it is not one.
+pub fn message_content(format: Format, message: &str) -> String {
+    let Ok(v) = serde_json::from_str::<Value>(message) else { return message.to_owned() };
+    let text = |c: &Value| match c {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(parts) => Some(parts.iter().filter_map(|p| p["text"].as_str().or(p.as_str())).collect()),
+        _ => None,
+    };
+    let content = match format {
+        Format::OpenAiChat | Format::GeminiOpenAi => text(&v["content"]),
+        Format::OpenAiResponses => text(&v["output"]),
+        Format::Anthropic => {
+            let block = if v["type"] == "tool_result" { Some(&v) } else { first_part(&v["content"], "tool_result") };
+            block.and_then(|b| text(&b["content"]))
+        }
+        Format::Gemini => {
+            let part = if v.get("functionResponse").is_some() { Some(&v) } else { first_part(&v["parts"], "") };
+            part.map(|p| {
+                let r = &p["functionResponse"]["response"];
+                let inner = r.get("error").or_else(|| r.get("output")).unwrap_or(r);
+                inner.as_str().map_or_else(|| inner.to_string(), str::to_owned)
+            })
+        }
+    };
+    content.unwrap_or_else(|| message.to_owned())
+}
+
 /// The first element of a content list with `type == kind` (any element with `functionResponse`
 /// when `kind` is empty).
 fn first_part<'a>(list: &'a Value, kind: &str) -> Option<&'a Value> {
@@ -201,6 +230,21 @@ fn object_says_more(o: &Map<String, Value>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn message_content_is_the_text_the_model_reads() {
+        let chat = r#"{"role":"tool","tool_call_id":"c","content":"ERROR: down"}"#;
+        assert_eq!(message_content(Format::OpenAiChat, chat), "ERROR: down");
+        let resp = r#"{"type":"function_call_output","call_id":"c","output":"{\"a\":1}"}"#;
+        assert_eq!(message_content(Format::OpenAiResponses, resp), r#"{"a":1}"#);
+        let anth = r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","is_error":true,"content":[{"type":"text","text":"down"}]}]}"#;
+        assert_eq!(message_content(Format::Anthropic, anth), "down");
+        let gem = r#"{"role":"user","parts":[{"functionResponse":{"name":"s","response":{"error":{"code":503}}}}]}"#;
+        assert_eq!(message_content(Format::Gemini, gem), r#"{"code":503}"#);
+        let out = r#"{"functionResponse":{"name":"s","response":{"output":"ok"}}}"#;
+        assert_eq!(message_content(Format::Gemini, out), "ok");
+        assert_eq!(message_content(Format::OpenAiChat, "not json"), "not json");
+    }
     use crate::envelope::render::{Body, Renderer};
     use crate::envelope::{Encoding, ErrorKind, ToolError};
     use crate::fault::Fault;

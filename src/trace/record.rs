@@ -1,4 +1,5 @@
-//! Records a simulated run's events as a native trace (`--trace-out`).
+//! Records a simulated run's events as a native trace (`--trace-out`): each tool result's
+//! content is the text the model read, as in an imported trace.
 
 use std::collections::BTreeMap;
 
@@ -6,12 +7,15 @@ use serde_json::Value;
 
 use super::{FinalOutcome, Header, Stop, Trace, TraceEvent};
 use crate::engine::events::{By, Event, Observer, TerminatedBy};
+use crate::envelope::Format;
+use crate::envelope::read::message_content;
 use crate::scenario::Scenario;
 
 pub struct Recorder {
     pub trace: Trace,
     status: BTreeMap<u32, (Option<u16>, u32)>,
     model_latency_ms: u64,
+    format: Format,
 }
 
 impl Recorder {
@@ -27,6 +31,7 @@ impl Recorder {
             trace: Trace { header, events: Vec::new() },
             status: BTreeMap::new(),
             model_latency_ms: sc.profile.model_latency_ms,
+            format: sc.format,
         }
     }
 }
@@ -69,7 +74,7 @@ impl Observer for Recorder {
                     call_id: format!("call_{call_id}"),
                     ok: class.is_none_or(|c| !c.is_failure()),
                     status,
-                    content: content.to_owned(),
+                    content: message_content(self.format, content),
                     error_class: class.map(|c| c.name().to_owned()),
                     latency_ms: Some(latency_ms),
                     attempts: Some(attempts),

@@ -66,10 +66,12 @@ pub struct Conversation {
     last: Option<(u64, Turn)>,
     /// The ids it gave out (forgotten with it).
     pub ids: Vec<String>,
+    /// The `/agents/K/` prefix its requests came under.
+    pub agent: Option<u32>,
 }
 
 impl Conversation {
-    pub fn new(world: &World, index: usize, format: Format) -> Conversation {
+    pub fn new(world: &World, index: usize, agent: Option<u32>, format: Format) -> Conversation {
         let sc = &world.scenario;
         let mut draws = LazyStream::default();
         // The first conversation of a run draws like the engine's run; others are keyed apart.
@@ -88,6 +90,7 @@ impl Conversation {
             ended: None,
             last: None,
             ids: Vec::new(),
+            agent,
         }
     }
 
@@ -155,8 +158,10 @@ fn decide(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn {
     let format = world.conversation(c).format;
     let profile = world.scenario.profile.clone();
     let turn = u64::from(world.conversation(c).turns);
-    // The results in the request: (id, tool name, content, structural error mark).
-    let results: Vec<(Option<&String>, Option<&String>, &String, bool)> = items
+    // The results that answer the model's last turn (those after its last message: a history
+    // without call ids, as Gemini's, repeats earlier ones): (id, tool name, content, mark).
+    let last_turn = items.iter().rposition(|i| matches!(i, Item::Model { .. })).map_or(0, |p| p + 1);
+    let results: Vec<(Option<&String>, Option<&String>, &String, bool)> = items[last_turn..]
         .iter()
         .filter_map(|i| match i {
             Item::Result { id, name, content, flag } => {

@@ -31,8 +31,9 @@ fn items(format: Format, body: &Value) -> Vec<Item> {
     .unwrap_or_default()
 }
 
-/// Answers one provider request.
-pub fn respond(world: &mut World, format: Format, gemini_stream: bool, raw: &[u8]) -> Reply {
+/// Answers one provider request; `agent` is the K of an `/agents/K/` base-URL prefix, which
+/// keeps the conversations of agents that run at once apart where call ids cannot.
+pub fn respond(world: &mut World, agent: Option<u32>, format: Format, gemini_stream: bool, raw: &[u8]) -> Reply {
     let n = world.model_calls as u32 + 1;
     let request_id = format!("req_tracefault_{n:06}");
     let bad_request = |body: Value| {
@@ -62,7 +63,7 @@ pub fn respond(world: &mut World, format: Format, gemini_stream: bool, raw: &[u8
     }
     world.trace.header.provider.get_or_insert_with(|| format.name().to_owned());
     let conversation = items(format, &body);
-    let Some(c) = conversation_of(world, format, &conversation) else {
+    let Some(c) = conversation_of(world, agent, format, &conversation) else {
         let ids: Vec<String> = call_ids(&conversation).into_iter().take(3).collect();
         return Reply::json(
             409,
@@ -150,7 +151,7 @@ fn call_ids(items: &[Item]) -> Vec<String> {
 
 /// The conversation a request continues: the one that gave out its tool call ids; a new one
 /// for a conversation with no tool calls yet; `None` for one this mock never held.
-fn conversation_of(world: &mut World, format: Format, items: &[Item]) -> Option<usize> {
+fn conversation_of(world: &mut World, agent: Option<u32>, format: Format, items: &[Item]) -> Option<usize> {
     let ids = call_ids(items);
     if let Some(c) = ids.iter().rev().find_map(|id| world.owner.get(id).copied()) {
         return world.conversation_index(c);
@@ -160,14 +161,18 @@ fn conversation_of(world: &mut World, format: Format, items: &[Item]) -> Option<
         return None;
     }
     if has_calls {
-        // Tool calls without ids (some Gemini agents drop them): the conversation waiting on
-        // calls, if exactly one is.
-        let waiting: Vec<usize> =
-            world.conversations.iter().filter(|(_, c)| c.waiting_on().next().is_some()).map(|(&k, _)| k).collect();
+        // Tool calls without ids (some Gemini agents drop them): the conversation of the same
+        // agent prefix waiting on calls, if exactly one is.
+        let waiting: Vec<usize> = world
+            .conversations
+            .iter()
+            .filter(|(_, c)| c.agent == agent && c.waiting_on().next().is_some())
+            .map(|(&k, _)| k)
+            .collect();
         return match waiting.as_slice() {
             [one] => Some(*one),
             _ => None,
         };
     }
-    Some(world.add_conversation(|w, index| Conversation::new(w, index, format)))
+    Some(world.add_conversation(|w, index| Conversation::new(w, index, agent, format)))
 }

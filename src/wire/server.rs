@@ -219,7 +219,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         .await;
     }
     let path = req.uri().path().to_owned();
-    let (_agent, inner) = agent_prefix(&path);
+    let (agent, inner) = agent_prefix(&path);
     let Some(route) = route(&method, inner) else {
         let near = nearest(inner);
         {
@@ -257,7 +257,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         match route {
             Route::Provider { format, gemini_stream } => {
                 w.http_requests[0] += 1;
-                provider::respond(&mut w, format, gemini_stream, &body)
+                provider::respond(&mut w, agent, format, gemini_stream, &body)
             }
             Route::ToolList => {
                 w.http_requests[1] += 1;

@@ -5,6 +5,10 @@
 use serde_json::{Value, json};
 
 use crate::envelope::Format;
+use crate::trace::import::gemini::field;
+
+const CALL: (&str, &str) = ("functionCall", "function_call");
+const RESPONSE: (&str, &str) = ("functionResponse", "function_response");
 
 /// A rejected request: the provider's error body (always HTTP 400 here).
 #[derive(Clone, Debug, PartialEq)]
@@ -200,14 +204,16 @@ pub fn gemini(body: &Value) -> Option<Violation> {
     let err = |message: &str| Violation {
         body: json!({"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}),
     };
-    let count = |c: &Value, key: &str| {
-        c.get("parts").and_then(Value::as_array).map_or(0, |ps| ps.iter().filter(|p| p.get(key).is_some()).count())
+    let count = |c: &Value, camel: &str, snake: &str| {
+        c.get("parts")
+            .and_then(Value::as_array)
+            .map_or(0, |ps| ps.iter().filter(|p| field(p, camel, snake).is_some()).count())
     };
     for (i, c) in contents.iter().enumerate() {
-        let calls = count(c, "functionCall");
-        let responses = count(c, "functionResponse");
+        let calls = count(c, CALL.0, CALL.1);
+        let responses = count(c, RESPONSE.0, RESPONSE.1);
         let prev = i.checked_sub(1).map(|p| &contents[p]);
-        if responses > 0 && prev.is_none_or(|p| count(p, "functionCall") == 0) {
+        if responses > 0 && prev.is_none_or(|p| count(p, CALL.0, CALL.1) == 0) {
             return Some(err(
                 "Please ensure that function response turn comes immediately after a function call turn.",
             ));
@@ -220,7 +226,7 @@ pub fn gemini(body: &Value) -> Option<Violation> {
                 ));
             }
             if let Some(next) = contents.get(i + 1)
-                && count(next, "functionResponse") != calls
+                && count(next, RESPONSE.0, RESPONSE.1) != calls
             {
                 return Some(err(
                     "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.",

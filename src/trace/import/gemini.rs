@@ -1,11 +1,18 @@
 //! Gemini `generateContent`: `functionCall` parts in model turns, `functionResponse` parts
-//! (with `response.error` as the failure signal; ids may be missing) in user turns.
+//! (with `response.error` as the failure signal; ids may be missing) in user turns. The API
+//! parses protobuf JSON, so every field may also come in its snake_case name (LiteLLM sends
+//! `function_call`); both are read.
 
 use serde_json::Value;
 
 use super::ImportError;
 use super::conversation::{CallItem, Item, with_usage};
 use crate::trace::ToolDef;
+
+/// A protobuf-JSON field by its camelCase name or its snake_case one.
+pub fn field<'a>(v: &'a Value, camel: &str, snake: &str) -> Option<&'a Value> {
+    v.get(camel).or_else(|| v.get(snake))
+}
 
 pub fn items(contents: &[Value], path: &str) -> Result<Vec<Item>, ImportError> {
     let mut out = Vec::new();
@@ -19,7 +26,7 @@ pub fn items(contents: &[Value], path: &str) -> Result<Vec<Item>, ImportError> {
             _ => {
                 let mut text = Vec::new();
                 for p in parts {
-                    if let Some(fr) = p.get("functionResponse") {
+                    if let Some(fr) = field(p, "functionResponse", "function_response") {
                         let response = fr.get("response").cloned().unwrap_or(Value::Null);
                         let error = response.get("error").filter(|e| !e.is_null());
                         let content = match (error, response.get("output")) {
@@ -55,7 +62,7 @@ fn model(parts: &[Value]) -> Item {
     let mut text = Vec::new();
     let mut calls = Vec::new();
     for p in parts {
-        if let Some(fc) = p.get("functionCall") {
+        if let Some(fc) = field(p, "functionCall", "function_call") {
             calls.push(CallItem {
                 id: fc.get("id").and_then(Value::as_str).map(str::to_owned),
                 name: fc.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
@@ -72,13 +79,20 @@ fn model(parts: &[Value]) -> Item {
 
 pub fn response(body: &Value) -> Option<Item> {
     let parts = body.get("candidates")?.get(0)?.get("content")?.get("parts")?.as_array()?;
-    Some(with_usage(model(parts), body.get("usageMetadata"), "promptTokenCount", "candidatesTokenCount"))
+    Some(with_usage(
+        model(parts),
+        field(body, "usageMetadata", "usage_metadata"),
+        "promptTokenCount",
+        "candidatesTokenCount",
+    ))
 }
 
 pub fn tools(body: &Value) -> Vec<ToolDef> {
     let mut out = Vec::new();
     for t in body.get("tools").and_then(Value::as_array).into_iter().flatten() {
-        for f in t.get("functionDeclarations").and_then(Value::as_array).into_iter().flatten() {
+        for f in
+            field(t, "functionDeclarations", "function_declarations").and_then(Value::as_array).into_iter().flatten()
+        {
             if let Some(name) = f.get("name").and_then(Value::as_str) {
                 out.push(ToolDef {
                     name: name.to_owned(),
