@@ -168,23 +168,25 @@ fn run_unit(
     m.resize_with(n, RunMetrics::default);
     let prefixes: Vec<Vec<u8>> = sc.strategies.iter().map(|s| csv_prefix(&sc.name, &s.name)).collect();
     let recorded = sc.recorded.as_ref().filter(|_| with_rows && first == 0);
-    for run in first..last {
-        for (s, strat) in sc.strategies.iter().enumerate() {
-            m[s].reset(sc.faults.rules.len());
-            simulate(sc, strat, run, sc.seed, ws, &mut m[s]);
-        }
-        let base_calls = m[sc.baseline].calls() as i64;
-        for s in 0..n {
-            aggs[s].add(&m[s], run);
-            aggs[s].add_delta(m[s].calls() as i64 - base_calls);
-            if with_rows {
-                push_run_row(&mut rows, &prefixes[s], run, sc.seed, &m[s]);
+    ws.caching_for(sc, |ws| {
+        for run in first..last {
+            for (s, strat) in sc.strategies.iter().enumerate() {
+                m[s].reset(sc.faults.rules.len());
+                simulate(sc, strat, run, sc.seed, ws, &mut m[s]);
+            }
+            let base_calls = m[sc.baseline].calls() as i64;
+            for s in 0..n {
+                aggs[s].add(&m[s], run);
+                aggs[s].add_delta(m[s].calls() as i64 - base_calls);
+                if with_rows {
+                    push_run_row(&mut rows, &prefixes[s], run, sc.seed, &m[s]);
+                }
+            }
+            if let (0, Some(r)) = (run, recorded) {
+                push_run_row(&mut rows, &csv_prefix(&sc.name, RECORDED), 0, sc.seed, r);
             }
         }
-        if let (0, Some(r)) = (run, recorded) {
-            push_run_row(&mut rows, &csv_prefix(&sc.name, RECORDED), 0, sc.seed, r);
-        }
-    }
+    });
     (aggs, rows)
 }
 

@@ -107,7 +107,8 @@ pub enum Event<'a> {
         tool: u16,
         t_ms: u64,
     },
-    /// The one result the model gets for a call.
+    /// The one result the model gets for a call; `content` is the rendered message when the
+    /// observer reads content, else empty.
     ToolResult {
         call_id: u32,
         class: Option<ErrorClass>,
@@ -128,15 +129,24 @@ pub enum Event<'a> {
 
 /// A consumer of run events.
 pub trait Observer {
+    /// Whether this observer reads `ToolResult::content`. Those that do not (the metrics) let
+    /// the engine skip rendering: it then hands over an empty `content` and takes what the
+    /// model reads, and the result's length, from a cache.
+    const READS_CONTENT: bool = true;
+
     fn event(&mut self, e: &Event<'_>);
 }
 
 impl Observer for () {
+    const READS_CONTENT: bool = false;
+
     #[inline]
     fn event(&mut self, _: &Event<'_>) {}
 }
 
 impl<A: Observer, B: Observer> Observer for (A, B) {
+    const READS_CONTENT: bool = A::READS_CONTENT || B::READS_CONTENT;
+
     #[inline]
     fn event(&mut self, e: &Event<'_>) {
         self.0.event(e);
@@ -145,6 +155,8 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
 }
 
 impl<T: Observer + ?Sized> Observer for &mut T {
+    const READS_CONTENT: bool = T::READS_CONTENT;
+
     #[inline]
     fn event(&mut self, e: &Event<'_>) {
         (**self).event(e);

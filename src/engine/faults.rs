@@ -192,7 +192,7 @@ impl FaultPlan {
         successes: u32,
     ) -> Option<Fired> {
         let mut fired = None;
-        for i in self.by_target[target].for_attempt(attempt) {
+        let mut check = |i: u16| {
             let (i, rule) = (usize::from(i), &self.rules[usize::from(i)]);
             let trig = &rule.trigger;
             let mut holds = true;
@@ -211,7 +211,7 @@ impl FaultPlan {
                 }
             }
             if fired.is_some() {
-                continue;
+                return;
             }
             if let Some(at) = &trig.at {
                 holds &= at.binary_search(&attempt).is_ok();
@@ -233,6 +233,12 @@ impl FaultPlan {
                 };
                 fired = Some(Fired { rule: i as u16, retry_after_ms });
             }
+        };
+        let rules = &self.by_target[target];
+        if rules.by_attempt.is_empty() {
+            rules.general.iter().copied().for_each(&mut check);
+        } else {
+            rules.for_attempt(attempt).for_each(&mut check);
         }
         fired
     }

@@ -10,5 +10,6 @@ pub mod profile;
 pub mod retry;
 pub mod rng;
 pub mod run;
+pub mod seen;
 pub mod strategy;
 pub mod task;

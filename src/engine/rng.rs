@@ -41,31 +41,55 @@ pub mod domain {
     pub const JITTER: u64 = fnv1a64(b"jitter");
 }
 
-/// A ChaCha8 keystream read by slot index; sequential reads cost one block per 32 draws.
+/// The ChaCha8 seed of a stream key: SplitMix64 expands the key to 32 bytes.
+fn seed_of(key: u64) -> [u8; 32] {
+    let mut seed = [0u8; 32];
+    let mut state = key;
+    for chunk in seed.chunks_exact_mut(8) {
+        state = splitmix64(state);
+        chunk.copy_from_slice(&state.to_le_bytes());
+    }
+    seed
+}
+
+/// Draws per cached block: one ChaCha8 refill (four 64-byte blocks) yields 32 words.
+const BLOCK_WORDS: u64 = 32;
+/// Blocks kept per stream, direct-mapped by block index: a run reads a few regions of a
+/// stream (one per call index, say), and a run's strategies read the same ones again.
+const CACHED_BLOCKS: usize = 4;
+
+/// A ChaCha8 keystream read by slot index. Words are generated 32 at a time and the last few
+/// blocks are kept, so re-reading a slot (another strategy of the same run) costs no refill.
 #[derive(Clone)]
 pub struct Stream {
     rng: ChaCha8Rng,
-    next_slot: u64,
+    /// (block index + 1, its words); 0 marks an empty entry.
+    blocks: [(u64, [u64; BLOCK_WORDS as usize]); CACHED_BLOCKS],
 }
 
 impl Stream {
     pub fn new(key: u64) -> Self {
-        let mut seed = [0u8; 32];
-        let mut state = key;
-        for chunk in seed.chunks_exact_mut(8) {
-            state = splitmix64(state);
-            chunk.copy_from_slice(&state.to_le_bytes());
-        }
-        Stream { rng: ChaCha8Rng::from_seed(seed), next_slot: 0 }
+        Stream { rng: ChaCha8Rng::from_seed(seed_of(key)), blocks: [(0, [0; BLOCK_WORDS as usize]); CACHED_BLOCKS] }
+    }
+
+    /// Becomes the stream of `key`, reusing this one's memory.
+    pub fn rekey(&mut self, key: u64) {
+        self.rng = ChaCha8Rng::from_seed(seed_of(key));
+        self.blocks.iter_mut().for_each(|b| b.0 = 0);
     }
 
     /// The raw 64-bit draw at `slot`.
+    #[inline]
     pub fn word(&mut self, slot: u64) -> u64 {
-        if slot != self.next_slot {
-            self.rng.set_word_pos(u128::from(slot) * 2);
+        let block = slot / BLOCK_WORDS;
+        let entry = &mut self.blocks[(block % CACHED_BLOCKS as u64) as usize];
+        if entry.0 != block + 1 {
+            // Word positions count 32-bit words.
+            self.rng.set_word_pos(u128::from(block * BLOCK_WORDS) * 2);
+            entry.1.iter_mut().for_each(|w| *w = self.rng.next_u64());
+            entry.0 = block + 1;
         }
-        self.next_slot = slot + 1;
-        self.rng.next_u64()
+        entry.1[(slot % BLOCK_WORDS) as usize]
     }
 
     /// A uniform draw in [0, 1) at `slot`, with 53 bits of precision.
@@ -74,21 +98,29 @@ impl Stream {
     }
 }
 
-/// A lazily created stream: the key is fixed up front, the ChaCha state is built on first use.
+/// A lazily keyed stream: the key is fixed up front, the ChaCha state is built on first use.
+/// Resetting to the key it already has keeps the stream and its cached blocks (the strategies
+/// of one run share every stream); another key reuses its memory.
 #[derive(Clone, Default)]
 pub struct LazyStream {
     key: u64,
+    built_for: Option<u64>,
     stream: Option<Stream>,
 }
 
 impl LazyStream {
     pub fn reset(&mut self, key: u64) {
         self.key = key;
-        self.stream = None;
     }
 
     pub fn unit(&mut self, slot: u64) -> f64 {
         let key = self.key;
+        if self.built_for != Some(key) {
+            self.built_for = Some(key);
+            if let Some(s) = &mut self.stream {
+                s.rekey(key);
+            }
+        }
         self.stream.get_or_insert_with(|| Stream::new(key)).unit(slot)
     }
 }
@@ -130,6 +162,30 @@ mod tests {
         assert_eq!(b.word(3), seq[3]);
         assert_eq!(b.word(4), seq[4]);
         assert_eq!(b.word(40), seq[40]);
+    }
+
+    #[test]
+    fn blocks_that_share_a_cache_entry_read_their_own_words() {
+        let mut a = Stream::new(9);
+        let far = BLOCK_WORDS * CACHED_BLOCKS as u64;
+        let (x, y) = (a.word(5), a.word(far + 5));
+        let mut b = Stream::new(9);
+        assert_eq!((b.word(far + 5), b.word(5), a.word(5)), (y, x, x));
+        assert_ne!(x, y);
+    }
+
+    #[test]
+    fn a_reset_to_the_same_key_keeps_the_stream() {
+        let mut s = LazyStream::default();
+        s.reset(3);
+        let u = s.unit(70);
+        s.reset(4);
+        let v = s.unit(70);
+        s.reset(3);
+        s.reset(3);
+        assert_eq!(s.unit(70), u);
+        assert_ne!(u, v);
+        assert_eq!(u, Stream::new(3).unit(70));
     }
 
     #[test]

@@ -12,6 +12,7 @@ use super::loop_guard::LoopGuard;
 use super::model::{Action, CallHistory, Perceived, act, perceive_failure};
 use super::retry::{MAX_ATTEMPTS_LIMIT, RetryPolicy};
 use super::rng::{LazyStream, domain, key};
+use super::seen::{ResultCache, ResultKey, Seen, digits};
 use super::strategy::{Partials, Routing, Strategy};
 use super::task::Ending;
 use crate::envelope::read::{Signal, read_message};
@@ -166,6 +167,18 @@ pub struct Workspace {
     model: LazyStream,
     jitter: LazyStream,
     renderer: Renderer,
+    seen: ResultCache,
+}
+
+impl Workspace {
+    /// Runs `f` with what the model reads in each result cached across the runs `f` simulates
+    /// of `sc` (`sc` is borrowed throughout, so no other scenario can take its place).
+    pub fn caching_for<R>(&mut self, sc: &Scenario, f: impl FnOnce(&mut Workspace) -> R) -> R {
+        self.seen.pin(std::ptr::from_ref(sc) as usize);
+        let r = f(self);
+        self.seen.unpin();
+        r
+    }
 }
 
 /// Runs run number `run` of `sc` under `strat` with root seed `root`, reporting to `obs`.
@@ -193,6 +206,7 @@ pub fn simulate<O: Observer>(
     ws.breakers.resize_with(targets, Breaker::default);
     ws.breakers.iter_mut().for_each(Breaker::reset);
     ws.guard.reset();
+    ws.seen.serve(std::ptr::from_ref(sc) as usize);
     sc.faults.reset(&mut ws.injector, root, sc.name_hash, run, &sc.target_hashes);
     ws.model.reset(key(&[root, sc.name_hash, run, domain::MODEL]));
     ws.jitter.reset(key(&[root, sc.name_hash, run, domain::JITTER]));
@@ -684,15 +698,17 @@ impl<O: Observer> Sim<'_, O> {
     fn deliver(&mut self, i: usize) {
         let now = self.now;
         let sc = self.sc;
-        let Workspace { slots, renderer, guard, .. } = &mut *self.ws;
+        let strat = self.strat;
+        let Workspace { slots, renderer, guard, seen, .. } = &mut *self.ws;
         let s = &mut slots[i];
         let o = s.outcome;
         let spec = &sc.task.calls[s.call as usize];
         let tool_name = &sc.task.tools[usize::from(spec.tool)];
+        let error = o.class.filter(|&c| c != ErrorClass::Partial);
         let body = match o.class {
             None => Body::Ok { json: &spec.result_json, text_literal: &spec.result_literal },
             Some(ErrorClass::Partial) => {
-                Body::Partial { json: &spec.result_json, stated_complete: self.strat.partials == Partials::Terminal }
+                Body::Partial { json: &spec.result_json, stated_complete: strat.partials == Partials::Terminal }
             }
             Some(class) => {
                 let kind = match o.rule {
@@ -707,20 +723,39 @@ impl<O: Observer> Sim<'_, O> {
                     retry_after_ms: o.retry_after_ms,
                     body: &spec.result_json,
                 };
-                Body::Error { err, encoding: self.strat.encoding }
+                Body::Error { err, encoding: strat.encoding }
             }
         };
-        let bytes = renderer.render(sc.format, s.call_id, tool_name, body);
+        let read = |bytes: &str| Seen { len: bytes.len(), reading: o.class.map(|_| read_message(sc.format, bytes)) };
+        let (content, seen) = if O::READS_CONTENT {
+            let bytes = renderer.render(sc.format, s.call_id, tool_name, body);
+            (bytes, read(bytes))
+        } else {
+            let key = ResultKey {
+                call: s.call,
+                class: o.class,
+                rule: error.and(o.rule.filter(|_| !o.circuit)),
+                attempts: if error.is_some() { s.chain } else { 0 },
+                retry_after_ms: error.and(o.retry_after_ms),
+                encoding: error.map(|_| strat.encoding),
+                stated_complete: o.class == Some(ErrorClass::Partial) && strat.partials == Partials::Terminal,
+            };
+            let cached = seen.get_or_make(key, || {
+                let bytes = renderer.render(sc.format, 0, tool_name, body);
+                Seen { len: bytes.len() - 1, ..read(bytes) }
+            });
+            ("", Seen { len: cached.len + digits(s.call_id), ..cached })
+        };
         let failed = o.class.is_some_and(ErrorClass::is_failure);
-        let reading = if o.class.is_some() { Some(read_message(sc.format, bytes)) } else { None };
+        let reading = seen.reading;
         s.signal = reading.filter(|_| failed).map_or(Signal::Unmarked, |r| r.signal);
         s.more_available = o.class == Some(ErrorClass::Partial) && reading.is_some_and(|r| r.more_available);
         let raw_leak = failed && reading.is_some_and(|r| r.stack_trace);
-        self.context_tokens += bytes.len() as u64 / 4;
+        self.context_tokens += seen.len as u64 / 4;
         self.obs.event(&Event::ToolResult {
             call_id: s.call_id,
             class: o.class,
-            content: bytes,
+            content,
             raw_leak,
             latency_ms: now - s.chain_start_ms,
         });

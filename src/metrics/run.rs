@@ -48,6 +48,8 @@ impl RunMetrics {
 }
 
 impl Observer for RunMetrics {
+    const READS_CONTENT: bool = false;
+
     #[inline]
     fn event(&mut self, e: &Event<'_>) {
         match *e {

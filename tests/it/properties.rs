@@ -217,6 +217,29 @@ proptest! {
         }
     }
 
+    /// The metrics skip rendering and read results from a cache kept across a scenario's runs;
+    /// an observer that reads content makes the engine render and read every result. Both must
+    /// give the same numbers.
+    #[test]
+    fn cached_readings_give_the_numbers_of_rendering_every_result(src in scenario()) {
+        use tracefault::engine::run::{Workspace, simulate};
+        use tracefault::metrics::run::RunMetrics;
+        let sc = load(&src);
+        let mut ws = Workspace::default();
+        ws.caching_for(&sc, |ws| {
+            for run in 0..12 {
+                for (i, s) in sc.strategies.iter().enumerate() {
+                    let mut cached = RunMetrics::default();
+                    cached.reset(sc.faults.rules.len());
+                    simulate(&sc, s, run, sc.seed, ws, &mut cached);
+                    let rendered = run_one(&sc, i, run, &mut Invariants::default());
+                    prop_assert_eq!(&cached, &rendered, "{} run {}\n{}", s.name, run, src);
+                }
+            }
+            Ok(())
+        })?;
+    }
+
     /// The breaker against a small oracle state machine (sequential calls, consecutive mode).
     #[test]
     fn breaker_matches_oracle(

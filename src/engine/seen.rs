@@ -1,0 +1,152 @@
+//! What the model reads in a tool result, cached by everything the rendering depends on except
+//! the call id: a failed or partial result is rendered and read once per scenario, not once per
+//! attempt.
+
+use std::hash::{Hash, Hasher};
+
+use rustc_hash::FxHashMap;
+
+use crate::envelope::Encoding;
+use crate::envelope::read::Reading;
+use crate::fault::ErrorClass;
+
+/// Everything a rendered result depends on but its call id, within one scenario (whose format
+/// and task are fixed). Fields that do not shape a body are zero for it (a success's attempts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResultKey {
+    pub call: u32,
+    pub class: Option<ErrorClass>,
+    /// The fault rule behind an error; `None` for the breaker's `CIRCUIT_OPEN`.
+    pub rule: Option<u16>,
+    pub attempts: u32,
+    pub retry_after_ms: Option<u64>,
+    pub encoding: Option<Encoding>,
+    pub stated_complete: bool,
+}
+
+/// Hashes the key as three words (the derived hash would feed every field and discriminant
+/// separately); equal keys give equal words.
+impl Hash for ResultKey {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        let class = self.class.map_or(0, |c| c as u64 + 1);
+        let rule = self.rule.map_or(0, |r| u64::from(r) + 1);
+        let encoding = self.encoding.map_or(0, |e| e as u64 + 1);
+        h.write_u64(u64::from(self.call) << 32 | u64::from(self.attempts));
+        h.write_u64(class | rule << 8 | encoding << 32 | u64::from(self.stated_complete) << 40);
+        h.write_u64(self.retry_after_ms.map_or(u64::MAX, |ms| ms));
+    }
+}
+
+/// One rendered result as the metrics need it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Seen {
+    /// The rendering's length in bytes (in the cache: without the call id's digits).
+    pub len: usize,
+    /// What the model reads (`None` for a success, which it does not read for signals).
+    pub reading: Option<Reading>,
+}
+
+/// The cache of one scenario. It lives for one run unless pinned to a scenario (the address
+/// of a scenario borrowed for the whole pinned span, so no other can take it), and is cleared
+/// when it holds [`ResultCache::CAP`] entries (waits that vary per attempt can make keys
+/// unbounded), so memory stays flat.
+#[derive(Default)]
+pub struct ResultCache {
+    pinned: Option<usize>,
+    map: FxHashMap<ResultKey, Seen>,
+}
+
+impl ResultCache {
+    const CAP: usize = 1 << 14;
+
+    /// Keeps entries across runs of the scenario at `owner` until [`ResultCache::unpin`].
+    pub fn pin(&mut self, owner: usize) {
+        self.map.clear();
+        self.pinned = Some(owner);
+    }
+
+    pub fn unpin(&mut self) {
+        self.map.clear();
+        self.pinned = None;
+    }
+
+    /// Starts a run of the scenario at `owner`: entries survive only for the pinned scenario.
+    pub fn serve(&mut self, owner: usize) {
+        if self.pinned != Some(owner) {
+            self.map.clear();
+            self.pinned = None;
+        }
+    }
+
+    /// The cached result for `key`, or the one `make` computes (then cached).
+    pub fn get_or_make(&mut self, key: ResultKey, make: impl FnOnce() -> Seen) -> Seen {
+        if let Some(s) = self.map.get(&key) {
+            return *s;
+        }
+        if self.map.len() >= Self::CAP {
+            self.map.clear();
+        }
+        let s = make();
+        self.map.insert(key, s);
+        s
+    }
+}
+
+/// The number of decimal digits of `n`.
+pub fn digits(n: u32) -> usize {
+    n.checked_ilog10().map_or(1, |d| d as usize + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(call: u32) -> ResultKey {
+        ResultKey {
+            call,
+            class: None,
+            rule: None,
+            attempts: 0,
+            retry_after_ms: None,
+            encoding: None,
+            stated_complete: false,
+        }
+    }
+
+    #[test]
+    fn digits_count_decimal_places() {
+        assert_eq!([0, 9, 10, 99, 100, u32::MAX].map(digits), [1, 1, 2, 2, 3, 10]);
+    }
+
+    /// Runs of scenario `owner` that read one result three times; how many renderings they made.
+    fn run(c: &mut ResultCache, owner: usize) -> u32 {
+        c.serve(owner);
+        let mut made = 0;
+        for _ in 0..3 {
+            c.get_or_make(key(7), || {
+                made += 1;
+                Seen { len: 5, reading: None }
+            });
+        }
+        made
+    }
+
+    #[test]
+    fn entries_live_for_a_run_unless_pinned_to_the_scenario() {
+        let mut c = ResultCache::default();
+        assert_eq!([run(&mut c, 1), run(&mut c, 1)], [1, 1], "unpinned, every run starts empty");
+        c.pin(1);
+        assert_eq!([run(&mut c, 1), run(&mut c, 1)], [1, 0], "pinned, the scenario's runs share entries");
+        assert_eq!(run(&mut c, 2), 1, "another scenario starts empty");
+        assert_eq!(run(&mut c, 1), 1, "and ends the pin");
+    }
+
+    #[test]
+    fn the_cache_stays_bounded() {
+        let mut c = ResultCache::default();
+        for call in 0..(ResultCache::CAP as u32 * 3) {
+            c.get_or_make(key(call), || Seen { len: 1, reading: None });
+        }
+        assert!(c.map.len() <= ResultCache::CAP);
+    }
+}
