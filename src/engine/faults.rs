@@ -320,4 +320,36 @@ mod tests {
         assert_eq!(plan.decide(&mut inj, 0, 3, 2000, 1), None);
         assert_eq!(plan.decide(&mut inj, 0, 4, 2000, 2).map(|f| f.rule), Some(1));
     }
+
+    #[test]
+    fn indexed_rules_keep_file_order_against_general_ones() {
+        // 17 `at`-only rules are indexed by attempt; rule 17 fires on every attempt. On attempt
+        // 3 both rule 2 and rule 17 hold, and the earlier one in the file wins.
+        let mut rules: Vec<FaultRule> = (1..=17)
+            .map(|a| rule(Target::Tool(0), Trigger { at: Some(vec![a]), ..Default::default() }, http(503)))
+            .collect();
+        rules.push(rule(Target::Tool(0), Trigger { probability: Some(1.0), ..Default::default() }, http(500)));
+        let plan = FaultPlan::new(rules, 1);
+        assert!(!plan.by_target[0].by_attempt.is_empty(), "the at-only rules are indexed");
+        let mut inj = Injector::default();
+        plan.reset(&mut inj, 1, 1, 1, &[1]);
+        assert_eq!(plan.decide(&mut inj, 0, 3, 0, 0).map(|f| f.rule), Some(2));
+        assert_eq!(plan.decide(&mut inj, 0, 30, 0, 0).map(|f| f.rule), Some(17));
+    }
+
+    #[test]
+    fn each_target_has_its_own_buckets() {
+        // Two rate-limited rules on every tool, one token each: tool 0 spends its tokens, tool 1
+        // still has its own.
+        let rl = RateLimit { per_s: 0.001, burst: 1.0 };
+        let limited =
+            |status| rule(Target::AnyTool, Trigger { rate_limit: Some(rl), ..Default::default() }, http(status));
+        let plan = FaultPlan::new(vec![limited(429), limited(503)], 2);
+        let mut inj = Injector::default();
+        plan.reset(&mut inj, 1, 1, 1, &[1, 2]);
+        assert_eq!(plan.decide(&mut inj, 0, 1, 0, 0), None);
+        assert_eq!(plan.decide(&mut inj, 1, 1, 0, 0), None, "tool 1's buckets are full");
+        assert_eq!(plan.decide(&mut inj, 0, 2, 0, 0).map(|f| f.rule), Some(0));
+        assert_eq!(plan.decide(&mut inj, 1, 2, 0, 0).map(|f| f.rule), Some(0));
+    }
 }

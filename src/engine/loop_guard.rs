@@ -52,4 +52,16 @@ mod tests {
         assert_eq!(g.hit(0, 1, 1, ErrorClass::Partial), 1, "changed arguments are another call");
         assert_eq!(g.hit(0, 1, 0, ErrorClass::Partial), 3);
     }
+
+    #[test]
+    fn counts_keep_going_once_a_wide_run_moves_them_to_a_map() {
+        let mut g = LoopGuard::default();
+        for args in 0..20 {
+            assert_eq!(g.hit(0, args, 0, ErrorClass::Partial), 1);
+        }
+        assert!(!g.many.is_empty());
+        assert_eq!(g.hit(0, 3, 0, ErrorClass::Partial), 2);
+        assert_eq!(g.hit(0, 19, 0, ErrorClass::Partial), 2);
+        assert_eq!(g.hit(0, 3, 0, ErrorClass::Partial), 3);
+    }
 }
