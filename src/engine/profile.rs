@@ -101,4 +101,14 @@ mod tests {
         assert!(p.perception.object > p.perception.prefix);
         assert!(p.perception.prefix > p.perception.raw);
     }
+
+    #[test]
+    fn counts_are_bounded_at_their_limits() {
+        let with = |fix: u32, retries: u32| {
+            Profile { max_fix_attempts: fix, max_model_retries: retries, ..Profile::bundled_default() }.validate()
+        };
+        assert_eq!(with(16, 64), Ok(()));
+        assert!(with(17, 64).is_err());
+        assert!(with(16, 65).is_err());
+    }
 }

@@ -30,10 +30,6 @@ impl Backoff {
             _ => return None,
         })
     }
-
-    pub fn name(self) -> &'static str {
-        Backoff::NAMES[self as usize]
-    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

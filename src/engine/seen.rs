@@ -142,6 +142,22 @@ mod tests {
     }
 
     #[test]
+    fn entries_stay_while_others_are_added() {
+        let mut c = ResultCache::default();
+        let mut made = 0;
+        let mut get = |c: &mut ResultCache, call| {
+            c.get_or_make(key(call), || {
+                made += 1;
+                Seen { len: 1, reading: None }
+            });
+        };
+        for call in [1, 2, 3, 1, 2, 3] {
+            get(&mut c, call);
+        }
+        assert_eq!(made, 3);
+    }
+
+    #[test]
     fn the_cache_stays_bounded() {
         let mut c = ResultCache::default();
         for call in 0..(ResultCache::CAP as u32 * 3) {

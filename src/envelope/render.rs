@@ -441,6 +441,19 @@ pub fn push_json_str(out: &mut String, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_escape_mask_flags_exactly_the_bytes_that_need_escaping() {
+        for b in 0..=255u8 {
+            let needs = b == b'"' || b == b'\\' || b < 0x20;
+            let w = u64::from_le_bytes([b'a', b'a', b'a', b, b'a', b'a', b'a', b'a']);
+            let mask = escape_mask(w);
+            assert_eq!(mask != 0, needs, "byte {b:#04x}");
+            if needs {
+                assert_eq!(mask.trailing_zeros() / 8, 3, "byte {b:#04x} found at its place");
+            }
+        }
+    }
     use crate::fault::ErrorClass;
 
     fn err(fault: &Fault) -> ToolError<'_> {

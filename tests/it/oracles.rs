@@ -946,3 +946,36 @@ fn a_retry_budget_limits_orchestrator_retries() {
         },
     );
 }
+
+/// `after_successes = 2` on the provider: its third call fails with 401, which no one retries,
+/// so the run ends `gave_up` there. Model call 1 (t 0–1000) asks s {"n":1} (7 bytes: 9 tokens
+/// out), the tool answers at 1100; model call 2 (1100–2100) asks s {"n":2}, answered at 2200;
+/// model call 3 at 2200 is refused (no tokens) and ends the run at 2200.
+#[test]
+fn after_successes_counts_the_providers_successes() {
+    let body = format!(
+        "[task]\n[[task.steps]]\ntool = \"s\"\nargs = {{ n = 1 }}\nresult = \"ok\"\n[[task.steps]]\ntool = \"s\"\nargs = {{ n = 2 }}\nresult = \"ok\"\n[[task.steps]]\ntool = \"s\"\nargs = {{ n = 3 }}\nresult = \"ok\"\n{}[[faults]]\ntarget = \"provider\"\nafter_successes = 2\nhttp = 401\n",
+        profile(&[])
+    );
+    let c1 = 100 + 9;
+    let c2 = (c1 + chat(1, OK)) + 9;
+    check(
+        "",
+        "error-string",
+        &body,
+        Row {
+            terminated_by: "gave_up",
+            model_calls: 3,
+            tool_calls: 2,
+            wasted_retries: 0,
+            orchestrator_retries: 0,
+            model_transient_roundtrips: 0,
+            breaker_trips: 0,
+            faults_injected: 1,
+            tokens: c1 + c2,
+            virtual_ms: 2200,
+            protocol_violations: 0,
+            raw_leaks: 0,
+        },
+    );
+}
