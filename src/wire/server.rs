@@ -2,7 +2,8 @@
 //! request and hands it to the mocks, bodies read under a size limit while they stream (no
 //! request is kept: memory stays flat however long `serve` runs), slow answers and dropped
 //! connections, and a clear answer for paths nothing serves and for requests meant for other
-//! hosts. Malformed HTTP is answered or closed by hyper; nothing here panics on it.
+//! hosts. Malformed HTTP is answered or closed by hyper; nothing here panics on it. A client that
+//! half-closes its connection after the request still gets the answer.
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -163,14 +164,7 @@ impl WireServer {
             .layer(tower_http::limit::RequestBodyLimitLayer::new(MAX_BODY_BYTES))
             .with_state(shared.clone());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            let serve = axum::serve(listener, app).with_graceful_shutdown(async {
-                let _ = stopped.await;
-            });
-            if let Err(e) = serve.await {
-                eprintln!("tracefault: the mock server stopped: {e}");
-            }
-        });
+        let task = tokio::spawn(accept_loop(listener, app, stopped));
         Ok(WireServer { addr, shared, stop: Some(stop), task: Some(task) })
     }
 
@@ -309,6 +303,43 @@ impl http_body::Body for Broken {
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
         Poll::Ready(Some(Err(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "connection reset by the mock"))))
     }
+}
+
+/// Serves each accepted connection on its own task until `stopped`, then waits for requests in
+/// flight. Connections may be half-closed: a client that shuts its write side after sending the
+/// request still gets the answer (hyper's default would drop the connection on that EOF, racing
+/// the response).
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    mut stopped: tokio::sync::oneshot::Receiver<()>,
+) {
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.half_close(true);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of descriptors and the like: wait a moment rather than spin.
+                    eprintln!("tracefault: cannot accept a connection: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = &mut stopped => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let connection = graceful.watch(http.serve_connection(hyper_util::rt::TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            // A client that breaks the protocol or goes away ends its own connection only.
+            let _ = connection.await;
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
 }
 
 /// The JSON the `serve`/`exec` banner and tests use to describe the served paths.

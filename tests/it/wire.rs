@@ -389,6 +389,12 @@ fn serve_answers_hostile_requests_with_clear_statuses_and_keeps_serving() {
     // An unknown path names the nearest served one.
     let r = raw(&s.base, b"POST /v1/message HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\n{}");
     assert!(r.starts_with("HTTP/1.1 404") && r.contains("the nearest is POST /v1/messages"), "{r}");
+    // A client that half-closes after its request still gets the answer, every time (hyper's
+    // default dropped the connection on that EOF when it came before the answer).
+    for i in 0..40 {
+        let r = raw(&s.base, format!("POST {chat} HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\n\r\n{{oops").as_bytes());
+        assert!(r.starts_with("HTTP/1.1 400"), "attempt {i}: {r:?}");
+    }
     // Still serving: a valid request gets the scenario's first tool call.
     let (code, body) = s.post(chat, json!({"model": "m", "messages": [{"role": "user", "content": "x"}]}));
     assert_eq!(
