@@ -191,57 +191,77 @@ impl FaultPlan {
         now_ms: u64,
         successes: u32,
     ) -> Option<Fired> {
-        let mut fired = None;
-        let mut check = |i: u16| {
-            let (i, rule) = (usize::from(i), &self.rules[usize::from(i)]);
-            let trig = &rule.trigger;
-            let mut holds = true;
-            let mut retry_after_ms = None;
-            if let (Some(rl), Some(b)) = (trig.rate_limit, self.bucket_of[i]) {
-                let bucket = &mut inj.buckets[target * self.rate_rules + b as usize];
-                let elapsed_s = now_ms.saturating_sub(bucket.1) as f64 / 1000.0;
-                bucket.0 = (bucket.0 + elapsed_s * rl.per_s).min(rl.burst);
-                bucket.1 = now_ms;
-                if bucket.0 >= 1.0 {
-                    bucket.0 -= 1.0;
-                    holds = false;
-                } else {
-                    let wait_s = (1.0 - bucket.0) / rl.per_s;
-                    retry_after_ms = Some((wait_s * 1000.0).ceil() as u64);
-                }
-            }
-            if fired.is_some() {
-                return;
-            }
-            if let Some(at) = &trig.at {
-                holds &= at.binary_search(&attempt).is_ok();
-            }
-            if let Some((t0, t1)) = trig.window_ms {
-                holds &= now_ms >= t0 && now_ms < t1;
-            }
-            if let Some(n) = trig.after_successes {
-                holds &= successes >= n;
-            }
-            if holds && let Some(p) = trig.probability {
-                let slot = u64::from(attempt) * inj.rules as u64 + i as u64;
-                holds &= inj.streams[target].unit(slot) < p;
-            }
-            if holds {
-                let retry_after_ms = match &rule.fault {
-                    Fault::Http { retry_after_ms: Some(ms), .. } => Some(*ms),
-                    _ => retry_after_ms,
-                };
-                fired = Some(Fired { rule: i as u16, retry_after_ms });
-            }
-        };
+        let at = Attempt { target, attempt, now_ms, successes };
         let rules = &self.by_target[target];
+        let mut fired = None;
+        // Plain loops, not a closure that writes `fired`: the answer stays in registers.
         if rules.by_attempt.is_empty() {
-            rules.general.iter().copied().for_each(&mut check);
+            for &i in &rules.general {
+                fired = self.check(inj, i, &at, fired);
+            }
         } else {
-            rules.for_attempt(attempt).for_each(&mut check);
+            for i in rules.for_attempt(attempt) {
+                fired = self.check(inj, i, &at, fired);
+            }
         }
         fired
     }
+
+    /// Rule `i` on one attempt: charges its bucket, and fires it unless a rule already has.
+    /// Always inlined: called out of line, its 24-byte answer goes through memory in pieces
+    /// and the caller's wide read of it stalls.
+    #[inline(always)]
+    fn check(&self, inj: &mut Injector, i: u16, at: &Attempt, fired: Option<Fired>) -> Option<Fired> {
+        let (i, rule) = (usize::from(i), &self.rules[usize::from(i)]);
+        let trig = &rule.trigger;
+        let mut holds = true;
+        let mut retry_after_ms = None;
+        if let (Some(rl), Some(b)) = (trig.rate_limit, self.bucket_of[i]) {
+            let bucket = &mut inj.buckets[at.target * self.rate_rules + b as usize];
+            let elapsed_s = at.now_ms.saturating_sub(bucket.1) as f64 / 1000.0;
+            bucket.0 = (bucket.0 + elapsed_s * rl.per_s).min(rl.burst);
+            bucket.1 = at.now_ms;
+            if bucket.0 >= 1.0 {
+                bucket.0 -= 1.0;
+                holds = false;
+            } else {
+                let wait_s = (1.0 - bucket.0) / rl.per_s;
+                retry_after_ms = Some((wait_s * 1000.0).ceil() as u64);
+            }
+        }
+        if fired.is_some() {
+            return fired;
+        }
+        if let Some(listed) = &trig.at {
+            holds &= listed.binary_search(&at.attempt).is_ok();
+        }
+        if let Some((t0, t1)) = trig.window_ms {
+            holds &= at.now_ms >= t0 && at.now_ms < t1;
+        }
+        if let Some(n) = trig.after_successes {
+            holds &= at.successes >= n;
+        }
+        if holds && let Some(p) = trig.probability {
+            let slot = u64::from(at.attempt) * inj.rules as u64 + i as u64;
+            holds &= inj.streams[at.target].unit(slot) < p;
+        }
+        if !holds {
+            return None;
+        }
+        let retry_after_ms = match &rule.fault {
+            Fault::Http { retry_after_ms: Some(ms), .. } => Some(*ms),
+            _ => retry_after_ms,
+        };
+        Some(Fired { rule: i as u16, retry_after_ms })
+    }
+}
+
+/// The attempt a decision is about.
+struct Attempt {
+    target: usize,
+    attempt: u32,
+    now_ms: u64,
+    successes: u32,
 }
 
 #[cfg(test)]

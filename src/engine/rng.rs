@@ -82,17 +82,27 @@ impl Stream {
     #[inline]
     pub fn word(&mut self, slot: u64) -> u64 {
         let block = slot / BLOCK_WORDS;
-        let entry = &mut self.blocks[(block % CACHED_BLOCKS as u64) as usize];
-        if entry.0 != block + 1 {
-            // Word positions count 32-bit words.
-            self.rng.set_word_pos(u128::from(block * BLOCK_WORDS) * 2);
-            entry.1.iter_mut().for_each(|w| *w = self.rng.next_u64());
-            entry.0 = block + 1;
+        let index = (block % CACHED_BLOCKS as u64) as usize;
+        if self.blocks[index].0 != block + 1 {
+            self.refill(index, block);
         }
-        entry.1[(slot % BLOCK_WORDS) as usize]
+        self.blocks[index].1[(slot % BLOCK_WORDS) as usize]
+    }
+
+    /// Generates block `block` into cache entry `index` (kept out of line: the hot path is a
+    /// cache hit).
+    #[cold]
+    #[inline(never)]
+    fn refill(&mut self, index: usize, block: u64) {
+        let entry = &mut self.blocks[index];
+        // Word positions count 32-bit words.
+        self.rng.set_word_pos(u128::from(block * BLOCK_WORDS) * 2);
+        entry.1.iter_mut().for_each(|w| *w = self.rng.next_u64());
+        entry.0 = block + 1;
     }
 
     /// A uniform draw in [0, 1) at `slot`, with 53 bits of precision.
+    #[inline]
     pub fn unit(&mut self, slot: u64) -> f64 {
         (self.word(slot) >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
@@ -113,15 +123,25 @@ impl LazyStream {
         self.key = key;
     }
 
+    #[inline]
     pub fn unit(&mut self, slot: u64) -> f64 {
-        let key = self.key;
-        if self.built_for != Some(key) {
-            self.built_for = Some(key);
-            if let Some(s) = &mut self.stream {
-                s.rekey(key);
-            }
+        match &mut self.stream {
+            Some(s) if self.built_for == Some(self.key) => s.unit(slot),
+            _ => self.build().unit(slot),
         }
-        self.stream.get_or_insert_with(|| Stream::new(key)).unit(slot)
+    }
+
+    /// Builds (or rekeys) the stream for the current key; out of line, as it runs once per
+    /// stream per run at most.
+    #[cold]
+    #[inline(never)]
+    fn build(&mut self) -> &mut Stream {
+        let key = self.key;
+        self.built_for = Some(key);
+        if let Some(s) = &mut self.stream {
+            s.rekey(key);
+        }
+        self.stream.get_or_insert_with(|| Stream::new(key))
     }
 }
 

@@ -145,8 +145,15 @@ impl Queue {
         if let Some(Reverse((t, _, ev))) = self.heap.pop() {
             return Some((t, ev));
         }
-        let (i, _) = self.small.iter().enumerate().min_by_key(|(_, e)| (e.0, e.1))?;
-        let (t, _, ev) = self.small.swap_remove(i);
+        let (i, &(t, _, ev)) = self.small.iter().enumerate().min_by_key(|(_, e)| (e.0, e.1))?;
+        // Not `swap_remove`: it copies the last entry even onto itself, and that wide read of
+        // an entry just written field by field stalls store forwarding (a run's queue mostly
+        // holds the one event pushed a moment ago).
+        let last = self.small.len() - 1;
+        if i != last {
+            self.small[i] = self.small[last];
+        }
+        self.small.truncate(last);
         Some((t, ev))
     }
 }

@@ -54,6 +54,9 @@ pub struct Seen {
 pub struct ResultCache {
     pinned: Option<usize>,
     map: FxHashMap<ResultKey, Seen>,
+    /// Successes, the most common result, by call index: their rendering's length + 1 (0 when
+    /// not yet rendered). A success's key is its call alone, so no hashing is needed.
+    ok_len: Vec<usize>,
 }
 
 impl ResultCache {
@@ -61,25 +64,40 @@ impl ResultCache {
 
     /// Keeps entries across runs of the scenario at `owner` until [`ResultCache::unpin`].
     pub fn pin(&mut self, owner: usize) {
-        self.map.clear();
+        self.clear();
         self.pinned = Some(owner);
     }
 
     pub fn unpin(&mut self) {
-        self.map.clear();
+        self.clear();
         self.pinned = None;
+    }
+
+    fn clear(&mut self) {
+        self.map.clear();
+        self.ok_len.clear();
     }
 
     /// Starts a run of the scenario at `owner`: entries survive only for the pinned scenario.
     pub fn serve(&mut self, owner: usize) {
         if self.pinned != Some(owner) {
-            self.map.clear();
+            self.clear();
             self.pinned = None;
         }
     }
 
     /// The cached result for `key`, or the one `make` computes (then cached).
     pub fn get_or_make(&mut self, key: ResultKey, make: impl FnOnce() -> Seen) -> Seen {
+        if key.class.is_none() {
+            let call = key.call as usize;
+            if call >= self.ok_len.len() {
+                self.ok_len.resize(call + 1, 0);
+            }
+            if self.ok_len[call] == 0 {
+                self.ok_len[call] = make().len + 1;
+            }
+            return Seen { len: self.ok_len[call] - 1, reading: None };
+        }
         if let Some(s) = self.map.get(&key) {
             return *s;
         }
@@ -161,8 +179,27 @@ mod tests {
     fn the_cache_stays_bounded() {
         let mut c = ResultCache::default();
         for call in 0..(ResultCache::CAP as u32 * 3) {
-            c.get_or_make(key(call), || Seen { len: 1, reading: None });
+            c.get_or_make(ResultKey { class: Some(ErrorClass::Transient), ..key(call) }, || Seen {
+                len: 1,
+                reading: None,
+            });
         }
-        assert!(c.map.len() <= ResultCache::CAP);
+        assert!(c.map.len() <= ResultCache::CAP && c.map.len() > 1);
+    }
+
+    #[test]
+    fn successes_keep_their_own_lengths_and_failures_stay_apart() {
+        let mut c = ResultCache::default();
+        c.pin(1);
+        let ok = |c: &mut ResultCache, call, len| c.get_or_make(key(call), || Seen { len, reading: None }).len;
+        assert_eq!([ok(&mut c, 4, 10), ok(&mut c, 0, 20), ok(&mut c, 4, 99), ok(&mut c, 0, 99)], [10, 20, 10, 20]);
+        let failed = ResultKey { class: Some(ErrorClass::Transient), ..key(4) };
+        assert_eq!(
+            c.get_or_make(failed, || Seen { len: 30, reading: None }).len,
+            30,
+            "a failure of call 4 is not its success"
+        );
+        c.pin(2);
+        assert_eq!(ok(&mut c, 4, 11), 11, "a new pin starts empty");
     }
 }
