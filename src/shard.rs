@@ -95,7 +95,12 @@ pub fn run_shard(
     let mut entries = Vec::new();
     suite::run_units(suite, jobs, &sel, with_rows, progress, &mut |r| {
         part.write_all(&r.rows)?;
-        entries.push(UnitEntry { unit: r.unit, offset, len: r.rows.len() as u64, aggregates: r.aggregates });
+        entries.push(UnitEntry {
+            unit: r.unit,
+            offset,
+            len: r.rows.len() as u64,
+            aggregates: std::mem::take(&mut r.aggregates),
+        });
         offset += r.rows.len() as u64;
         Ok(())
     })

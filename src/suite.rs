@@ -161,10 +161,11 @@ fn run_unit(
     with_rows: bool,
     ws: &mut Workspace,
     m: &mut Vec<RunMetrics>,
+    mut rows: Vec<u8>,
 ) -> (Vec<Aggregate>, Vec<u8>) {
     let n = sc.strategies.len();
     let mut aggs = vec![Aggregate::default(); n];
-    let mut rows = Vec::new();
+    rows.clear();
     m.resize_with(n, RunMetrics::default);
     let prefixes: Vec<Vec<u8>> = sc.strategies.iter().map(|s| csv_prefix(&sc.name, &s.name)).collect();
     let recorded = sc.recorded.as_ref().filter(|_| with_rows && first == 0);
@@ -191,24 +192,28 @@ fn run_unit(
 }
 
 /// Runs the units `selected` (indices into [`units`]) on `jobs` threads and hands each
-/// result to `on_result` in the order of `selected`, whatever order they finish in.
+/// result to `on_result` in the order of `selected`, whatever order they finish in. Row
+/// buffers go back to the workers once handed on, so a long run allocates (and the kernel
+/// zeroes) only the few that are in flight.
 pub fn run_units(
     suite: &[Scenario],
     jobs: usize,
     selected: &[usize],
     with_rows: bool,
     progress: &(dyn Fn(u64) + Sync),
-    on_result: &mut dyn FnMut(UnitResult) -> std::io::Result<()>,
+    on_result: &mut dyn FnMut(&mut UnitResult) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let all = units(suite);
     let jobs = jobs.max(1).min(selected.len().max(1));
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::sync_channel::<(usize, UnitResult)>(jobs * 4);
+    let (spare_tx, spare_rx) = mpsc::channel::<Vec<u8>>();
+    let spare_rx = std::sync::Mutex::new(spare_rx);
     let mut io_result = Ok(());
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             let tx = tx.clone();
-            let (all, next) = (&all, &next);
+            let (all, next, spare_rx) = (&all, &next, &spare_rx);
             scope.spawn(move || {
                 let mut ws = Workspace::default();
                 let mut m = Vec::new();
@@ -217,7 +222,8 @@ pub fn run_units(
                     let Some(&unit) = selected.get(k) else { break };
                     let u = all[unit];
                     let sc = &suite[u.scenario];
-                    let (aggregates, rows) = run_unit(sc, u.first, u.last, with_rows, &mut ws, &mut m);
+                    let spare = spare_rx.lock().ok().and_then(|r| r.try_recv().ok()).unwrap_or_default();
+                    let (aggregates, rows) = run_unit(sc, u.first, u.last, with_rows, &mut ws, &mut m, spare);
                     progress((u.last - u.first) * sc.strategies.len() as u64);
                     if tx.send((k, UnitResult { unit, aggregates, rows })).is_err() {
                         break;
@@ -230,11 +236,12 @@ pub fn run_units(
         let mut expect = 0usize;
         for (k, r) in rx {
             pending.insert(k, r);
-            while let Some(r) = pending.remove(&expect) {
+            while let Some(mut r) = pending.remove(&expect) {
                 expect += 1;
                 if io_result.is_ok() {
-                    io_result = on_result(r);
+                    io_result = on_result(&mut r);
                 }
+                let _ = spare_tx.send(r.rows);
             }
         }
     });
