@@ -77,41 +77,84 @@ fn through_links(path: &Path) -> Result<PathBuf> {
 
 /// Writes `bytes` to the file `path` so a reader never sees half of it (see the module doc).
 pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    let path = through_links(path)?;
-    match fs::metadata(&path) {
-        Ok(m) if m.is_dir() => {
-            return Err(Error::Usage(format!("{}: is a folder; name a file to write", path.display())));
+    let mut f = FileWriter::begin(path)?;
+    f.write(bytes)?;
+    f.commit()
+}
+
+/// A file written in pieces that appears at its path whole, on [`FileWriter::commit`], or not
+/// at all (dropped uncommitted, its temporary is removed).
+pub struct FileWriter {
+    path: PathBuf,
+    /// The temporary, for a regular file; `None` when writing through a FIFO or a device.
+    tmp: Option<PathBuf>,
+    file: std::io::BufWriter<fs::File>,
+}
+
+impl FileWriter {
+    pub fn begin(path: &Path) -> Result<FileWriter> {
+        let path = through_links(path)?;
+        match fs::metadata(&path) {
+            Ok(m) if m.is_dir() => {
+                return Err(Error::Usage(format!("{}: is a folder; name a file to write", path.display())));
+            }
+            Ok(m) if !m.is_file() => {
+                // A FIFO, a terminal, a device: write through it; it cannot be replaced.
+                let f = fs::OpenOptions::new().write(true).open(&path).map_err(|e| Error::io(&path, e))?;
+                return Ok(FileWriter { path, tmp: None, file: std::io::BufWriter::new(f) });
+            }
+            _ => {}
         }
-        Ok(m) if !m.is_file() => {
-            // A FIFO, a terminal, a device: write through it; it cannot be replaced.
-            let mut f = fs::OpenOptions::new().write(true).open(&path).map_err(|e| Error::io(&path, e))?;
-            return f.write_all(bytes).and_then(|_| f.flush()).map_err(|e| Error::io(&path, e));
+        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| Error::Usage(format!("{}: not a file name", path.display())))?;
+        fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        remove_stale(dir);
+        let tmp = dir.join(temp_name(name));
+        crate::interrupt::remove_on_interrupt(&tmp);
+        match fs::File::create(&tmp) {
+            Ok(f) => Ok(FileWriter { path, tmp: Some(tmp), file: std::io::BufWriter::with_capacity(1 << 16, f) }),
+            Err(e) => {
+                crate::interrupt::forget_path(&tmp);
+                Err(Error::io(&path, e))
+            }
         }
-        _ => {}
     }
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| Error::Usage(format!("{}: not a file name", path.display())))?;
-    fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    remove_stale(dir);
-    let tmp = dir.join(temp_name(name));
-    crate::interrupt::remove_on_interrupt(&tmp);
-    let written = write_new(&tmp, bytes).and_then(|_| fs::rename(&tmp, &path));
-    if written.is_err() {
-        let _ = fs::remove_file(&tmp);
+
+    pub fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.file.write_all(bytes).map_err(|e| Error::io(&self.path, e))
     }
-    crate::interrupt::forget_path(&tmp);
-    written.map_err(|e| Error::io(&path, e))
+
+    /// Makes the file appear whole at its path. No fsync: the rename is what makes the file
+    /// appear whole to a reader; flushing a large runs.csv to disk would cost more than the
+    /// simulation behind it.
+    pub fn commit(mut self) -> Result<()> {
+        let flushed = self.file.flush();
+        let Some(tmp) = self.tmp.take() else { return flushed.map_err(|e| Error::io(&self.path, e)) };
+        let done = flushed.and_then(|_| fs::rename(&tmp, &self.path));
+        if done.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        crate::interrupt::forget_path(&tmp);
+        done.map_err(|e| Error::io(&self.path, e))
+    }
+}
+
+impl Drop for FileWriter {
+    fn drop(&mut self) {
+        if let Some(tmp) = self.tmp.take() {
+            let _ = fs::remove_file(&tmp);
+            crate::interrupt::forget_path(&tmp);
+        }
+    }
 }
 
 /// Creates `path` (readable like any output file) with `bytes`.
 fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let mut f = fs::File::create(path)?;
     f.write_all(bytes)?;
-    // No fsync: the rename is what makes the file appear whole to a reader; flushing a large
-    // runs.csv to disk would cost more than the simulation behind it.
     f.flush()
 }
 
