@@ -1,12 +1,14 @@
 //! `tracefault import` and `tracefault inspect`: read any supported trace format.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 
 use crate::error::{Error, Result, exit};
+use crate::output::{FileWriter, write_file};
+use crate::trace::Trace;
 use crate::trace::import::conversation::FailureRules;
-use crate::trace::import::{ImportOptions, Imported, SourceFormat, import_path};
+use crate::trace::import::{ImportOptions, Imported, SourceFormat, import_each, import_path};
 use crate::trace::inspect::{stats, table};
 
 /// Where to read a trace from and how: shared by import, inspect and replay.
@@ -47,15 +49,26 @@ impl SourceArgs {
 
     pub fn import(&self) -> Result<Imported> {
         let imported = import_path(&self.trace, &self.options()?)?;
-        if self.format == "auto" {
-            eprintln!(
-                "{}: read as {} ({} conversation(s))",
-                self.trace.display(),
-                imported.format.name(),
-                imported.traces.len()
-            );
-        }
+        self.say_read(imported.format, imported.traces.len());
         Ok(imported)
+    }
+
+    /// Hands each conversation to `each` as it is read (a large file of conversations is
+    /// streamed: see [`import_each`]); returns how many there were.
+    pub fn import_each(&self, each: &mut dyn FnMut(Trace) -> Result<()>) -> Result<usize> {
+        let mut n = 0;
+        let format = import_each(&self.trace, &self.options()?, &mut |t| {
+            n += 1;
+            each(t)
+        })?;
+        self.say_read(format, n);
+        Ok(n)
+    }
+
+    fn say_read(&self, format: SourceFormat, conversations: usize) {
+        if self.format == "auto" {
+            eprintln!("{}: read as {} ({conversations} conversation(s))", self.trace.display(), format.name());
+        }
     }
 }
 
@@ -80,32 +93,50 @@ pub struct InspectArgs {
     pub json: bool,
 }
 
-fn write(path: &Path, text: &str) -> Result<()> {
-    crate::output::write_file(path, text.as_bytes())
+/// Where `import` writes: one file for all (`--all`, or a single conversation), else one file
+/// per conversation. The first conversation waits until a second shows which.
+enum Sink {
+    Waiting(Option<Trace>),
+    All(FileWriter),
+    Each(usize),
 }
 
 pub fn import(args: ImportArgs) -> Result<i32> {
-    let imported = args.source.import()?;
-    let traces = &imported.traces;
-    if traces.len() == 1 || args.all {
-        let text: String = traces.iter().map(|t| t.to_jsonl()).collect();
-        write(&args.out, &text)?;
-        println!("wrote {} ({} conversation(s))", args.out.display(), traces.len());
-    } else {
-        let stem = args.out.with_extension("");
-        for (i, t) in traces.iter().enumerate() {
-            let path = PathBuf::from(format!("{}-{}.jsonl", stem.display(), i + 1));
-            write(&path, &t.to_jsonl())?;
+    let stem = args.out.with_extension("");
+    let numbered = |i: usize| PathBuf::from(format!("{}-{}.jsonl", stem.display(), i));
+    let mut sink = if args.all { Sink::All(FileWriter::begin(&args.out)?) } else { Sink::Waiting(None) };
+    let n = args.source.import_each(&mut |t| {
+        match &mut sink {
+            Sink::All(f) => f.write(t.to_jsonl().as_bytes())?,
+            Sink::Waiting(first @ None) => *first = Some(t),
+            Sink::Waiting(Some(first)) => {
+                write_file(&numbered(1), first.to_jsonl().as_bytes())?;
+                write_file(&numbered(2), t.to_jsonl().as_bytes())?;
+                sink = Sink::Each(2);
+            }
+            Sink::Each(k) => {
+                *k += 1;
+                write_file(&numbered(*k), t.to_jsonl().as_bytes())?;
+            }
         }
-        println!("wrote {}-1.jsonl … {}-{}.jsonl", stem.display(), stem.display(), traces.len());
+        Ok(())
+    })?;
+    match sink {
+        Sink::All(f) => f.commit()?,
+        Sink::Waiting(Some(t)) => write_file(&args.out, t.to_jsonl().as_bytes())?,
+        Sink::Waiting(None) | Sink::Each(_) => {}
+    }
+    if args.all || n == 1 {
+        println!("wrote {} ({n} conversation(s))", args.out.display());
+    } else {
+        println!("wrote {}-1.jsonl … {}-{n}.jsonl", stem.display(), stem.display());
     }
     Ok(exit::OK)
 }
 
 pub fn inspect(args: InspectArgs) -> Result<i32> {
-    let imported = args.source.import()?;
-    for t in &imported.traces {
-        let s = stats(t);
+    args.source.import_each(&mut |t| {
+        let s = stats(&t);
         if args.json {
             let mut v = serde_json::to_value(&s).expect("stats serialize");
             if let Some(o) = v.as_object_mut() {
@@ -115,6 +146,7 @@ pub fn inspect(args: InspectArgs) -> Result<i32> {
         } else {
             println!("{}", table(&s));
         }
-    }
+        Ok(())
+    })?;
     Ok(exit::OK)
 }

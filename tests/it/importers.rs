@@ -190,6 +190,27 @@ fn bad_input_is_explained_not_panicked() {
     tracefault().args(["inspect", "x.json", "--format", "csv"]).assert().code(2);
 }
 
+/// A large file of wrapped conversations is read one element at a time; a broken element far
+/// into it is still named by file and line, and nothing was written for the good ones before it.
+#[test]
+fn a_broken_conversation_in_a_streamed_file_names_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = r#"{"traj": [{"role": "user", "content": "a ] } , ["}, {"role": "assistant", "content": "done"}]}"#;
+    let bad = r#"{"traj": [{"role": "user", "content": "x"} {"role": "assistant", "content": "y"}]}"#;
+    let jsonl = [good, good, "", bad, good].join("\n");
+    let array =
+        format!("[\n{good},\n{good},\n{{\"traj\": [\n  {{\"role\": \"user\"}}\n  {{\"role\": \"assistant\"}}]}}\n]");
+    for (name, text, line) in [("w.jsonl", jsonl, 4), ("w.json", array, 6)] {
+        let p = write(dir.path(), name, &text);
+        let out = dir.path().join(format!("{name}.out.jsonl"));
+        let run = tracefault().arg("import").arg(&p).arg("-o").arg(&out).arg("--all").output().unwrap();
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{name}: {err}");
+        assert!(err.contains(&format!("{name}:{line}: JSON: expected `,`")), "{name}: expected line {line} in {err}");
+        assert!(!out.exists(), "{name}: a failed import leaves no output");
+    }
+}
+
 #[test]
 fn failure_rule_overrides_text_rules() {
     let dir = tempfile::tempdir().unwrap();

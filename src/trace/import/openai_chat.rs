@@ -86,3 +86,51 @@ pub fn tools(body: &Value) -> Vec<ToolDef> {
     }
     out
 }
+
+/// The message list of a wrapped conversation (`traj`, `conversation` or `trajectory`, as
+/// [`super::container_inner`] picks), read without the text of system and developer messages,
+/// which [`items`] skips: in tau-bench that is the policy prompt, a third of the bytes. `None`
+/// when the element is not an object whose list holds objects (the caller reads it whole).
+pub fn lean_wrapped(element: &[u8]) -> Option<Value> {
+    #[derive(serde::Deserialize)]
+    struct Wrapped {
+        traj: Option<Vec<Lean>>,
+        conversation: Option<Vec<Lean>>,
+        trajectory: Option<Vec<Lean>>,
+    }
+    let w: Wrapped = serde_json::from_slice(element).ok()?;
+    let list = w.traj.or(w.conversation).or(w.trajectory)?;
+    Some(Value::Array(list.into_iter().map(|m| m.0).collect()))
+}
+
+/// One message, its `content` parsed only when its role is read.
+struct Lean(Value);
+
+impl<'de> serde::Deserialize<'de> for Lean {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Lean, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Lean;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a message object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Lean, A::Error> {
+                let mut map = serde_json::Map::new();
+                let mut content: Option<&'de serde_json::value::RawValue> = None;
+                while let Some(k) = a.next_key::<String>()? {
+                    if k == "content" {
+                        content = Some(a.next_value()?);
+                    } else {
+                        map.insert(k, a.next_value()?);
+                    }
+                }
+                let skipped = matches!(map.get("role").and_then(Value::as_str), Some("system" | "developer"));
+                if let Some(raw) = content.filter(|_| !skipped) {
+                    map.insert("content".into(), serde_json::from_str(raw.get()).map_err(serde::de::Error::custom)?);
+                }
+                Ok(Lean(Value::Object(map)))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
+}

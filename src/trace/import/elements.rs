@@ -1,0 +1,303 @@
+//! Reads the top-level elements of a JSON array, or the lines of a JSONL file, one at a time
+//! from a reader: memory holds one element (plus a read buffer), however large the file.
+
+use std::io::Read;
+
+/// How the file holds its elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// `[ e0, e1, … ]`
+    Array,
+    /// One JSON value per non-blank line.
+    Lines,
+}
+
+/// A syntax problem the splitter can see (the parser reports the rest, with its own line).
+#[derive(Debug, PartialEq, Eq)]
+pub struct SplitError {
+    /// 1-based line of the problem.
+    pub line: usize,
+    pub message: String,
+}
+
+/// One element: its bytes, its index and the 1-based line it starts on.
+pub struct Element<'a> {
+    pub index: usize,
+    pub line: usize,
+    pub bytes: &'a [u8],
+}
+
+/// Splits a reader's elements without parsing them: it tracks only strings, escapes and
+/// nesting depth, so a whole element is known before any of it is parsed.
+pub struct Elements<R> {
+    reader: R,
+    layout: Layout,
+    buf: Vec<u8>,
+    /// Bytes of `buf` already handed out (the element before `start` is done with).
+    start: usize,
+    /// Bytes of `buf` filled from the reader.
+    filled: usize,
+    eof: bool,
+    index: usize,
+    /// Line of `buf[start]`.
+    line: usize,
+    /// After the array's `[`, a `,` waiting for its element, after the array's `]`.
+    opened: bool,
+    comma: bool,
+    closed: bool,
+    /// Largest element allowed, in bytes.
+    cap: usize,
+}
+
+const CHUNK: usize = 1 << 20;
+
+/// Bytes that matter outside strings.
+const STRUCTURAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut k = 0;
+    let bytes = b"\"{}[],\n";
+    while k < bytes.len() {
+        t[bytes[k] as usize] = true;
+        k += 1;
+    }
+    t
+};
+
+impl<R: Read> Elements<R> {
+    /// Starts reading `reader`, whose first non-blank byte is `[` for [`Layout::Array`].
+    pub fn new(reader: R, layout: Layout, cap: usize) -> Elements<R> {
+        Elements {
+            reader,
+            layout,
+            buf: Vec::new(),
+            start: 0,
+            filled: 0,
+            eof: false,
+            index: 0,
+            line: 1,
+            opened: false,
+            comma: false,
+            closed: false,
+            cap,
+        }
+    }
+
+    /// Reads more input, keeping `buf[start..filled]`; false at the end of input.
+    fn fill(&mut self) -> std::io::Result<bool> {
+        if self.eof {
+            return Ok(false);
+        }
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.filled, 0);
+            self.filled -= self.start;
+            self.start = 0;
+        }
+        if self.buf.len() < self.filled + CHUNK {
+            self.buf.resize(self.filled + CHUNK, 0);
+        }
+        let n = self.reader.read(&mut self.buf[self.filled..])?;
+        self.filled += n;
+        self.eof = n == 0;
+        Ok(n > 0)
+    }
+
+    /// Skips blanks (and, in an array, the separating comma or the opening bracket) before the
+    /// next element; `Ok(false)` at the end.
+    fn skip_between(&mut self) -> Result<bool, SplitError> {
+        loop {
+            while self.start < self.filled {
+                let b = self.buf[self.start];
+                match (self.layout, b) {
+                    (_, b'\n') => self.line += 1,
+                    (_, b' ' | b'\t' | b'\r') => {}
+                    (Layout::Array, b'[') if !self.opened => self.opened = true,
+                    (Layout::Array, b',') if self.opened && self.index > 0 && !self.closed && !self.comma => {
+                        self.comma = true
+                    }
+                    (Layout::Array, b']') if self.opened && !self.closed && (self.index == 0 || !self.comma) => {
+                        self.closed = true;
+                    }
+                    _ if self.closed => return Err(self.error("nothing after the closing `]`")),
+                    (Layout::Array, _) if !self.opened => return Err(self.error("a JSON array (`[`)")),
+                    (Layout::Array, _) if self.index > 0 && !self.comma => return Err(self.error("`,` or `]`")),
+                    (Layout::Array, b',' | b']') => return Err(self.error("an element")),
+                    _ => return Ok(true),
+                }
+                self.start += 1;
+            }
+            if !self.fill().map_err(|e| self.error(&format!("a readable file ({e})")))? {
+                return match self.layout {
+                    Layout::Array if !self.closed => Err(self.error("the array's closing `]`")),
+                    _ => Ok(false),
+                };
+            }
+        }
+    }
+
+    fn error(&self, expected: &str) -> SplitError {
+        SplitError { line: self.line, message: format!("expected {expected}") }
+    }
+
+    /// The next element, or `None` at the end.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Option<Result<Element<'_>, SplitError>> {
+        match self.skip_between() {
+            Ok(true) => {}
+            Ok(false) => return None,
+            Err(e) => return Some(Err(e)),
+        }
+        let (first_line, mut lines) = (self.line, 0);
+        let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+        let mut i = self.start;
+        let end = loop {
+            if i == self.filled {
+                let offset = i - self.start;
+                if i - self.start > self.cap {
+                    return Some(Err(SplitError {
+                        line: first_line,
+                        message: format!("an element smaller than the {} MiB input cap", self.cap >> 20),
+                    }));
+                }
+                let more = self.fill();
+                // `fill` may have moved the element to the front of the buffer.
+                i = self.start + offset;
+                match more {
+                    Ok(true) => continue,
+                    Ok(false) => break i,
+                    Err(e) => return Some(Err(self.error(&format!("a readable file ({e})")))),
+                }
+            }
+            if in_string {
+                if escaped {
+                    escaped = false;
+                    i += 1;
+                    continue;
+                }
+                // Jump to the next quote or backslash (strings are most of a trace's bytes).
+                match memchr::memchr2(b'"', b'\\', &self.buf[i..self.filled]) {
+                    None => i = self.filled,
+                    Some(k) => {
+                        escaped = self.buf[i + k] == b'\\';
+                        in_string = escaped;
+                        i += k + 1;
+                    }
+                }
+                continue;
+            }
+            // Skip what cannot change the state (indentation, numbers, literals) in a tight loop.
+            while i < self.filled && !STRUCTURAL[usize::from(self.buf[i])] {
+                i += 1;
+            }
+            if i == self.filled {
+                continue;
+            }
+            match self.buf[i] {
+                b'"' => in_string = true,
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' if depth > 0 => {
+                    depth -= 1;
+                    if depth == 0 && self.layout == Layout::Array {
+                        break i + 1;
+                    }
+                }
+                // A scalar element ends at a separator; the array's `]` closes it.
+                b',' | b']' if depth == 0 && self.layout == Layout::Array => break i,
+                b'\n' if self.layout == Layout::Lines && depth == 0 => break i,
+                b'\n' => lines += 1,
+                _ => {}
+            }
+            i += 1;
+        };
+        let from = self.start;
+        self.start = end;
+        self.line += lines;
+        self.comma = false;
+        self.index += 1;
+        Some(Ok(Element { index: self.index - 1, line: first_line, bytes: &self.buf[from..end] }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every element as (index, line, text), or the first error; `chunk` bytes per read so
+    /// elements straddle reads.
+    fn split(input: &str, layout: Layout, chunk: usize) -> Result<Vec<(usize, usize, String)>, SplitError> {
+        struct Trickle<'a>(&'a [u8], usize);
+        impl Read for Trickle<'_> {
+            fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+                let n = self.0.len().min(self.1).min(out.len());
+                out[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let mut elements = Elements::new(Trickle(input.as_bytes(), chunk), layout, 1 << 20);
+        let mut out = Vec::new();
+        while let Some(e) = elements.next() {
+            let e = e?;
+            out.push((e.index, e.line, String::from_utf8(e.bytes.to_vec()).unwrap()));
+        }
+        Ok(out)
+    }
+
+    fn texts(input: &str, layout: Layout) -> Vec<String> {
+        let whole = split(input, layout, usize::MAX).unwrap();
+        for chunk in [1, 2, 3, 7] {
+            assert_eq!(split(input, layout, chunk).unwrap(), whole, "chunk {chunk}");
+        }
+        whole.into_iter().map(|(_, _, t)| t).collect()
+    }
+
+    #[test]
+    fn array_elements_come_out_whole_with_their_lines() {
+        let input = "[\n  {\"a\": [1, 2]},\n  {\"b\": {\"c\": 3}}\n]\n";
+        let got = split(input, Layout::Array, usize::MAX).unwrap();
+        assert_eq!(got, vec![(0, 2, "{\"a\": [1, 2]}".to_string()), (1, 3, "{\"b\": {\"c\": 3}}".to_string())]);
+        assert_eq!(texts(input, Layout::Array).len(), 2);
+    }
+
+    #[test]
+    fn brackets_quotes_and_escapes_inside_strings_do_not_split() {
+        let input = r#"[{"s": "a ] , } [ { \" \\"}, {"t": "\\\""}, "x,]"]"#;
+        assert_eq!(texts(input, Layout::Array), vec![r#"{"s": "a ] , } [ { \" \\"}"#, r#"{"t": "\\\""}"#, r#""x,]""#]);
+    }
+
+    #[test]
+    fn scalars_and_empty_arrays() {
+        assert_eq!(texts("[1, true ,null]", Layout::Array), vec!["1", "true ", "null"]);
+        assert!(texts(" [ ] ", Layout::Array).is_empty());
+    }
+
+    #[test]
+    fn jsonl_lines_skip_blanks_and_count_lines() {
+        let input = "{\"a\": 1}\n\n  {\"b\": [2,\n3]}\n{\"c\": \"}\"}";
+        let got = split(input, Layout::Lines, usize::MAX).unwrap();
+        let lines: Vec<usize> = got.iter().map(|e| e.1).collect();
+        assert_eq!(lines, vec![1, 3, 5]);
+        assert_eq!(texts(input, Layout::Lines)[2], "{\"c\": \"}\"}");
+    }
+
+    #[test]
+    fn syntax_the_splitter_sees_is_an_error_with_its_line() {
+        let err = |input: &str| split(input, Layout::Array, 3).unwrap_err();
+        assert_eq!(err("{}").message, "expected a JSON array (`[`)");
+        assert_eq!(err("[{}, {}\n").message, "expected the array's closing `]`");
+        assert_eq!(err("[{}, {}\n").line, 2);
+        let after = err("[{}]\n\nx");
+        assert_eq!((after.line, after.message.as_str()), (3, "expected nothing after the closing `]`"));
+        assert_eq!(err("[{} {}]").message, "expected `,` or `]`");
+        assert_eq!(err("[{},\n,{}]").line, 2);
+        assert_eq!(err("[{},\n]").message, "expected an element");
+    }
+
+    #[test]
+    fn an_element_over_the_cap_is_refused() {
+        let big = format!("[{{\"s\": \"{}\"}}]", "x".repeat(3 << 20));
+        let mut elements = Elements::new(big.as_bytes(), Layout::Array, 1 << 20);
+        let err = elements.next().unwrap().err().unwrap();
+        assert_eq!(err.line, 1);
+        assert!(err.message.contains("1 MiB"), "{}", err.message);
+    }
+}
