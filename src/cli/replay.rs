@@ -50,6 +50,53 @@ fn side_by_side(rec: &Counts, rep: &Counts) -> String {
     out
 }
 
+/// With more conversations than this, only those that do not reproduce are shown.
+const QUIET_AFTER: usize = 20;
+
+/// The as-recorded check of each conversation, printed in reading order: all of them for a
+/// few conversations, only those that differ for many (which is known only after the
+/// 21st, so the first ones wait).
+#[derive(Default)]
+struct AsRecorded {
+    /// Each checked conversation's text and whether it reproduced, until there are too many.
+    waiting: Vec<(bool, String)>,
+    quiet: bool,
+    reproduced: usize,
+    total: usize,
+}
+
+impl AsRecorded {
+    fn add(&mut self, t: &crate::trace::Trace) {
+        let (rec, rep) = (recorded_counts(t), replay_as_recorded(t));
+        let same = rec == rep;
+        self.total += 1;
+        self.reproduced += usize::from(same);
+        if self.quiet && same {
+            return;
+        }
+        let verdict = if same { "reproduces the recording" } else { "DIFFERS from the recording" };
+        let text = format!("{} — as-recorded {verdict}\n{}", printable(&t.header.id), side_by_side(&rec, &rep));
+        if self.quiet {
+            print!("{text}");
+            return;
+        }
+        self.waiting.push((same, text));
+        if self.waiting.len() > QUIET_AFTER {
+            self.quiet = true;
+            self.waiting.drain(..).filter(|(same, _)| !same).for_each(|(_, text)| print!("{text}"));
+        }
+    }
+
+    fn finish(&mut self) {
+        self.waiting.drain(..).for_each(|(_, text)| print!("{text}"));
+        println!("as-recorded: {} of {} conversation(s) reproduced exactly", self.reproduced, self.total);
+    }
+
+    fn code(&self) -> i32 {
+        if self.reproduced == self.total { exit::OK } else { exit::FAILED }
+    }
+}
+
 pub fn execute(args: ReplayArgs) -> Result<i32> {
     let names = if args.strategies.is_empty() {
         std::iter::once(AS_RECORDED.to_owned()).chain(Strategy::presets().into_iter().map(|s| s.name)).collect()
@@ -65,33 +112,28 @@ pub fn execute(args: ReplayArgs) -> Result<i32> {
             ))
         })?);
     }
-    let imported = args.source.import()?;
-    let mut code = exit::OK;
-    let (mut reproduced, mut total) = (0, 0);
-    let quiet = imported.traces.len() > 20;
-    if names.iter().any(|n| n == AS_RECORDED) {
-        for t in &imported.traces {
-            let (rec, rep) = (recorded_counts(t), replay_as_recorded(t));
-            total += 1;
-            if rec == rep {
-                reproduced += 1;
-            } else {
-                code = exit::FAILED;
-            }
-            if !quiet || rec != rep {
-                println!(
-                    "{} — as-recorded {}",
-                    printable(&t.header.id),
-                    if rec == rep { "reproduces the recording" } else { "DIFFERS from the recording" }
-                );
-                print!("{}", side_by_side(&rec, &rep));
-            }
-        }
-        println!("as-recorded: {reproduced} of {total} conversation(s) reproduced exactly");
-    }
+    let as_recorded = names.iter().any(|n| n == AS_RECORDED);
+    let mut check = AsRecorded::default();
     if args.as_recorded_only || whatif.is_empty() {
-        return Ok(code);
+        // Nothing needs every conversation at once: each is checked as it is read.
+        args.source.import_each(&mut |t| {
+            if as_recorded {
+                check.add(&t);
+            }
+            Ok(())
+        })?;
+        if as_recorded {
+            check.finish();
+        }
+        return Ok(check.code());
     }
+    let imported = args.source.import()?;
+    if as_recorded {
+        imported.traces.iter().for_each(|t| check.add(t));
+        check.finish();
+    }
+    let code = check.code();
+    let quiet = imported.traces.len() > QUIET_AFTER;
     let suite: Vec<_> =
         imported.traces.iter().map(|t| whatif_scenario(t, whatif.clone(), args.seed, args.runs)).collect();
     for (t, sc) in imported.traces.iter().zip(&suite) {
