@@ -9,6 +9,10 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tracefault::trace::Trace;
 use tracefault::trace::import::{ImportOptions, import_each, import_str};
 
+/// The allocator the `tracefault` binary uses (src/main.rs), so the figures are the binary's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn provider_input() -> (PathBuf, String) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let path = root.join("tests/fixtures/corpus/tau-bench_gpt-4o-airline.json");
