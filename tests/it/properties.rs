@@ -566,3 +566,61 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// A file of wrapped conversations read one element at a time (`import_path`) gives what
+    /// reading it whole (`import_str`) gives, whatever the conversations hold: the same traces
+    /// when both read it, an error from both when one fails.
+    #[test]
+    fn streamed_import_equals_whole_file_import(
+        conversations in prop::collection::vec(
+            (0usize..3, prop::collection::vec(any::<usize>(), 0..5), prop_oneof![
+                Just(serde_json::Value::Null),
+                Just(serde_json::json!("Error: x ] } \" [")),
+                Just(serde_json::json!([])),
+                Just(serde_json::json!({"role": "tool", "content": "a\nb"})),
+                arb_json(),
+            ], any::<bool>()),
+            1..4,
+        ),
+        jsonl in any::<bool>(),
+        pretty in any::<bool>(),
+    ) {
+        use tracefault::trace::import::{ImportOptions, import_path, import_str};
+        let (_, tau) = &corpus_values()[5];
+        let keys = ["traj", "conversation", "trajectory"];
+        let elements: Vec<serde_json::Value> = conversations
+            .into_iter()
+            .map(|(key, path, with, mutated)| {
+                let mut messages = tau.clone();
+                if mutated {
+                    mutate(&mut messages, &path, with);
+                }
+                serde_json::json!({ keys[key]: messages, "reward": 1 })
+            })
+            .collect();
+        let text = if jsonl {
+            elements.iter().map(|e| e.to_string() + "\n").collect::<String>()
+        } else if pretty {
+            serde_json::to_string_pretty(&elements).unwrap()
+        } else {
+            serde_json::Value::Array(elements).to_string()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(if jsonl { "c.jsonl" } else { "c.json" });
+        std::fs::write(&path, &text).unwrap();
+        let opts = ImportOptions::default();
+        let streamed = import_path(&path, &opts);
+        let whole = import_str(&text, &path, &opts);
+        match (streamed, whole) {
+            (Ok(s), Ok(w)) => {
+                prop_assert_eq!(s.format, w.format);
+                prop_assert_eq!(s.traces, w.traces);
+            }
+            (Err(_), Err(_)) => {}
+            (s, w) => prop_assert!(false, "streamed {:?} but whole-file {:?}", s.map(|i| i.traces.len()), w.map(|i| i.traces.len())),
+        }
+    }
+}

@@ -300,4 +300,55 @@ mod tests {
         assert_eq!(err.line, 1);
         assert!(err.message.contains("1 MiB"), "{}", err.message);
     }
+
+    fn arb_json() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        use serde_json::Value;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i32>().prop_map(Value::from),
+            "[a-z\\[\\]{},:\"\\\\\n é]{0,8}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map("[a-z\"\\]]{0,3}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// Whatever the values, however the reads fall, each element's bytes parse back to the
+        /// value written, in an array (compact or pretty) and in JSONL.
+        #[test]
+        fn elements_parse_back_to_what_was_written(
+            values in proptest::collection::vec(arb_json(), 0..6),
+            chunk in 1usize..64,
+            pretty in proptest::prelude::any::<bool>(),
+        ) {
+            let array = if pretty {
+                serde_json::to_string_pretty(&values).unwrap()
+            } else {
+                serde_json::to_string(&values).unwrap()
+            };
+            let jsonl: String = values.iter().map(|v| v.to_string() + "\n").collect();
+            for (text, layout) in [(array, Layout::Array), (jsonl, Layout::Lines)] {
+                let got = split(&text, layout, chunk).unwrap();
+                let parsed: Vec<serde_json::Value> =
+                    got.iter().map(|(_, _, t)| serde_json::from_str(t).unwrap()).collect();
+                proptest::prop_assert_eq!(&parsed, &values);
+                for (i, (index, line, t)) in got.iter().enumerate() {
+                    proptest::prop_assert_eq!(*index, i);
+                    // The element starts on the line it names.
+                    let first = t.lines().next().unwrap_or_default();
+                    proptest::prop_assert!(text.lines().nth(line - 1).is_some_and(|l| l.contains(first)));
+                    if layout == Layout::Lines {
+                        proptest::prop_assert_eq!(*line, i + 1);
+                    }
+                }
+            }
+        }
+    }
 }
