@@ -105,7 +105,7 @@ pub fn import(args: ImportArgs) -> Result<i32> {
     let stem = args.out.with_extension("");
     let numbered = |i: usize| PathBuf::from(format!("{}-{}.jsonl", stem.display(), i));
     let mut sink = if args.all { Sink::All(FileWriter::begin(&args.out)?) } else { Sink::Waiting(None) };
-    let n = args.source.import_each(&mut |t| {
+    let read = args.source.import_each(&mut |t| {
         match &mut sink {
             Sink::All(f) => f.write(t.to_jsonl().as_bytes())?,
             Sink::Waiting(first @ None) => *first = Some(t),
@@ -120,7 +120,17 @@ pub fn import(args: ImportArgs) -> Result<i32> {
             }
         }
         Ok(())
-    })?;
+    });
+    let n = match read {
+        Ok(n) => n,
+        Err(e) => {
+            // A failed import leaves no output: not the conversations written before the error.
+            if let Sink::Each(k) = sink {
+                (1..=k).for_each(|i| drop(std::fs::remove_file(numbered(i))));
+            }
+            return Err(e);
+        }
+    };
     match sink {
         Sink::All(f) => f.commit()?,
         Sink::Waiting(Some(t)) => write_file(&args.out, t.to_jsonl().as_bytes())?,

@@ -203,11 +203,26 @@ fn a_broken_conversation_in_a_streamed_file_names_its_line() {
     for (name, text, line) in [("w.jsonl", jsonl, 4), ("w.json", array, 6)] {
         let p = write(dir.path(), name, &text);
         let out = dir.path().join(format!("{name}.out.jsonl"));
-        let run = tracefault().arg("import").arg(&p).arg("-o").arg(&out).arg("--all").output().unwrap();
-        let err = String::from_utf8_lossy(&run.stderr);
-        assert_eq!(run.status.code(), Some(2), "{name}: {err}");
-        assert!(err.contains(&format!("{name}:{line}: JSON: expected `,`")), "{name}: expected line {line} in {err}");
-        assert!(!out.exists(), "{name}: a failed import leaves no output");
+        for all in [true, false] {
+            let mut import = tracefault();
+            import.arg("import").arg(&p).arg("-o").arg(&out);
+            if all {
+                import.arg("--all");
+            }
+            let run = import.output().unwrap();
+            let err = String::from_utf8_lossy(&run.stderr);
+            assert_eq!(run.status.code(), Some(2), "{name}: {err}");
+            assert!(
+                err.contains(&format!("{name}:{line}: JSON: expected `,`")),
+                "{name}: expected line {line} in {err}"
+            );
+            let left: Vec<_> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|f| f.contains(".out"))
+                .collect();
+            assert!(left.is_empty(), "{name} (--all {all}): a failed import leaves no output, found {left:?}");
+        }
     }
 }
 
