@@ -11,6 +11,7 @@ pub mod gemini;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod otel;
+mod stream;
 
 use std::path::Path;
 
@@ -398,7 +399,7 @@ pub fn import_each(
     opts: &ImportOptions,
     each: &mut dyn FnMut(Trace) -> Result<(), Error>,
 ) -> Result<SourceFormat, Error> {
-    match stream_wrapped(path, opts, each)? {
+    match stream::wrapped(path, opts, each)? {
         Some(format) => Ok(format),
         None => {
             let text = crate::input::read_text(path, crate::input::Input::Trace)?;
@@ -407,128 +408,6 @@ pub fn import_each(
             Ok(imported.format)
         }
     }
-}
-
-/// Streams a file of wrapped conversations; `None` (having handed on nothing) when the file is
-/// not one.
-fn stream_wrapped(
-    path: &Path,
-    opts: &ImportOptions,
-    each: &mut dyn FnMut(Trace) -> Result<(), Error>,
-) -> Result<Option<SourceFormat>, Error> {
-    use elements::{Elements, Layout};
-    use std::io::Read;
-    let whole_file_formats = [SourceFormat::Native, SourceFormat::Cassette, SourceFormat::Otel];
-    if opts.select.is_some()
-        || whole_file_formats.contains(&opts.format)
-        || path.extension().is_some_and(|e| e == "yaml" || e == "yml")
-    {
-        return Ok(None);
-    }
-    let open = || {
-        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-        if file.metadata().is_ok_and(|m| !m.is_file()) {
-            return Ok(None); // folders get their error, devices their cap, on the whole-file path
-        }
-        Ok(Some(file))
-    };
-    let Some(mut file) = open()? else { return Ok(None) };
-    let mut head = [0u8; 4096];
-    let n = file.read(&mut head).map_err(|e| Error::io(path, e))?;
-    let layout = match head[..n].iter().find(|b| !b.is_ascii_whitespace()) {
-        Some(b'[') => Layout::Array,
-        Some(b'{') => Layout::Lines,
-        _ => return Ok(None),
-    };
-    let Some(file) = open()? else { return Ok(None) };
-    let cap = usize::try_from(crate::input::Input::Trace.cap_bytes()).unwrap_or(usize::MAX);
-    let mut elements = Elements::new(file, layout, cap);
-    let file_name = path.display().to_string();
-    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("trace");
-    let mut format = None;
-    // Conversations held back while every one so far is empty: a file where all are empty is
-    // read in the wrong format, and says so before anything is handed on.
-    let mut held: Vec<Trace> = Vec::new();
-    let (mut any_items, mut count) = (false, 0);
-    while let Some(element) = elements.next() {
-        let element = element.map_err(|e| Error::Parse {
-            file: format!("{file_name}:{}", e.line),
-            message: format!("JSON: {}", e.message),
-        })?;
-        let (i, line) = (element.index, element.line);
-        let lean = match format {
-            Some(SourceFormat::OpenAiChat) => openai_chat::lean_wrapped(element.bytes),
-            _ => None,
-        };
-        let v = match lean {
-            Some(list) => list,
-            None => {
-                let mut v: Value = match serde_json::from_slice(element.bytes) {
-                    Ok(v) => v,
-                    // Not JSON element by element: the whole-file reader reports it (or reads it).
-                    Err(_) if i == 0 => return Ok(None),
-                    Err(e) => {
-                        return Err(Error::Parse {
-                            file: format!("{file_name}:{}", line + e.line().saturating_sub(1)),
-                            message: format!("JSON: {} (column {})", json_message(&e), e.column()),
-                        });
-                    }
-                };
-                let key = ["traj", "conversation", "trajectory"].into_iter().find(|k| v.get(k).is_some());
-                match key.and_then(|k| v.get_mut(k)) {
-                    Some(inner) => inner.take(),
-                    None if i == 0 => return Ok(None),
-                    None => {
-                        return Err(Error::Invalid {
-                            file: file_name,
-                            line: Some(line),
-                            field: format!("/{i}"),
-                            expected: "a wrapped conversation (`traj`, `conversation` or `trajectory`), like the first element"
-                                .into(),
-                        });
-                    }
-                }
-            }
-        };
-        let inner = &v;
-        if i == 0 {
-            format = match opts.format {
-                SourceFormat::Auto => match detect(inner) {
-                    Some(f) => Some(f),
-                    None => return Ok(None),
-                },
-                f => Some(f),
-            };
-        }
-        let f = format.expect("set by the first element");
-        let convs = provider_conversations(f, inner, &format!("{stem}#{i}"))
-            .map_err(|e| ImportError::at(format!("/{i}{}", e.at), e.expected).into_error(path))?;
-        for c in &convs {
-            any_items |= !c.items.is_empty();
-            held.push(to_trace(c, &opts.rules));
-        }
-        // A lone object is not JSONL: it waits, and alone goes to the whole-file reader.
-        if any_items && (layout == Layout::Array || i > 0) {
-            held.drain(..).try_for_each(&mut *each)?;
-        }
-        count = i + 1;
-    }
-    let Some(format) = format else { return Ok(None) };
-    if layout == Layout::Lines && count == 1 {
-        return Ok(None);
-    }
-    if !any_items {
-        return Err(Error::Invalid {
-            file: file_name,
-            line: None,
-            field: "format".into(),
-            expected: format!(
-                "{} content: nothing in the file reads as a message, model call or tool result in that format (try --format auto)",
-                format.name()
-            ),
-        });
-    }
-    Ok(Some(format))
 }
 
 /// serde_json's message without its position, which counts from the element, not the file.
