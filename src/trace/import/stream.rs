@@ -20,6 +20,9 @@ use crate::trace::Trace;
 /// The keys a wrapped conversation's message list may sit under, in the order they are tried.
 const WRAPPER_KEYS: [&str; 3] = ["traj", "conversation", "trajectory"];
 
+/// Formats whose files are one unit (a trace, a cassette, a span export), never streamed.
+const WHOLE_FILE_FORMATS: [SourceFormat; 3] = [SourceFormat::Native, SourceFormat::Cassette, SourceFormat::Otel];
+
 /// Elements a reader may be ahead of the one being handed on, per core: bounds memory.
 const AHEAD_PER_CORE: usize = 4;
 
@@ -89,9 +92,8 @@ pub(super) fn wrapped(
     opts: &ImportOptions,
     each: &mut dyn FnMut(Trace) -> Result<(), Error>,
 ) -> Result<Option<SourceFormat>, Error> {
-    let whole_file_formats = [SourceFormat::Native, SourceFormat::Cassette, SourceFormat::Otel];
     if opts.select.is_some()
-        || whole_file_formats.contains(&opts.format)
+        || WHOLE_FILE_FORMATS.contains(&opts.format)
         || path.extension().is_some_and(|e| e == "yaml" || e == "yml")
     {
         return Ok(None);
@@ -125,8 +127,8 @@ pub(super) fn wrapped(
     let Some(first) = first else { return Ok(None) };
     let format = match opts.format {
         SourceFormat::Auto => match detect(&first) {
-            Some(f) => f,
-            None => return Ok(None),
+            Some(f) if !WHOLE_FILE_FORMATS.contains(&f) => f,
+            _ => return Ok(None),
         },
         f => f,
     };
