@@ -228,9 +228,13 @@ fn has_blocks(m: &Value) -> bool {
     })
 }
 
+/// The keys a wrapped conversation's message list sits under (tau-bench's `traj`), in the
+/// order they are tried.
+const WRAPPER_KEYS: [&str; 3] = ["traj", "conversation", "trajectory"];
+
 /// The conversation inside a wrapper object (tau-bench's `traj`, `conversation`).
 fn container_inner(v: &Value) -> Option<&Value> {
-    ["traj", "conversation", "trajectory"].iter().find_map(|k| v.get(*k))
+    WRAPPER_KEYS.iter().find_map(|k| v.get(*k))
 }
 
 fn provider_items(format: SourceFormat, list: &[Value], path: &str) -> Result<Vec<Item>, ImportError> {

@@ -13,12 +13,9 @@ use serde_json::Value;
 
 use super::elements::{Element, Elements, Layout, SplitError};
 use super::{ImportError, ImportOptions, SourceFormat, conversation::to_trace, detect, openai_chat};
-use super::{json_message, provider_conversations};
+use super::{WRAPPER_KEYS, json_message, provider_conversations};
 use crate::error::Error;
 use crate::trace::Trace;
-
-/// The keys a wrapped conversation's message list may sit under, in the order they are tried.
-const WRAPPER_KEYS: [&str; 3] = ["traj", "conversation", "trajectory"];
 
 /// Formats whose files are one unit (a trace, a cassette, a span export), never streamed.
 const WHOLE_FILE_FORMATS: [SourceFormat; 3] = [SourceFormat::Native, SourceFormat::Cassette, SourceFormat::Otel];
@@ -55,7 +52,7 @@ impl Reading<'_> {
                     file: format!("{}:{}", self.name(), line + e.line().saturating_sub(1)),
                     message: format!("JSON: {} (column {})", json_message(&e), e.column()),
                 })?;
-                unwrap(v).ok_or_else(|| Error::Invalid {
+                wrapped_list(v).ok_or_else(|| Error::Invalid {
                     file: self.name(),
                     line: Some(line),
                     field: format!("/{i}"),
@@ -79,8 +76,8 @@ impl Reading<'_> {
     }
 }
 
-/// The message list of a wrapped conversation.
-fn unwrap(mut v: Value) -> Option<Value> {
+/// The message list of a wrapped conversation, taken out of it.
+fn wrapped_list(mut v: Value) -> Option<Value> {
     let key = WRAPPER_KEYS.into_iter().find(|k| v.get(k).is_some())?;
     v.get_mut(key).map(Value::take)
 }
@@ -122,7 +119,7 @@ pub(super) fn wrapped(
     // whole-file reader's business.
     let first = match elements.next() {
         None | Some(Err(_)) => return Ok(None),
-        Some(Ok(Element { bytes, .. })) => serde_json::from_slice(bytes).ok().and_then(unwrap),
+        Some(Ok(Element { bytes, .. })) => serde_json::from_slice(bytes).ok().and_then(wrapped_list),
     };
     let Some(first) = first else { return Ok(None) };
     let format = match opts.format {
