@@ -143,8 +143,12 @@ pub fn chain(exchanges: Vec<Exchange>, source: SourceFormat, id: &str, provider:
     let mut out: Vec<Conversation> = Vec::new();
     // The current conversation, and the signatures of its items without failed calls.
     let mut current: Option<(Conversation, Vec<String>)> = None;
-    for ex in exchanges {
-        let sigs: Vec<String> = ex.items.iter().map(signature).collect();
+    let count = exchanges.len();
+    for (n, ex) in exchanges.into_iter().enumerate() {
+        // Signatures compare this request with the last and the next with this: a lone
+        // exchange (every wrapped conversation) needs none.
+        let compared = current.is_some() || n + 1 < count;
+        let sigs: Vec<String> = if compared { ex.items.iter().map(signature).collect() } else { Vec::new() };
         let extends =
             current.as_ref().is_some_and(|(_, prev)| sigs.len() >= prev.len() && sigs[..prev.len()] == prev[..]);
         if !extends {
@@ -163,11 +167,11 @@ pub fn chain(exchanges: Vec<Exchange>, source: SourceFormat, id: &str, provider:
         }
         let (conv, prev) = current.as_mut().expect("set above");
         let done = prev.len();
-        conv.items.extend(ex.items[done..].iter().cloned());
-        prev.extend(sigs[done..].iter().cloned());
+        conv.items.extend(ex.items.into_iter().skip(done));
+        prev.extend(sigs.into_iter().skip(done));
         if let Some(resp) = ex.response {
             let ok = matches!(resp, Item::Model { status: 200, .. });
-            if ok {
+            if ok && n + 1 < count {
                 prev.push(signature(&resp));
             }
             conv.items.push(resp);

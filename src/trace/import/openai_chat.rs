@@ -1,7 +1,10 @@
 //! OpenAI Chat Completions: `messages` (with `tool_calls` / `role: "tool"`, or the legacy
 //! `function_call` / `role: "function"`), request bodies, and `choices[0].message` responses.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::ImportError;
 use super::conversation::{CallItem, Item, parse_args, text_of, with_usage};
@@ -87,50 +90,170 @@ pub fn tools(body: &Value) -> Vec<ToolDef> {
     out
 }
 
-/// The message list of a wrapped conversation (`traj`, `conversation` or `trajectory`, as
-/// [`super::container_inner`] picks), read without the text of system and developer messages,
-/// which [`items`] skips: in tau-bench that is the policy prompt, a third of the bytes. `None`
-/// when the element is not an object whose list holds objects (the caller reads it whole).
-pub fn lean_wrapped(element: &[u8]) -> Option<Value> {
+/// The items of a wrapped conversation (`traj`, `conversation` or `trajectory`, the first
+/// present as [`super::container_inner`] picks), read straight into typed messages that borrow
+/// from `element`: no `Value` tree, and the text of system and developer messages (in
+/// tau-bench the policy prompt, a third of the bytes) is skipped unread. `None` when the
+/// element holds anything this reading does not take exactly as [`items`] would (another
+/// shape, a missing role, an unknown role, a duplicate key, an empty list): the caller then
+/// reads it as a `Value`, which gives the same items or the error.
+pub fn wrapped_items(element: &[u8]) -> Option<Vec<Item>> {
+    /// A present key must hold a list of messages (`null` is not taken for absent).
+    fn list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<Message<'de>>>, D::Error> {
+        serde::Deserialize::deserialize(d).map(Some)
+    }
     #[derive(serde::Deserialize)]
-    struct Wrapped {
-        traj: Option<Vec<Lean>>,
-        conversation: Option<Vec<Lean>>,
-        trajectory: Option<Vec<Lean>>,
+    struct Wrapped<'a> {
+        #[serde(borrow, default, deserialize_with = "list")]
+        traj: Option<Vec<Message<'a>>>,
+        #[serde(borrow, default, deserialize_with = "list")]
+        conversation: Option<Vec<Message<'a>>>,
+        #[serde(borrow, default, deserialize_with = "list")]
+        trajectory: Option<Vec<Message<'a>>>,
     }
     let w: Wrapped = serde_json::from_slice(element).ok()?;
-    let list = w.traj.or(w.conversation).or(w.trajectory)?;
-    Some(Value::Array(list.into_iter().map(|m| m.0).collect()))
+    let list = w.traj.or(w.conversation).or(w.trajectory).filter(|l| !l.is_empty())?;
+    let mut out = Vec::with_capacity(list.len());
+    for m in list {
+        let text = |raw: Option<&RawValue>| match raw {
+            None => Some(String::new()),
+            Some(raw) if raw.get().starts_with('"') => serde_json::from_str(raw.get()).ok(),
+            Some(raw) => serde_json::from_str(raw.get()).ok().map(|v: Value| text_of(&v)),
+        };
+        out.push(match &*m.role {
+            "system" | "developer" => continue,
+            "user" => Item::User(text(m.content)?),
+            "assistant" => {
+                let mut calls: Vec<CallItem> =
+                    m.tool_calls.unwrap_or_default().into_iter().map(ToolCall::item).collect();
+                calls.extend(m.function_call.map(|f| Function::item(f, None)));
+                Item::model(text(m.content), calls)
+            }
+            "tool" => Item::Result {
+                id: m.tool_call_id.map(Cow::into_owned),
+                name: m.name.map(Cow::into_owned),
+                content: text(m.content)?,
+                flag: None,
+            },
+            "function" => {
+                Item::Result { id: None, name: m.name.map(Cow::into_owned), content: text(m.content)?, flag: None }
+            }
+            _ => return None,
+        });
+    }
+    Some(out)
 }
 
-/// One message, its `content` parsed only when its role is read.
-struct Lean(Value);
+/// One Chat Completions message as [`wrapped_items`] reads it; `content` is kept raw and read
+/// only for the roles whose text is used.
+#[derive(serde::Deserialize)]
+struct Message<'a> {
+    #[serde(borrow)]
+    role: Cow<'a, str>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    tool_calls: Option<Vec<ToolCall<'a>>>,
+    #[serde(borrow, default)]
+    function_call: Option<Function<'a>>,
+    #[serde(borrow, default)]
+    tool_call_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+}
 
-impl<'de> serde::Deserialize<'de> for Lean {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Lean, D::Error> {
-        struct Visit;
-        impl<'de> serde::de::Visitor<'de> for Visit {
-            type Value = Lean;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a message object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Lean, A::Error> {
-                let mut map = serde_json::Map::new();
-                let mut content: Option<&'de serde_json::value::RawValue> = None;
-                while let Some(k) = a.next_key::<String>()? {
-                    if k == "content" {
-                        content = Some(a.next_value()?);
-                    } else {
-                        map.insert(k, a.next_value()?);
-                    }
-                }
-                let skipped = matches!(map.get("role").and_then(Value::as_str), Some("system" | "developer"));
-                if let Some(raw) = content.filter(|_| !skipped) {
-                    map.insert("content".into(), serde_json::from_str(raw.get()).map_err(serde::de::Error::custom)?);
-                }
-                Ok(Lean(Value::Object(map)))
-            }
+#[derive(serde::Deserialize)]
+struct ToolCall<'a> {
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    function: Option<Function<'a>>,
+}
+
+impl ToolCall<'_> {
+    fn item(self) -> CallItem {
+        let id = self.id.map(Cow::into_owned);
+        match self.function {
+            Some(f) => f.item(id),
+            None => CallItem { id, name: String::new(), args: parse_args("{}") },
         }
-        d.deserialize_map(Visit)
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Function<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    arguments: Option<Cow<'a, str>>,
+}
+
+impl Function<'_> {
+    fn item(self, id: Option<String>) -> CallItem {
+        CallItem {
+            id,
+            name: self.name.map(Cow::into_owned).unwrap_or_default(),
+            args: parse_args(self.arguments.as_deref().unwrap_or("{}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The items [`items`] gives for a wrapped element read as a `Value`.
+    fn by_value(element: &str) -> Option<Vec<Item>> {
+        let v: Value = serde_json::from_str(element).unwrap();
+        let list = super::super::WRAPPER_KEYS.iter().find_map(|k| v.get(*k))?.as_array()?;
+        items(list, "").ok()
+    }
+
+    #[test]
+    fn typed_reading_equals_value_reading_on_the_corpus() {
+        let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/corpus");
+        let text = std::fs::read_to_string(corpus.join("tau-bench_gpt-4o-airline.json")).unwrap();
+        let elements: Vec<Value> = serde_json::from_str(&text).unwrap();
+        for e in &elements {
+            let s = e.to_string();
+            let typed = wrapped_items(s.as_bytes()).expect("tau-bench reads typed");
+            assert_eq!(Some(typed), by_value(&s));
+        }
+    }
+
+    #[test]
+    fn typed_reading_takes_every_field_as_the_value_reading_does() {
+        let cases = [
+            r#"{"traj": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"text": "b"}]},
+               {"content": null, "role": "assistant", "function_call": {"name": "f", "arguments": "{\"x\":1}"}},
+               {"role": "function", "name": "f", "content": "Error: no"},
+               {"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": "g"}}, {"id": "c2"}]},
+               {"role": "tool", "tool_call_id": "c1", "content": 42},
+               {"role": "system", "content": {"not": "read"}}, {"role": "developer", "content": "x"},
+               {"role": "user"}]}"#,
+            r#"{"info": {"x": [1, "two"]}, "conversation": [{"role": "assistant", "content": "  "}]}"#,
+        ];
+        for case in cases {
+            let typed = wrapped_items(case.as_bytes()).expect("reads typed");
+            assert_eq!(Some(typed), by_value(case), "{case}");
+        }
+    }
+
+    /// Whatever the typed reading might take differently, it leaves to the `Value` reading.
+    #[test]
+    fn typed_reading_declines_what_it_cannot_take_exactly() {
+        for case in [
+            r#"{"traj": null, "conversation": [{"role": "user", "content": "a"}]}"#,
+            r#"{"traj": []}"#,
+            r#"{"traj": [{"role": "robot", "content": "a"}]}"#,
+            r#"{"traj": [{"role": "user", "role": "tool", "content": "a"}]}"#,
+            r#"{"traj": [{"role": "tool", "tool_call_id": 7, "content": "a"}]}"#,
+            r#"{"traj": [{"content": "a"}]}"#,
+            r#"{"traj": [{"role": "assistant", "tool_calls": "none"}]}"#,
+            r#"{"traj": [{"role": "assistant", "function_call": "auto"}]}"#,
+            r#"{"traj": ["hello"]}"#,
+        ] {
+            assert_eq!(wrapped_items(case.as_bytes()), None, "{case}");
+        }
     }
 }

@@ -11,16 +11,17 @@ use std::sync::{Arc, Mutex, mpsc};
 
 use serde_json::Value;
 
+use super::conversation::Conversation;
 use super::elements::{Element, Elements, Layout, SplitError};
+use super::{Exchange, WRAPPER_KEYS, chain, json_message, provider_conversations};
 use super::{ImportError, ImportOptions, SourceFormat, conversation::to_trace, detect, openai_chat};
-use super::{WRAPPER_KEYS, json_message, provider_conversations};
 use crate::error::Error;
 use crate::trace::Trace;
 
 /// Formats whose files are one unit (a trace, a cassette, a span export), never streamed.
 const WHOLE_FILE_FORMATS: [SourceFormat; 3] = [SourceFormat::Native, SourceFormat::Cassette, SourceFormat::Otel];
 
-/// Elements a reader may be ahead of the one being handed on, per core: bounds memory.
+/// Batches the splitter may be ahead of the one being handed on, per core: bounds memory.
 const AHEAD_PER_CORE: usize = 4;
 
 /// One element's conversations as traces, and whether any of them holds an item.
@@ -41,34 +42,40 @@ impl Reading<'_> {
 
     /// The traces of element `i`, which starts on `line` of the file.
     fn convert(&self, i: usize, line: usize, bytes: &[u8]) -> Result<Converted, Error> {
-        let lean = match self.format {
-            SourceFormat::OpenAiChat => openai_chat::lean_wrapped(bytes),
-            _ => None,
-        };
-        let list = match lean {
-            Some(list) => list,
-            None => {
-                let v: Value = serde_json::from_slice(bytes).map_err(|e| Error::Parse {
-                    file: format!("{}:{}", self.name(), line + e.line().saturating_sub(1)),
-                    message: format!("JSON: {} (column {})", json_message(&e), e.column()),
-                })?;
-                wrapped_list(v).ok_or_else(|| Error::Invalid {
-                    file: self.name(),
-                    line: Some(line),
-                    field: format!("/{i}"),
-                    expected: "a wrapped conversation (`traj`, `conversation` or `trajectory`), like the first element"
-                        .into(),
-                })?
-            }
-        };
+        if self.format == SourceFormat::OpenAiChat
+            && let Some(items) = openai_chat::wrapped_items(bytes)
+        {
+            let exchange = Exchange { items, response: None, tools: Vec::new(), model: None };
+            let convs = chain(vec![exchange], self.format, &self.id(i), self.format.provider());
+            return Ok(self.converted(&convs));
+        }
+        let v: Value = serde_json::from_slice(bytes).map_err(|e| Error::Parse {
+            file: format!("{}:{}", self.name(), line + e.line().saturating_sub(1)),
+            message: format!("JSON: {} (column {})", json_message(&e), e.column()),
+        })?;
+        let list = wrapped_list(v).ok_or_else(|| Error::Invalid {
+            file: self.name(),
+            line: Some(line),
+            field: format!("/{i}"),
+            expected: "a wrapped conversation (`traj`, `conversation` or `trajectory`), like the first element".into(),
+        })?;
         self.traces(i, &list)
     }
 
-    fn traces(&self, i: usize, list: &Value) -> Result<Converted, Error> {
-        let convs = provider_conversations(self.format, list, &format!("{}#{i}", self.stem))
-            .map_err(|e| ImportError::at(format!("/{i}{}", e.at), e.expected).into_error(self.path))?;
+    /// The id of element `i`'s conversation.
+    fn id(&self, i: usize) -> String {
+        format!("{}#{i}", self.stem)
+    }
+
+    fn converted(&self, convs: &[Conversation]) -> Converted {
         let any_items = convs.iter().any(|c| !c.items.is_empty());
-        Ok((convs.iter().map(|c| to_trace(c, &self.opts.rules)).collect(), any_items))
+        (convs.iter().map(|c| to_trace(c, &self.opts.rules)).collect(), any_items)
+    }
+
+    fn traces(&self, i: usize, list: &Value) -> Result<Converted, Error> {
+        let convs = provider_conversations(self.format, list, &self.id(i))
+            .map_err(|e| ImportError::at(format!("/{i}{}", e.at), e.expected).into_error(self.path))?;
+        Ok(self.converted(&convs))
     }
 
     fn split_error(&self, e: SplitError) -> Error {
@@ -184,42 +191,96 @@ fn in_turn(
     Ok(count)
 }
 
-/// Converts the elements after the first on `cores` threads while another splits the file,
-/// handing each on in file order; the first error in file order ends it, as reading in turn
-/// would. Returns how many elements there were.
+/// Elements sent to a core together, up to this many bytes (or [`BATCH_ELEMENTS`]): one hand-off
+/// per batch instead of per element keeps the threads from waking each other for every
+/// conversation.
+const BATCH_BYTES: usize = 128 << 10;
+const BATCH_ELEMENTS: usize = 32;
+
+/// Consecutive elements, copied out of the splitter's buffer into one allocation.
+#[derive(Default)]
+struct Batch {
+    /// Index of the first element.
+    first: usize,
+    bytes: Vec<u8>,
+    /// Each element's line and its end in `bytes`.
+    ends: Vec<(usize, usize)>,
+}
+
+impl Batch {
+    fn push(&mut self, e: &Element) {
+        if self.ends.is_empty() {
+            self.first = e.index;
+        }
+        self.bytes.extend_from_slice(e.bytes);
+        self.ends.push((e.line, self.bytes.len()));
+    }
+
+    fn full(&self) -> bool {
+        self.bytes.len() >= BATCH_BYTES || self.ends.len() >= BATCH_ELEMENTS
+    }
+
+    /// Converts the elements in order, stopping at the first that fails.
+    fn convert(&self, reading: &Reading) -> Vec<Result<Converted, Error>> {
+        let mut out = Vec::with_capacity(self.ends.len());
+        let mut start = 0;
+        for (k, &(line, end)) in self.ends.iter().enumerate() {
+            let converted = reading.convert(self.first + k, line, &self.bytes[start..end]);
+            let failed = converted.is_err();
+            out.push(converted);
+            if failed {
+                break;
+            }
+            start = end;
+        }
+        out
+    }
+}
+
+/// Converts the elements after the first on `cores` threads while another splits the file
+/// into batches, handing each element on in file order; the first error in file order ends it,
+/// as reading in turn would. Returns how many elements there were.
 fn in_parallel(
     mut elements: Elements<File>,
     reading: &Reading,
     cores: usize,
     hand_on: &mut dyn FnMut(usize, Converted) -> Result<(), Error>,
 ) -> Result<usize, Error> {
-    type Done = (usize, Result<Converted, Error>);
+    /// A batch's first index and its elements converted (or the splitter's error).
+    type Done = (usize, Vec<Result<Converted, Error>>);
     std::thread::scope(|s| {
-        let (work_tx, work_rx) = mpsc::channel::<(usize, usize, Vec<u8>)>();
+        let (work_tx, work_rx) = mpsc::channel::<Batch>();
         let work_rx = Arc::new(Mutex::new(work_rx));
         let (done_tx, done_rx) = mpsc::channel::<Done>();
-        // Tickets bound how far the splitter runs ahead of the element being handed on.
+        // Tickets bound how far the splitter runs ahead of the batch being handed on.
         let ahead = AHEAD_PER_CORE * cores;
         let (ticket_tx, ticket_rx) = mpsc::sync_channel::<()>(ahead);
         (0..ahead).for_each(|_| ticket_tx.send(()).expect("room for every ticket"));
 
         let split_done = done_tx.clone();
         s.spawn(move || {
+            let mut batch = Batch::default();
             let mut next = 1;
-            while let Some(element) = elements.next() {
-                if ticket_rx.recv().is_err() {
-                    return; // the reader stopped
+            loop {
+                let element = elements.next();
+                let last = !matches!(element, Some(Ok(_)));
+                if let Some(Ok(e)) = &element {
+                    batch.push(e);
+                    next = e.index + 1;
                 }
-                let job = match element {
-                    Ok(e) => (e.index, e.line, e.bytes.to_vec()),
-                    Err(e) => {
-                        let _ = split_done.send((next, Err(reading.split_error(e))));
+                if (last && !batch.ends.is_empty()) || batch.full() {
+                    let ready = ticket_rx.recv().is_ok() && work_tx.send(std::mem::take(&mut batch)).is_ok();
+                    if !ready {
+                        return; // the reader stopped
+                    }
+                }
+                match element {
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => {
+                        let _ = split_done.send((next, vec![Err(reading.split_error(e))]));
                         return;
                     }
-                };
-                next = job.0 + 1;
-                if work_tx.send(job).is_err() {
-                    return;
+                    None => return,
                 }
             }
         });
@@ -228,8 +289,8 @@ fn in_parallel(
             s.spawn(move || {
                 loop {
                     let job = work_rx.lock().map(|rx| rx.recv());
-                    let Ok(Ok((i, line, bytes))) = job else { return };
-                    if done_tx.send((i, reading.convert(i, line, &bytes))).is_err() {
+                    let Ok(Ok(batch)) = job else { return };
+                    if done_tx.send((batch.first, batch.convert(reading))).is_err() {
                         return;
                     }
                 }
@@ -237,14 +298,16 @@ fn in_parallel(
         }
         drop((done_tx, work_rx));
 
-        let mut waiting: BTreeMap<usize, Result<Converted, Error>> = BTreeMap::new();
+        let mut waiting: BTreeMap<usize, Vec<Result<Converted, Error>>> = BTreeMap::new();
         let mut next = 1;
-        for (i, converted) in done_rx {
-            waiting.insert(i, converted);
+        for (first, converted) in done_rx {
+            waiting.insert(first, converted);
             while let Some(converted) = waiting.remove(&next) {
-                hand_on(next, converted?)?;
+                for result in converted {
+                    hand_on(next, result?)?;
+                    next += 1;
+                }
                 let _ = ticket_tx.send(());
-                next += 1;
             }
         }
         Ok(next - 1)
