@@ -99,22 +99,22 @@ pub fn tools(body: &Value) -> Vec<ToolDef> {
 /// reads it as a `Value`, which gives the same items or the error.
 pub fn wrapped_items(element: &[u8]) -> Option<Vec<Item>> {
     /// A present key must hold a list of messages (`null` is not taken for absent).
-    fn list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<Message<'de>>>, D::Error> {
+    fn list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<Object<Message<'de>>>>, D::Error> {
         serde::Deserialize::deserialize(d).map(Some)
     }
     #[derive(serde::Deserialize)]
     struct Wrapped<'a> {
         #[serde(borrow, default, deserialize_with = "list")]
-        traj: Option<Vec<Message<'a>>>,
+        traj: Option<Vec<Object<Message<'a>>>>,
         #[serde(borrow, default, deserialize_with = "list")]
-        conversation: Option<Vec<Message<'a>>>,
+        conversation: Option<Vec<Object<Message<'a>>>>,
         #[serde(borrow, default, deserialize_with = "list")]
-        trajectory: Option<Vec<Message<'a>>>,
+        trajectory: Option<Vec<Object<Message<'a>>>>,
     }
-    let w: Wrapped = serde_json::from_slice(element).ok()?;
+    let Object(w): Object<Wrapped> = serde_json::from_slice(element).ok()?;
     let list = w.traj.or(w.conversation).or(w.trajectory).filter(|l| !l.is_empty())?;
     let mut out = Vec::with_capacity(list.len());
-    for m in list {
+    for Object(m) in list {
         let text = |raw: Option<&RawValue>| match raw {
             None => Some(String::new()),
             Some(raw) if raw.get().starts_with('"') => serde_json::from_str(raw.get()).ok(),
@@ -125,8 +125,8 @@ pub fn wrapped_items(element: &[u8]) -> Option<Vec<Item>> {
             "user" => Item::User(text(m.content)?),
             "assistant" => {
                 let mut calls: Vec<CallItem> =
-                    m.tool_calls.unwrap_or_default().into_iter().map(ToolCall::item).collect();
-                calls.extend(m.function_call.map(|f| Function::item(f, None)));
+                    m.tool_calls.unwrap_or_default().into_iter().map(|c| c.0.item()).collect();
+                calls.extend(m.function_call.map(|f| f.0.item(None)));
                 Item::model(text(m.content), calls)
             }
             "tool" => Item::Result {
@@ -144,6 +144,26 @@ pub fn wrapped_items(element: &[u8]) -> Option<Vec<Item>> {
     Some(out)
 }
 
+/// A struct read only from a JSON object: derived structs also take a list, field by position,
+/// which the `Value` reading never does.
+struct Object<T>(T);
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Object<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<T>(std::marker::PhantomData<T>);
+        impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Visit<T> {
+            type Value = Object<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Object<T>, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(Object)
+            }
+        }
+        d.deserialize_map(Visit(std::marker::PhantomData))
+    }
+}
+
 /// One Chat Completions message as [`wrapped_items`] reads it; `content` is kept raw and read
 /// only for the roles whose text is used.
 #[derive(serde::Deserialize)]
@@ -153,9 +173,9 @@ struct Message<'a> {
     #[serde(borrow, default)]
     content: Option<&'a RawValue>,
     #[serde(borrow, default)]
-    tool_calls: Option<Vec<ToolCall<'a>>>,
+    tool_calls: Option<Vec<Object<ToolCall<'a>>>>,
     #[serde(borrow, default)]
-    function_call: Option<Function<'a>>,
+    function_call: Option<Object<Function<'a>>>,
     #[serde(borrow, default)]
     tool_call_id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
@@ -167,14 +187,14 @@ struct ToolCall<'a> {
     #[serde(borrow, default)]
     id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    function: Option<Function<'a>>,
+    function: Option<Object<Function<'a>>>,
 }
 
 impl ToolCall<'_> {
     fn item(self) -> CallItem {
         let id = self.id.map(Cow::into_owned);
         match self.function {
-            Some(f) => f.item(id),
+            Some(Object(f)) => f.item(id),
             None => CallItem { id, name: String::new(), args: parse_args("{}") },
         }
     }
@@ -252,6 +272,10 @@ mod tests {
             r#"{"traj": [{"role": "assistant", "tool_calls": "none"}]}"#,
             r#"{"traj": [{"role": "assistant", "function_call": "auto"}]}"#,
             r#"{"traj": ["hello"]}"#,
+            r#"{"traj": [["user", "a"]]}"#,
+            r#"{"traj": [{"role": "assistant", "tool_calls": [["c1"]]}]}"#,
+            r#"{"traj": [{"role": "assistant", "function_call": ["f", "{}"]}]}"#,
+            r#"[[{"role": "user", "content": "a"}]]"#,
         ] {
             assert_eq!(wrapped_items(case.as_bytes()), None, "{case}");
         }
