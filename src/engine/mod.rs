@@ -2,12 +2,14 @@
 //! wall clock; every random draw comes from a keyed [`rng::Stream`].
 
 pub mod breaker;
+pub mod capacity;
 pub mod events;
 pub mod faults;
 pub mod loop_guard;
 pub mod model;
 pub mod profile;
 pub mod retry;
+pub mod retry_budget;
 pub mod rng;
 pub mod run;
 pub mod seen;
