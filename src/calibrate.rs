@@ -44,7 +44,7 @@ pub fn observe(trace: &Trace, fit: &mut Fit) {
     let mut fix_run = 0;
     let mut retry_run = 0;
     for (i, r) in rows.iter().enumerate() {
-        let Some(class) = class_of(&r.outcome) else { continue };
+        let Some(class) = class_of(r.outcome) else { continue };
         let action = follow_up(&s, i);
         let next_turn = rows[i + 1..].iter().map(|x| x.turn).find(|t| *t > r.turn);
         let next: Vec<_> = rows.iter().filter(|x| Some(x.turn) == next_turn).collect();

@@ -124,7 +124,12 @@ impl FileWriter {
     }
 
     pub fn write(&mut self, bytes: &[u8]) -> Result<()> {
-        self.file.write_all(bytes).map_err(|e| Error::io(&self.path, e))
+        self.write_with(|w| w.write_all(bytes))
+    }
+
+    /// Writes what `write` puts into the file's buffered writer.
+    pub fn write_with(&mut self, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
+        write(&mut self.file).map_err(|e| Error::io(&self.path, e))
     }
 
     /// Makes the file appear whole at its path. No fsync: the rename is what makes the file

@@ -39,7 +39,7 @@ pub fn recorded_counts(trace: &Trace) -> Counts {
         tool_calls: s.tool_calls,
         tool_failures: s.tool_failures,
         failing_repeats: s.failing_repeats,
-        ended: s.ended,
+        ended: s.ended.to_owned(),
     }
 }
 
@@ -148,7 +148,7 @@ pub fn as_recorded_scenario(trace: &Trace) -> Scenario {
                 }
             }
             TraceEvent::ToolCall { call_id, name, args, .. } => {
-                let idx = task.push_call(name, args, &[], &serde_json::Value::Null, None);
+                let idx = task.push_call(name, &args.value(), &[], &serde_json::Value::Null, None);
                 let tool = usize::from(task.calls[idx as usize].tool);
                 tool_attempts.resize(task.tools.len(), 0);
                 tool_attempts[tool] += 1;
@@ -283,7 +283,11 @@ struct Step {
 }
 
 fn recorded_steps(trace: &Trace) -> Vec<Step> {
-    stats(trace).rows.into_iter().map(|r| Step { tool: r.tool, args: r.args, outcome: r.outcome, by: None }).collect()
+    stats(trace)
+        .rows
+        .into_iter()
+        .map(|r| Step { tool: r.tool.to_owned(), args: r.args.to_owned(), outcome: r.outcome.to_owned(), by: None })
+        .collect()
 }
 
 #[derive(Default)]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::error::{Error, Result, exit};
-use crate::output::{FileWriter, write_file};
+use crate::output::FileWriter;
 use crate::trace::Trace;
 use crate::trace::import::conversation::FailureRules;
 use crate::trace::import::{ImportOptions, Imported, SourceFormat, import_each, import_path};
@@ -101,22 +101,29 @@ enum Sink {
     Each(usize),
 }
 
+/// Writes one trace to its own file, whole or not at all.
+fn write_trace(path: &std::path::Path, t: &Trace) -> Result<()> {
+    let mut f = FileWriter::begin(path)?;
+    f.write_with(|w| t.write_jsonl(w))?;
+    f.commit()
+}
+
 pub fn import(args: ImportArgs) -> Result<i32> {
     let stem = args.out.with_extension("");
     let numbered = |i: usize| PathBuf::from(format!("{}-{}.jsonl", stem.display(), i));
     let mut sink = if args.all { Sink::All(FileWriter::begin(&args.out)?) } else { Sink::Waiting(None) };
     let read = args.source.import_each(&mut |t| {
         match &mut sink {
-            Sink::All(f) => f.write(t.to_jsonl().as_bytes())?,
+            Sink::All(f) => f.write_with(|w| t.write_jsonl(w))?,
             Sink::Waiting(first @ None) => *first = Some(t),
             Sink::Waiting(Some(first)) => {
-                write_file(&numbered(1), first.to_jsonl().as_bytes())?;
-                write_file(&numbered(2), t.to_jsonl().as_bytes())?;
+                write_trace(&numbered(1), first)?;
+                write_trace(&numbered(2), &t)?;
                 sink = Sink::Each(2);
             }
             Sink::Each(k) => {
                 *k += 1;
-                write_file(&numbered(*k), t.to_jsonl().as_bytes())?;
+                write_trace(&numbered(*k), &t)?;
             }
         }
         Ok(())
@@ -133,7 +140,7 @@ pub fn import(args: ImportArgs) -> Result<i32> {
     };
     match sink {
         Sink::All(f) => f.commit()?,
-        Sink::Waiting(Some(t)) => write_file(&args.out, t.to_jsonl().as_bytes())?,
+        Sink::Waiting(Some(t)) => write_trace(&args.out, &t)?,
         Sink::Waiting(None) | Sink::Each(_) => {}
     }
     if args.all || n == 1 {

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::{Trace, TraceEvent};
 use crate::engine::faults::{FaultRule, Target, Trigger};
-use crate::engine::task::{Task, canonical_json};
+use crate::engine::task::Task;
 use crate::fault::{ErrorClass, Fault, http_class};
 
 pub struct Compiled {
@@ -88,8 +88,8 @@ fn answered_calls(trace: &Trace) -> Vec<RecordedCall> {
                     turn: *turn,
                     call_id: call_id.clone(),
                     tool: name.clone(),
-                    canon: canonical_json(args),
-                    args: args.clone(),
+                    canon: args.as_json().to_owned(),
+                    args: args.value(),
                     class: None,
                     status: None,
                     content: String::new(),

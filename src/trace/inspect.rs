@@ -6,29 +6,24 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 
 use super::{FinalOutcome, Trace, TraceEvent};
-use crate::engine::task::canonical_json;
 
-/// One tool call and its outcome.
+/// One tool call and its outcome, borrowed from the trace.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Row {
+pub struct Row<'a> {
     pub turn: u32,
-    pub tool: String,
-    pub args: String,
+    pub tool: &'a str,
+    /// Canonical JSON.
+    pub args: &'a str,
     /// `ok`, `partial`, a failure class, or `unanswered`.
-    pub outcome: String,
+    pub outcome: &'a str,
     /// Identical (tool, canonical arguments) to an earlier call of this trace that failed.
     pub failing_repeat: bool,
-    /// The result the model was given, and why an importer judged it as it did.
-    #[serde(skip)]
-    pub content: String,
-    #[serde(skip)]
-    pub evidence: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Stats {
-    pub id: String,
-    pub source_format: String,
+pub struct Stats<'a> {
+    pub id: &'a str,
+    pub source_format: &'a str,
     pub model_calls: u64,
     pub tool_calls: u64,
     pub tool_failures: u64,
@@ -36,8 +31,8 @@ pub struct Stats {
     pub longest_failing_streak: u64,
     /// The 1-based tool call at which a loop guard with K = 3 would have stopped the run.
     pub loop_guard_at: Option<u64>,
-    pub ended: String,
-    pub rows: Vec<Row>,
+    pub ended: &'static str,
+    pub rows: Vec<Row<'a>>,
 }
 
 pub const LOOP_GUARD_K: u32 = 3;
@@ -89,7 +84,7 @@ pub fn ended_name(o: FinalOutcome) -> &'static str {
     }
 }
 
-pub fn stats(trace: &Trace) -> Stats {
+pub fn stats(trace: &Trace) -> Stats<'_> {
     let mut rows: Vec<Row> = Vec::new();
     // The latest call with each id: results pair with it.
     let mut index_of: HashMap<&str, usize> = HashMap::new();
@@ -102,29 +97,25 @@ pub fn stats(trace: &Trace) -> Stats {
                 index_of.insert(call_id, rows.len());
                 rows.push(Row {
                     turn: *turn,
-                    tool: name.clone(),
-                    args: canonical_json(args),
-                    outcome: "unanswered".into(),
+                    tool: name,
+                    args: args.as_json(),
+                    outcome: "unanswered",
                     failing_repeat: false,
-                    content: String::new(),
-                    evidence: None,
                 });
             }
-            TraceEvent::ToolResult { call_id, error_class, ok, content, evidence, .. } => {
+            TraceEvent::ToolResult { call_id, error_class, ok, .. } => {
                 if let Some(&i) = index_of.get(call_id.as_str()) {
-                    rows[i].content.clone_from(content);
-                    rows[i].evidence.clone_from(evidence);
                     rows[i].outcome = match (ok, error_class.as_deref()) {
-                        (_, Some(c)) => c.to_owned(),
-                        (true, None) => "ok".to_owned(),
-                        (false, None) => "failed".to_owned(),
+                        (_, Some(c)) => c,
+                        (true, None) => "ok",
+                        (false, None) => "failed",
                     };
                 }
             }
             TraceEvent::Final { outcome, .. } => ended = ended_name(*outcome),
         }
     }
-    let failed = |r: &Row| !matches!(r.outcome.as_str(), "ok" | "partial" | "unanswered");
+    let failed = |r: &Row| !matches!(r.outcome, "ok" | "partial" | "unanswered");
     let mut failing_repeats = 0;
     let mut streak = 0;
     let mut longest = 0;
@@ -134,14 +125,14 @@ pub fn stats(trace: &Trace) -> Stats {
     let mut loop_guard_at = None;
     let mut repeat_flags = Vec::with_capacity(rows.len());
     for i in 0..rows.len() {
-        let (r, key) = (&rows[i], (rows[i].tool.as_str(), rows[i].args.as_str()));
+        let (r, key) = (&rows[i], (rows[i].tool, rows[i].args));
         let repeat = failed_keys.contains(&key);
         failing_repeats += u64::from(repeat);
         let same_as_previous = i > 0 && rows[i - 1].tool == r.tool && rows[i - 1].args == r.args;
         streak = if failed(r) && same_as_previous && failed(&rows[i - 1]) { streak + 1 } else { u64::from(failed(r)) };
         longest = longest.max(streak);
         if failed(r) || r.outcome == "partial" {
-            let n = guard.entry((key.0, key.1, r.outcome.as_str())).or_insert(0);
+            let n = guard.entry((key.0, key.1, r.outcome)).or_insert(0);
             *n += 1;
             if *n >= LOOP_GUARD_K && loop_guard_at.is_none() {
                 loop_guard_at = Some(i as u64 + 1);
@@ -157,15 +148,15 @@ pub fn stats(trace: &Trace) -> Stats {
         r.failing_repeat = repeat;
     }
     Stats {
-        id: trace.header.id.clone(),
-        source_format: trace.header.source_format.clone(),
+        id: &trace.header.id,
+        source_format: &trace.header.source_format,
         model_calls,
         tool_calls: rows.len() as u64,
         tool_failures: rows.iter().filter(|r| failed(r)).count() as u64,
         failing_repeats,
         longest_failing_streak: longest,
         loop_guard_at,
-        ended: ended.to_owned(),
+        ended,
         rows,
     }
 }
@@ -185,18 +176,18 @@ pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
 pub fn table(s: &Stats) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
-    let _ = writeln!(out, "{} ({})", printable(&s.id), printable(&s.source_format));
+    let _ = writeln!(out, "{} ({})", printable(s.id), printable(s.source_format));
     let _ = writeln!(out, "  {:>4}  {:>4}  {:<28} {:<44} outcome", "#", "turn", "tool", "arguments");
     for (i, r) in s.rows.iter().enumerate() {
-        let args = printable(&r.args);
+        let args = printable(r.args);
         let args: String = if args.chars().count() > 44 {
             args.chars().take(43).collect::<String>() + "…"
         } else {
             args.into_owned()
         };
-        let tool: String = printable(&r.tool).chars().take(28).collect();
+        let tool: String = printable(r.tool).chars().take(28).collect();
         let flag = if r.failing_repeat { "REPEAT of a failed call" } else { "" };
-        let outcome = printable(&r.outcome);
+        let outcome = printable(r.outcome);
         let _ = writeln!(out, "  {:>4}  {:>4}  {:<28} {:<44} {:<12} {}", i + 1, r.turn, tool, args, outcome, flag);
     }
     let _ = writeln!(

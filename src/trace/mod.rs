@@ -64,6 +64,58 @@ pub struct ToolDef {
     pub parameters: Option<Value>,
 }
 
+/// A tool call's arguments as canonical JSON text (compact, keys in a `Value`'s order): a few
+/// bytes where a `Value` map takes hundreds, written out as the JSON it holds.
+#[derive(Clone, Debug)]
+pub struct Args(Box<serde_json::value::RawValue>);
+
+impl Args {
+    pub fn new(v: &Value) -> Args {
+        let text = crate::engine::task::canonical_json(v);
+        Args(serde_json::value::RawValue::from_string(text).expect("a Value writes valid JSON"))
+    }
+
+    /// The canonical JSON text.
+    pub fn as_json(&self) -> &str {
+        self.0.get()
+    }
+
+    pub fn value(&self) -> Value {
+        serde_json::from_str(self.as_json()).expect("canonical JSON parses")
+    }
+}
+
+impl PartialEq for Args {
+    fn eq(&self, other: &Args) -> bool {
+        self.as_json() == other.as_json()
+    }
+}
+
+impl std::fmt::Display for Args {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(self.as_json())
+    }
+}
+
+impl Serialize for Args {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Args {
+    /// Any JSON, written back canonically.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Args, D::Error> {
+        Value::deserialize(d).map(|v| Args::new(&v))
+    }
+}
+
+impl From<Value> for Args {
+    fn from(v: Value) -> Args {
+        Args::new(&v)
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stop {
@@ -98,7 +150,7 @@ pub enum TraceEvent {
         turn: u32,
         call_id: String,
         name: String,
-        args: Value,
+        args: Args,
     },
     ToolResult {
         call_id: String,
@@ -200,13 +252,20 @@ impl Trace {
 
     /// Native JSONL, one object per line, ending with a newline.
     pub fn to_jsonl(&self) -> String {
-        let mut out = serde_json::to_string(&self.header).expect("header serializes");
-        out.push('\n');
+        let mut out = Vec::new();
+        self.write_jsonl(&mut out).expect("a trace serializes");
+        String::from_utf8(out).expect("JSON is UTF-8")
+    }
+
+    /// [`Trace::to_jsonl`] written to `w` one line at a time, never whole in memory.
+    pub fn write_jsonl(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        serde_json::to_writer(&mut *w, &self.header)?;
+        w.write_all(b"\n")?;
         for ev in &self.events {
-            out.push_str(&serde_json::to_string(ev).expect("event serializes"));
-            out.push('\n');
+            serde_json::to_writer(&mut *w, ev)?;
+            w.write_all(b"\n")?;
         }
-        out
+        Ok(())
     }
 }
 
@@ -226,6 +285,21 @@ mod tests {
         let t = Trace::parse(SMALL, Path::new("t.jsonl")).unwrap();
         assert_eq!(t.events.len(), 4);
         assert_eq!(Trace::parse(&t.to_jsonl(), Path::new("t.jsonl")).unwrap(), t);
+    }
+
+    /// Arguments are written as the `Value` they hold would be, whatever text they were read from.
+    #[test]
+    fn args_write_as_their_value() {
+        for text in [r#"{ "b": [1, 2.5, "x"], "a": {"z": null, "y": true} }"#, r#""plain""#, "[]", "-0.0"] {
+            let v: Value = serde_json::from_str(text).unwrap();
+            let args: Args = serde_json::from_str(text).unwrap();
+            assert_eq!(serde_json::to_string(&args).unwrap(), serde_json::to_string(&v).unwrap());
+            assert_eq!(args.to_string(), serde_json::to_string(&v).unwrap());
+            assert_eq!(args.value(), v);
+            assert_eq!(args, Args::new(&v));
+        }
+        let args: Args = serde_json::from_str(r#"{"q": "x", "n": 2}"#).unwrap();
+        assert_ne!(args, Args::new(&serde_json::json!({"q": "y", "n": 2})));
     }
 
     #[test]

@@ -56,7 +56,12 @@ impl Observer for Recorder {
             },
             Event::ToolCall { turn, call_id, tool, args, .. } => {
                 let args: Value = serde_json::from_str(args).unwrap_or(Value::Null);
-                TraceEvent::ToolCall { turn, call_id: format!("call_{call_id}"), name: tool.to_owned(), args }
+                TraceEvent::ToolCall {
+                    turn,
+                    call_id: format!("call_{call_id}"),
+                    name: tool.to_owned(),
+                    args: args.into(),
+                }
             }
             Event::Attempt { call_id, status, by, .. } => {
                 let entry = self.status.entry(call_id).or_insert((None, 0));

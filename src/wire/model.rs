@@ -15,7 +15,7 @@ use crate::envelope::Format;
 use crate::envelope::read::read_result;
 use crate::fault::ErrorClass;
 use crate::trace::import::conversation::{FailureRules, Item, judge};
-use crate::trace::{Stop, TraceEvent};
+use crate::trace::{Args, Stop, TraceEvent};
 
 /// What the mock model answers.
 #[derive(Clone, Debug, PartialEq)]
@@ -140,7 +140,7 @@ pub fn next_turn(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn
                 turn: turns,
                 call_id: id.clone(),
                 name: tool.clone(),
-                args: args.clone(),
+                args: Args::new(args),
             });
         }
     }

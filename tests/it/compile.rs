@@ -32,7 +32,7 @@ fn recorded_turns(t: &Trace) -> Vec<Turn> {
                 }
                 let t = out.len() - 1;
                 ids.push((call_id.clone(), t, out[t].1.len()));
-                out[t].1.push((name.clone(), canonical_json(args), false));
+                out[t].1.push((name.clone(), canonical_json(&args.value()), false));
             }
             TraceEvent::ToolResult { call_id, ok, error_class, .. } => {
                 if let Some(&(_, t, i)) = ids.iter().rev().find(|x| &x.0 == call_id) {

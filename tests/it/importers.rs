@@ -106,7 +106,10 @@ fn cassette_and_otel_spans_of_one_conversation_agree() {
         let tb = &import_path(&corpus().join(b), &ImportOptions::default()).unwrap().traces[0];
         let (sa, sb) = (stats(ta), stats(tb));
         let rows = |s: &tracefault::trace::inspect::Stats| {
-            s.rows.iter().map(|r| (r.turn, r.tool.clone(), r.args.clone(), r.outcome.clone())).collect::<Vec<_>>()
+            s.rows
+                .iter()
+                .map(|r| (r.turn, r.tool.to_owned(), r.args.to_owned(), r.outcome.to_owned()))
+                .collect::<Vec<_>>()
         };
         assert_eq!(rows(&sa), rows(&sb), "{a} vs {b}");
         let ca = tracefault::trace::compile::compile(ta);

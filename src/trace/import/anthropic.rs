@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::ImportError;
 use super::conversation::{CallItem, Item, text_of, tool_defs, with_usage};
-use crate::trace::ToolDef;
+use crate::trace::{Args, ToolDef};
 
 pub fn items(messages: &[Value], path: &str) -> Result<Vec<Item>, ImportError> {
     let mut out = Vec::new();
@@ -63,7 +63,7 @@ fn assistant(content: &Value) -> Item {
             Some("tool_use") => calls.push(CallItem {
                 id: b.get("id").and_then(Value::as_str).map(str::to_owned),
                 name: b.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                args: b.get("input").cloned().unwrap_or(Value::Null),
+                args: Args::new(b.get("input").unwrap_or(&Value::Null)),
             }),
             Some("text") => text.extend(b.get("text").and_then(Value::as_str).map(str::to_owned)),
             _ => {}

@@ -8,14 +8,14 @@ use regex::Regex;
 use serde_json::Value;
 
 use crate::fault::{ErrorClass, http_class};
-use crate::trace::{FinalOutcome, Header, Stop, TRACE_VERSION, ToolDef, Trace, TraceEvent};
+use crate::trace::{Args, FinalOutcome, Header, Stop, TRACE_VERSION, ToolDef, Trace, TraceEvent};
 
 /// One tool call the model asked for.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallItem {
     pub id: Option<String>,
     pub name: String,
-    pub args: Value,
+    pub args: Args,
 }
 
 /// One step of a conversation, in order.
@@ -303,65 +303,8 @@ pub fn judge(content: &str, flag: Option<(bool, &'static str)>, rules: &FailureR
 /// Builds the native trace: one `model_call` per model item, its `tool_call`s, one
 /// `tool_result` per result (paired by id, else by position among the open calls, preferring
 /// the same tool name), and a `final` event.
-pub fn to_trace(conv: &Conversation, rules: &FailureRules) -> Trace {
-    let mut events = Vec::new();
-    let mut turn = 0;
-    // Open calls awaiting a result: (call_id, tool name).
-    let mut open: Vec<(String, String)> = Vec::new();
-    let mut tools: Vec<ToolDef> = conv.tools.clone();
-    for item in &conv.items {
-        match item {
-            Item::User(_) => {}
-            Item::Model { text, calls, tokens_in, tokens_out, status } => {
-                turn += 1;
-                let stop = if *status != 200 {
-                    Stop::Error
-                } else if calls.is_empty() {
-                    Stop::End
-                } else {
-                    Stop::ToolCalls
-                };
-                events.push(TraceEvent::ModelCall {
-                    turn,
-                    status: *status,
-                    tokens_in: *tokens_in,
-                    tokens_out: *tokens_out,
-                    latency_ms: None,
-                    stop,
-                    text: text.clone(),
-                });
-                for (i, c) in calls.iter().enumerate() {
-                    let id = c.id.clone().unwrap_or_else(|| format!("call_t{turn}_{i}"));
-                    if !tools.iter().any(|t| t.name == c.name) {
-                        tools.push(ToolDef { name: c.name.clone(), description: None, parameters: None });
-                    }
-                    open.push((id.clone(), c.name.clone()));
-                    events.push(TraceEvent::ToolCall { turn, call_id: id, name: c.name.clone(), args: c.args.clone() });
-                }
-            }
-            Item::Result { id, name, content, flag } => {
-                let pos = match id {
-                    Some(id) => open.iter().position(|(o, _)| o == id),
-                    None => None,
-                }
-                .or_else(|| name.as_ref().and_then(|n| open.iter().position(|(_, on)| on == n)))
-                .or(if open.is_empty() { None } else { Some(0) });
-                let Some(pos) = pos else { continue };
-                let (call_id, _) = open.remove(pos);
-                let v = judge(content, *flag, rules);
-                events.push(TraceEvent::ToolResult {
-                    call_id,
-                    ok: v.ok,
-                    status: v.status,
-                    content: content.clone(),
-                    error_class: v.class.map(str::to_owned),
-                    latency_ms: None,
-                    attempts: None,
-                    evidence: (!v.evidence.is_empty()).then_some(v.evidence),
-                });
-            }
-        }
-    }
+pub fn to_trace(conv: Conversation, rules: &FailureRules) -> Trace {
+    // How it ended, read first: the items are then moved into the events.
     let last_model = conv.items.iter().rev().find_map(|i| match i {
         Item::Model { text, calls, status, .. } => Some((text, calls, *status)),
         _ => None,
@@ -374,20 +317,80 @@ pub fn to_trace(conv: &Conversation, rules: &FailureRules) -> Trace {
         }
         Some((_, calls, 200)) if last_is_model && calls.len() == 1 && calls[0].name == "Finish" => {
             // ToolBench's control tool: its return_type says how the episode ended.
-            let rt = calls[0].args.get("return_type").and_then(Value::as_str).unwrap_or_default();
-            let answer = calls[0].args.get("final_answer").and_then(Value::as_str).unwrap_or_default().to_owned();
+            let args = calls[0].args.value();
+            let rt = args.get("return_type").and_then(Value::as_str).unwrap_or_default();
+            let answer = args.get("final_answer").and_then(Value::as_str).unwrap_or_default().to_owned();
             (answer, if rt == "give_answer" { FinalOutcome::Answer } else { FinalOutcome::GaveUp })
         }
         _ => (String::new(), FinalOutcome::CutOff),
     };
+    let calls: usize = conv.items.iter().map(|i| if let Item::Model { calls, .. } = i { calls.len() } else { 0 }).sum();
+    let mut events = Vec::with_capacity(conv.items.len() + calls + 1);
+    let mut turn = 0;
+    // Open calls awaiting a result: (call_id, tool name).
+    let mut open: Vec<(String, String)> = Vec::new();
+    let mut tools: Vec<ToolDef> = conv.tools;
+    for item in conv.items {
+        match item {
+            Item::User(_) => {}
+            Item::Model { text, calls, tokens_in, tokens_out, status } => {
+                turn += 1;
+                let stop = if status != 200 {
+                    Stop::Error
+                } else if calls.is_empty() {
+                    Stop::End
+                } else {
+                    Stop::ToolCalls
+                };
+                events.push(TraceEvent::ModelCall {
+                    turn,
+                    status,
+                    tokens_in,
+                    tokens_out,
+                    latency_ms: None,
+                    stop,
+                    text,
+                });
+                for (i, c) in calls.into_iter().enumerate() {
+                    let id = c.id.unwrap_or_else(|| format!("call_t{turn}_{i}"));
+                    if !tools.iter().any(|t| t.name == c.name) {
+                        tools.push(ToolDef { name: c.name.clone(), description: None, parameters: None });
+                    }
+                    open.push((id.clone(), c.name.clone()));
+                    events.push(TraceEvent::ToolCall { turn, call_id: id, name: c.name, args: c.args });
+                }
+            }
+            Item::Result { id, name, content, flag } => {
+                let pos = match &id {
+                    Some(id) => open.iter().position(|(o, _)| o == id),
+                    None => None,
+                }
+                .or_else(|| name.as_ref().and_then(|n| open.iter().position(|(_, on)| on == n)))
+                .or(if open.is_empty() { None } else { Some(0) });
+                let Some(pos) = pos else { continue };
+                let (call_id, _) = open.remove(pos);
+                let v = judge(&content, flag, rules);
+                events.push(TraceEvent::ToolResult {
+                    call_id,
+                    ok: v.ok,
+                    status: v.status,
+                    content,
+                    error_class: v.class.map(str::to_owned),
+                    latency_ms: None,
+                    attempts: None,
+                    evidence: (!v.evidence.is_empty()).then_some(v.evidence),
+                });
+            }
+        }
+    }
     events.push(TraceEvent::Final { text, outcome });
     Trace {
         header: Header {
             tracefault_trace: TRACE_VERSION,
-            id: conv.id.clone(),
-            source_format: conv.source_format.clone(),
-            provider: conv.provider.clone(),
-            model: conv.model.clone(),
+            id: conv.id,
+            source_format: conv.source_format,
+            provider: conv.provider,
+            model: conv.model,
             tools,
         },
         events,
@@ -419,8 +422,8 @@ pub fn tool_defs(list: Option<&Value>, params_key: &str) -> Vec<ToolDef> {
 }
 
 /// Parses a JSON-encoded arguments string, keeping it as a string when it is not JSON.
-pub fn parse_args(s: &str) -> Value {
-    serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.to_owned()))
+pub fn parse_args(s: &str) -> Args {
+    Args::new(&serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.to_owned())))
 }
 
 /// The text of a content value: a string, or the `text` of each part joined.

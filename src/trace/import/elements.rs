@@ -1,5 +1,6 @@
 //! Reads the top-level elements of a JSON array, or the lines of a JSONL file, one at a time
-//! from a reader: memory holds one element (plus a read buffer), however large the file.
+//! from a reader: memory holds one element (plus a read buffer), however large the file, and
+//! an element larger than a set size is only scanned, handed out as its place in the input.
 
 use std::io::Read;
 
@@ -24,7 +25,10 @@ pub struct SplitError {
 pub struct Element<'a> {
     pub index: usize,
     pub line: usize,
+    /// The element's bytes, or nothing when it is [`Element::far`].
     pub bytes: &'a [u8],
+    /// Where in the input an element too large to keep lies (its bytes were not kept).
+    pub far: Option<std::ops::Range<u64>>,
 }
 
 /// Splits a reader's elements without parsing them: it tracks only strings, escapes and
@@ -47,6 +51,10 @@ pub struct Elements<R> {
     closed: bool,
     /// Largest element allowed, in bytes.
     cap: usize,
+    /// Largest element kept in memory; larger ones come out [`Element::far`].
+    keep: usize,
+    /// Offset in the input of `buf[0]`.
+    base: u64,
 }
 
 const CHUNK: usize = 1 << 20;
@@ -79,7 +87,16 @@ impl<R: Read> Elements<R> {
             comma: false,
             closed: false,
             cap,
+            keep: usize::MAX,
+            base: 0,
         }
+    }
+
+    /// Hands out elements larger than `bytes` as their place in the input instead of their
+    /// bytes, so memory holds at most about `bytes` of an element.
+    pub fn keep_at_most(mut self, bytes: usize) -> Elements<R> {
+        self.keep = bytes;
+        self
     }
 
     /// Reads more input, keeping `buf[start..filled]`; false at the end of input.
@@ -90,6 +107,7 @@ impl<R: Read> Elements<R> {
         if self.start > 0 {
             self.buf.copy_within(self.start..self.filled, 0);
             self.filled -= self.start;
+            self.base += self.start as u64;
             self.start = 0;
         }
         if self.buf.len() < self.filled + CHUNK {
@@ -149,15 +167,23 @@ impl<R: Read> Elements<R> {
         let (first_line, mut lines) = (self.line, 0);
         let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
         let mut i = self.start;
+        // Where the element starts in the input, once it has outgrown `keep` and is not kept.
+        let mut far: Option<u64> = None;
         let end = loop {
             if i == self.filled {
-                let offset = i - self.start;
-                if i - self.start > self.cap {
+                let from = far.unwrap_or(self.base + self.start as u64);
+                if self.base + i as u64 - from > self.cap as u64 {
                     return Some(Err(SplitError {
                         line: first_line,
                         message: format!("an element smaller than the {} MiB input cap", self.cap >> 20),
                     }));
                 }
+                if far.is_some() || i - self.start > self.keep {
+                    // Scanned bytes are let go; only the place of the element is kept.
+                    far = Some(from);
+                    self.start = i;
+                }
+                let offset = i - self.start;
                 let more = self.fill();
                 // `fill` may have moved the element to the front of the buffer.
                 i = self.start + offset;
@@ -213,7 +239,11 @@ impl<R: Read> Elements<R> {
         self.line += lines;
         self.comma = false;
         self.index += 1;
-        Some(Ok(Element { index: self.index - 1, line: first_line, bytes: &self.buf[from..end] }))
+        let (index, line) = (self.index - 1, first_line);
+        Some(Ok(match far {
+            Some(at) => Element { index, line, bytes: &[], far: Some(at..self.base + end as u64) },
+            None => Element { index, line, bytes: &self.buf[from..end], far: None },
+        }))
     }
 }
 
@@ -224,6 +254,17 @@ mod tests {
     /// Every element as (index, line, text), or the first error; `chunk` bytes per read so
     /// elements straddle reads.
     fn split(input: &str, layout: Layout, chunk: usize) -> Result<Vec<(usize, usize, String)>, SplitError> {
+        split_keeping(input, layout, chunk, usize::MAX)
+    }
+
+    /// As [`split`], keeping at most `keep` bytes of an element: a larger one's text is read
+    /// back from the input at the place it is handed out as.
+    fn split_keeping(
+        input: &str,
+        layout: Layout,
+        chunk: usize,
+        keep: usize,
+    ) -> Result<Vec<(usize, usize, String)>, SplitError> {
         struct Trickle<'a>(&'a [u8], usize);
         impl Read for Trickle<'_> {
             fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
@@ -233,11 +274,21 @@ mod tests {
                 Ok(n)
             }
         }
-        let mut elements = Elements::new(Trickle(input.as_bytes(), chunk), layout, 1 << 20);
+        let mut elements = Elements::new(Trickle(input.as_bytes(), chunk), layout, 1 << 20).keep_at_most(keep);
         let mut out = Vec::new();
         while let Some(e) = elements.next() {
             let e = e?;
-            out.push((e.index, e.line, String::from_utf8(e.bytes.to_vec()).unwrap()));
+            let bytes = match e.far {
+                Some(r) => {
+                    assert!(e.bytes.is_empty() && r.end - r.start > keep as u64, "only large elements are far");
+                    &input.as_bytes()[r.start as usize..r.end as usize]
+                }
+                None => {
+                    assert!(e.bytes.len() <= keep.saturating_add(chunk), "a kept element is small");
+                    e.bytes
+                }
+            };
+            out.push((e.index, e.line, String::from_utf8(bytes.to_vec()).unwrap()));
         }
         Ok(out)
     }
@@ -246,6 +297,9 @@ mod tests {
         let whole = split(input, layout, usize::MAX).unwrap();
         for chunk in [1, 2, 3, 7] {
             assert_eq!(split(input, layout, chunk).unwrap(), whole, "chunk {chunk}");
+            for keep in [0, 1, 5] {
+                assert_eq!(split_keeping(input, layout, chunk, keep).unwrap(), whole, "chunk {chunk}, keep {keep}");
+            }
         }
         whole.into_iter().map(|(_, _, t)| t).collect()
     }
@@ -295,10 +349,12 @@ mod tests {
     #[test]
     fn an_element_over_the_cap_is_refused() {
         let big = format!("[{{\"s\": \"{}\"}}]", "x".repeat(3 << 20));
-        let mut elements = Elements::new(big.as_bytes(), Layout::Array, 1 << 20);
-        let err = elements.next().unwrap().err().unwrap();
-        assert_eq!(err.line, 1);
-        assert!(err.message.contains("1 MiB"), "{}", err.message);
+        for keep in [usize::MAX, 1000] {
+            let mut elements = Elements::new(big.as_bytes(), Layout::Array, 1 << 20).keep_at_most(keep);
+            let err = elements.next().unwrap().err().unwrap();
+            assert_eq!(err.line, 1);
+            assert!(err.message.contains("1 MiB"), "{}", err.message);
+        }
     }
 
     fn arb_json() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
@@ -326,6 +382,7 @@ mod tests {
         fn elements_parse_back_to_what_was_written(
             values in proptest::collection::vec(arb_json(), 0..6),
             chunk in 1usize..64,
+            keep in proptest::prop_oneof![proptest::strategy::Just(usize::MAX), 0usize..40],
             pretty in proptest::prelude::any::<bool>(),
         ) {
             let array = if pretty {
@@ -335,7 +392,7 @@ mod tests {
             };
             let jsonl: String = values.iter().map(|v| v.to_string() + "\n").collect();
             for (text, layout) in [(array, Layout::Array), (jsonl, Layout::Lines)] {
-                let got = split(&text, layout, chunk).unwrap();
+                let got = split_keeping(&text, layout, chunk, keep).unwrap();
                 let parsed: Vec<serde_json::Value> =
                     got.iter().map(|(_, _, t)| serde_json::from_str(t).unwrap()).collect();
                 proptest::prop_assert_eq!(&parsed, &values);

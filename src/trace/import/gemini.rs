@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::ImportError;
 use super::conversation::{CallItem, Item, with_usage};
-use crate::trace::ToolDef;
+use crate::trace::{Args, ToolDef};
 
 /// A protobuf-JSON field by its camelCase name or its snake_case one.
 pub fn field<'a>(v: &'a Value, camel: &str, snake: &str) -> Option<&'a Value> {
@@ -66,7 +66,7 @@ fn model(parts: &[Value]) -> Item {
             calls.push(CallItem {
                 id: fc.get("id").and_then(Value::as_str).map(str::to_owned),
                 name: fc.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                args: fc.get("args").cloned().unwrap_or(Value::Object(Default::default())),
+                args: fc.get("args").map_or_else(|| Args::new(&Value::Object(Default::default())), Args::new),
             });
         } else if let Some(t) = p.get("text").and_then(Value::as_str)
             && p.get("thought").and_then(Value::as_bool) != Some(true)

@@ -129,8 +129,7 @@ fn signature(item: &Item) -> String {
         Item::User(t) => format!("u:{}", t.trim()),
         Item::Model { calls, text, .. } if calls.is_empty() => format!("m:{}", text.as_deref().unwrap_or("").trim()),
         Item::Model { calls, .. } => {
-            let c: Vec<String> =
-                calls.iter().map(|c| format!("{}{}", c.name, crate::engine::task::canonical_json(&c.args))).collect();
+            let c: Vec<String> = calls.iter().map(|c| format!("{}{}", c.name, c.args)).collect();
             format!("m:{}", c.join("|"))
         }
         Item::Result { content, .. } => format!("r:{}", content.trim()),
@@ -518,7 +517,7 @@ pub fn import_str(text: &str, path: &Path, opts: &ImportOptions) -> Result<Impor
             ),
         });
     }
-    let traces = convs.iter().map(|c| to_trace(c, &opts.rules)).collect();
+    let traces = convs.into_iter().map(|c| to_trace(c, &opts.rules)).collect();
     Ok(Imported { format, traces })
 }
 

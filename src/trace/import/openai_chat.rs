@@ -98,50 +98,105 @@ pub fn tools(body: &Value) -> Vec<ToolDef> {
 /// shape, a missing role, an unknown role, a duplicate key, an empty list): the caller then
 /// reads it as a `Value`, which gives the same items or the error.
 pub fn wrapped_items(element: &[u8]) -> Option<Vec<Item>> {
-    /// A present key must hold a list of messages (`null` is not taken for absent).
-    fn list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<Object<Message<'de>>>>, D::Error> {
-        serde::Deserialize::deserialize(d).map(Some)
+    let Object(w): Object<Wrapped<&RawValue>> = serde_json::from_slice(element).ok()?;
+    w.items()
+}
+
+/// [`wrapped_items`] read from `reader`: each message becomes its item as it is read, so
+/// memory holds the items and one message, never the element's bytes.
+pub fn wrapped_items_from(reader: impl std::io::Read) -> Option<Vec<Item>> {
+    let Object(w): Object<Wrapped<Box<RawValue>>> = serde_json::from_reader(reader).ok()?;
+    w.items()
+}
+
+/// A wrapped conversation's message lists, each turned into items as it is read; `C` holds a
+/// message's raw `content` (borrowed from the bytes, or boxed when read from a reader).
+#[derive(serde::Deserialize)]
+#[serde(bound = "C: serde::Deserialize<'de> + std::ops::Deref<Target = RawValue>")]
+struct Wrapped<C> {
+    #[serde(default, deserialize_with = "present")]
+    traj: Option<ItemList<C>>,
+    #[serde(default, deserialize_with = "present")]
+    conversation: Option<ItemList<C>>,
+    #[serde(default, deserialize_with = "present")]
+    trajectory: Option<ItemList<C>>,
+}
+
+/// A present key must hold a list of messages (`null` is not taken for absent).
+fn present<'de, D: serde::Deserializer<'de>, T: serde::Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+impl<C> Wrapped<C> {
+    fn items(self) -> Option<Vec<Item>> {
+        let list = self.traj.or(self.conversation).or(self.trajectory).filter(|l| l.messages > 0)?;
+        Some(list.items)
     }
-    #[derive(serde::Deserialize)]
-    struct Wrapped<'a> {
-        #[serde(borrow, default, deserialize_with = "list")]
-        traj: Option<Vec<Object<Message<'a>>>>,
-        #[serde(borrow, default, deserialize_with = "list")]
-        conversation: Option<Vec<Object<Message<'a>>>>,
-        #[serde(borrow, default, deserialize_with = "list")]
-        trajectory: Option<Vec<Object<Message<'a>>>>,
+}
+
+/// The items of a list of messages, and how many messages it held.
+struct ItemList<C> {
+    items: Vec<Item>,
+    messages: usize,
+    content: std::marker::PhantomData<C>,
+}
+
+impl<'de, C: serde::Deserialize<'de> + std::ops::Deref<Target = RawValue>> serde::Deserialize<'de> for ItemList<C> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<C>(std::marker::PhantomData<C>);
+        impl<'de, C: serde::Deserialize<'de> + std::ops::Deref<Target = RawValue>> serde::de::Visitor<'de> for Visit<C> {
+            type Value = ItemList<C>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of messages")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<ItemList<C>, A::Error> {
+                let mut list = ItemList { items: Vec::new(), messages: 0, content: self.0 };
+                while let Some(Object(m)) = seq.next_element::<Object<Message<'de, C>>>()? {
+                    list.messages += 1;
+                    if let Some(item) = m.item().ok_or_else(|| serde::de::Error::custom("not read typed"))? {
+                        list.items.push(item);
+                    }
+                }
+                Ok(list)
+            }
+        }
+        d.deserialize_seq(Visit(std::marker::PhantomData))
     }
-    let Object(w): Object<Wrapped> = serde_json::from_slice(element).ok()?;
-    let list = w.traj.or(w.conversation).or(w.trajectory).filter(|l| !l.is_empty())?;
-    let mut out = Vec::with_capacity(list.len());
-    for Object(m) in list {
-        let text = |raw: Option<&RawValue>| match raw {
+}
+
+impl<C: std::ops::Deref<Target = RawValue>> Message<'_, C> {
+    /// The message's item (`None` inside for the prompts that are skipped), or `None` when
+    /// [`items`] might take it differently.
+    fn item(self) -> Option<Option<Item>> {
+        let text = |raw: Option<C>| match raw.as_deref().map(RawValue::get) {
             None => Some(String::new()),
-            Some(raw) if raw.get().starts_with('"') => serde_json::from_str(raw.get()).ok(),
-            Some(raw) => serde_json::from_str(raw.get()).ok().map(|v: Value| text_of(&v)),
+            Some(raw) if raw.starts_with('"') => serde_json::from_str(raw).ok(),
+            Some(raw) => serde_json::from_str(raw).ok().map(|v: Value| text_of(&v)),
         };
-        out.push(match &*m.role {
-            "system" | "developer" => continue,
-            "user" => Item::User(text(m.content)?),
+        Some(Some(match &*self.role {
+            "system" | "developer" => return Some(None),
+            "user" => Item::User(text(self.content)?),
             "assistant" => {
                 let mut calls: Vec<CallItem> =
-                    m.tool_calls.unwrap_or_default().into_iter().map(|c| c.0.item()).collect();
-                calls.extend(m.function_call.map(|f| f.0.item(None)));
-                Item::model(text(m.content), calls)
+                    self.tool_calls.unwrap_or_default().into_iter().map(|c| c.0.item()).collect();
+                calls.extend(self.function_call.map(|f| f.0.item(None)));
+                Item::model(text(self.content), calls)
             }
             "tool" => Item::Result {
-                id: m.tool_call_id.map(Cow::into_owned),
-                name: m.name.map(Cow::into_owned),
-                content: text(m.content)?,
+                id: self.tool_call_id.map(Cow::into_owned),
+                name: self.name.map(Cow::into_owned),
+                content: text(self.content)?,
                 flag: None,
             },
-            "function" => {
-                Item::Result { id: None, name: m.name.map(Cow::into_owned), content: text(m.content)?, flag: None }
-            }
+            "function" => Item::Result {
+                id: None,
+                name: self.name.map(Cow::into_owned),
+                content: text(self.content)?,
+                flag: None,
+            },
             _ => return None,
-        });
+        }))
     }
-    Some(out)
 }
 
 /// A struct read only from a JSON object: derived structs also take a list, field by position,
@@ -167,11 +222,12 @@ impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Object<T> {
 /// One Chat Completions message as [`wrapped_items`] reads it; `content` is kept raw and read
 /// only for the roles whose text is used.
 #[derive(serde::Deserialize)]
-struct Message<'a> {
+#[serde(bound(deserialize = "C: serde::Deserialize<'de>"))]
+struct Message<'a, C> {
     #[serde(borrow)]
     role: Cow<'a, str>,
-    #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
+    #[serde(default)]
+    content: Option<C>,
     #[serde(borrow, default)]
     tool_calls: Option<Vec<Object<ToolCall<'a>>>>,
     #[serde(borrow, default)]
@@ -237,6 +293,7 @@ mod tests {
         for e in &elements {
             let s = e.to_string();
             let typed = wrapped_items(s.as_bytes()).expect("tau-bench reads typed");
+            assert_eq!(wrapped_items_from(s.as_bytes()).as_ref(), Some(&typed), "from a reader");
             assert_eq!(Some(typed), by_value(&s));
         }
     }
@@ -252,9 +309,11 @@ mod tests {
                {"role": "system", "content": {"not": "read"}}, {"role": "developer", "content": "x"},
                {"role": "user"}]}"#,
             r#"{"info": {"x": [1, "two"]}, "conversation": [{"role": "assistant", "content": "  "}]}"#,
+            r#"{"traj": [{"role": "system", "content": "only a prompt"}]}"#,
         ];
         for case in cases {
             let typed = wrapped_items(case.as_bytes()).expect("reads typed");
+            assert_eq!(wrapped_items_from(case.as_bytes()).as_ref(), Some(&typed), "from a reader: {case}");
             assert_eq!(Some(typed), by_value(case), "{case}");
         }
     }
@@ -278,6 +337,7 @@ mod tests {
             r#"[[{"role": "user", "content": "a"}]]"#,
         ] {
             assert_eq!(wrapped_items(case.as_bytes()), None, "{case}");
+            assert_eq!(wrapped_items_from(case.as_bytes()), None, "from a reader: {case}");
         }
     }
 }

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::conversation::{CallItem, Conversation, Item, text_of};
 use super::{Exchange, ImportError, SourceFormat, chain};
+use crate::trace::Args;
 
 fn attr<'a>(attrs: &'a [Value], key: &str) -> Option<&'a Value> {
     attrs.iter().find(|a| a.get("key").and_then(Value::as_str) == Some(key)).and_then(|a| a.get("value"))
@@ -25,11 +26,11 @@ fn attr_u64(attrs: &[Value], key: &str) -> u64 {
         .unwrap_or(0)
 }
 
-fn arguments(v: Option<&Value>) -> Value {
+fn arguments(v: Option<&Value>) -> Args {
     match v {
         Some(Value::String(s)) => super::conversation::parse_args(s),
-        Some(other) => other.clone(),
-        None => Value::Object(Default::default()),
+        Some(other) => Args::new(other),
+        None => Args::new(&Value::Object(Default::default())),
     }
 }
 
@@ -217,9 +218,9 @@ mod tests {
         let doc = json!({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]});
         let convs = conversations(&doc, "legacy").unwrap();
         assert_eq!(convs.len(), 1);
-        let trace = crate::trace::import::conversation::to_trace(&convs[0], &Default::default());
+        let trace = crate::trace::import::conversation::to_trace(convs[0].clone(), &Default::default());
         let s = crate::trace::inspect::stats(&trace);
-        assert_eq!((s.model_calls, s.tool_calls, s.tool_failures, s.ended.as_str()), (2, 1, 1, "answer"));
+        assert_eq!((s.model_calls, s.tool_calls, s.tool_failures, s.ended), (2, 1, 1, "answer"));
         assert_eq!(s.rows[0].outcome, "terminal");
     }
 }

@@ -5,13 +5,14 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::Read;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::ops::Range;
 use std::path::Path;
 use std::sync::{Arc, Mutex, mpsc};
 
 use serde_json::Value;
 
-use super::conversation::Conversation;
+use super::conversation::{Conversation, Item};
 use super::elements::{Element, Elements, Layout, SplitError};
 use super::{Exchange, WRAPPER_KEYS, chain, json_message, provider_conversations};
 use super::{ImportError, ImportOptions, SourceFormat, conversation::to_trace, detect, openai_chat};
@@ -23,6 +24,10 @@ const WHOLE_FILE_FORMATS: [SourceFormat; 3] = [SourceFormat::Native, SourceForma
 
 /// Batches the splitter may be ahead of the one being handed on, per core: bounds memory.
 const AHEAD_PER_CORE: usize = 4;
+
+/// Elements larger than this are not kept by the splitter: the core that converts one reads
+/// it again from the file, so no conversation's bytes are held whole.
+const KEEP_BYTES: usize = 4 << 20;
 
 /// One element's conversations as traces, and whether any of them holds an item.
 type Converted = (Vec<Trace>, bool);
@@ -45,14 +50,40 @@ impl Reading<'_> {
         if self.format == SourceFormat::OpenAiChat
             && let Some(items) = openai_chat::wrapped_items(bytes)
         {
-            let exchange = Exchange { items, response: None, tools: Vec::new(), model: None };
-            let convs = chain(vec![exchange], self.format, &self.id(i), self.format.provider());
-            return Ok(self.converted(&convs));
+            return Ok(self.lone(i, items));
         }
-        let v: Value = serde_json::from_slice(bytes).map_err(|e| Error::Parse {
+        let v = serde_json::from_slice(bytes).map_err(|e| self.json_error(line, &e))?;
+        self.wrapped(i, line, v)
+    }
+
+    /// [`Reading::convert`] for an element the splitter did not keep, read again from the
+    /// file at `far`: a typed reading never holds the element's bytes.
+    fn convert_far(&self, i: usize, line: usize, far: Range<u64>) -> Result<Converted, Error> {
+        if self.format == SourceFormat::OpenAiChat
+            && let Some(items) = openai_chat::wrapped_items_from(self.read_at(&far)?)
+        {
+            return Ok(self.lone(i, items));
+        }
+        let v = serde_json::from_reader(self.read_at(&far)?).map_err(|e| self.json_error(line, &e))?;
+        self.wrapped(i, line, v)
+    }
+
+    /// The bytes of the file at `far`.
+    fn read_at(&self, far: &Range<u64>) -> Result<impl Read, Error> {
+        let mut file = File::open(self.path).map_err(|e| Error::io(self.path, e))?;
+        file.seek(SeekFrom::Start(far.start)).map_err(|e| Error::io(self.path, e))?;
+        Ok(BufReader::with_capacity(1 << 16, file.take(far.end - far.start)))
+    }
+
+    fn json_error(&self, line: usize, e: &serde_json::Error) -> Error {
+        Error::Parse {
             file: format!("{}:{}", self.name(), line + e.line().saturating_sub(1)),
-            message: format!("JSON: {} (column {})", json_message(&e), e.column()),
-        })?;
+            message: format!("JSON: {} (column {})", json_message(e), e.column()),
+        }
+    }
+
+    /// The traces of element `i` read as a `Value`.
+    fn wrapped(&self, i: usize, line: usize, v: Value) -> Result<Converted, Error> {
         let list = wrapped_list(v).ok_or_else(|| Error::Invalid {
             file: self.name(),
             line: Some(line),
@@ -62,20 +93,26 @@ impl Reading<'_> {
         self.traces(i, &list)
     }
 
+    /// The trace of element `i`'s items, one exchange alone.
+    fn lone(&self, i: usize, items: Vec<Item>) -> Converted {
+        let exchange = Exchange { items, response: None, tools: Vec::new(), model: None };
+        self.converted(chain(vec![exchange], self.format, &self.id(i), self.format.provider()))
+    }
+
     /// The id of element `i`'s conversation.
     fn id(&self, i: usize) -> String {
         format!("{}#{i}", self.stem)
     }
 
-    fn converted(&self, convs: &[Conversation]) -> Converted {
+    fn converted(&self, convs: Vec<Conversation>) -> Converted {
         let any_items = convs.iter().any(|c| !c.items.is_empty());
-        (convs.iter().map(|c| to_trace(c, &self.opts.rules)).collect(), any_items)
+        (convs.into_iter().map(|c| to_trace(c, &self.opts.rules)).collect(), any_items)
     }
 
     fn traces(&self, i: usize, list: &Value) -> Result<Converted, Error> {
         let convs = provider_conversations(self.format, list, &self.id(i))
             .map_err(|e| ImportError::at(format!("/{i}{}", e.at), e.expected).into_error(self.path))?;
-        Ok(self.converted(&convs))
+        Ok(self.converted(convs))
     }
 
     fn split_error(&self, e: SplitError) -> Error {
@@ -89,11 +126,84 @@ fn wrapped_list(mut v: Value) -> Option<Value> {
     v.get_mut(key).map(Value::take)
 }
 
+/// The shape of a JSON value read from `reader`, as much as [`detect`] looks at: keys, and the
+/// values of `type` keys; every other scalar is `null`, and a list keeps the first of each
+/// shape of element (detection asks what the first is and whether any is of a kind), so a
+/// conversation of any length has a shape of a few messages.
+fn shape_of(reader: impl Read) -> Option<Value> {
+    use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+    /// Reads a value's shape; `typed` for the value of a `type` key.
+    #[derive(Clone, Copy)]
+    struct Shape {
+        typed: bool,
+    }
+    impl<'de> DeserializeSeed<'de> for Shape {
+        type Value = Value;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Shape {
+        type Value = Value;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON value")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Value, E> {
+            Ok(Value::Null)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Value, E> {
+            Ok(Value::Null)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Value, E> {
+            Ok(Value::Null)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Value, E> {
+            Ok(Value::Null)
+        }
+        fn visit_unit<E>(self) -> Result<Value, E> {
+            Ok(Value::Null)
+        }
+        fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+            Ok(if self.typed && s.len() <= 64 { s.into() } else { Value::Null })
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+            let (mut out, mut seen) = (Vec::new(), std::collections::HashSet::new());
+            while let Some(v) = seq.next_element_seed(Shape { typed: false })? {
+                if seen.insert(v.to_string()) {
+                    out.push(v);
+                }
+            }
+            Ok(Value::Array(out))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            let mut out = serde_json::Map::new();
+            while let Some(k) = map.next_key::<String>()? {
+                let v = map.next_value_seed(Shape { typed: k == "type" })?;
+                out.insert(k, v);
+            }
+            Ok(Value::Object(out))
+        }
+    }
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let v = Shape { typed: false }.deserialize(&mut de).ok()?;
+    de.end().ok().map(|()| v)
+}
+
 /// Streams `path` if it is a file of wrapped conversations; `None` (having handed on nothing)
 /// when it is not, for the whole-file reader.
 pub(super) fn wrapped(
     path: &Path,
     opts: &ImportOptions,
+    each: &mut dyn FnMut(Trace) -> Result<(), Error>,
+) -> Result<Option<SourceFormat>, Error> {
+    wrapped_keeping(path, opts, KEEP_BYTES, each)
+}
+
+/// [`wrapped`], keeping elements of at most `keep` bytes in memory.
+fn wrapped_keeping(
+    path: &Path,
+    opts: &ImportOptions,
+    keep: usize,
     each: &mut dyn FnMut(Trace) -> Result<(), Error>,
 ) -> Result<Option<SourceFormat>, Error> {
     if opts.select.is_some()
@@ -119,14 +229,21 @@ pub(super) fn wrapped(
     };
     let Some(file) = open()? else { return Ok(None) };
     let cap = usize::try_from(crate::input::Input::Trace.cap_bytes()).unwrap_or(usize::MAX);
-    let mut elements = Elements::new(file, layout, cap);
+    let mut elements = Elements::new(file, layout, cap).keep_at_most(keep);
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("trace");
 
     // The first element decides: a wrapped conversation in a format it can detect, or the
-    // whole-file reader's business.
-    let first = match elements.next() {
+    // whole-file reader's business. One too large to keep is read for its shape alone.
+    let (first, far) = match elements.next() {
         None | Some(Err(_)) => return Ok(None),
-        Some(Ok(Element { bytes, .. })) => serde_json::from_slice(bytes).ok().and_then(wrapped_list),
+        Some(Ok(Element { bytes, far: None, .. })) => (serde_json::from_slice(bytes).ok().and_then(wrapped_list), None),
+        Some(Ok(Element { far: Some(far), line, .. })) => {
+            let shape = File::open(path).ok().and_then(|mut f| {
+                f.seek(SeekFrom::Start(far.start)).ok()?;
+                shape_of(BufReader::new(f.take(far.end - far.start)))
+            });
+            (shape.and_then(wrapped_list), Some((line, far)))
+        }
     };
     let Some(first) = first else { return Ok(None) };
     let format = match opts.format {
@@ -151,8 +268,14 @@ pub(super) fn wrapped(
         }
         Ok(())
     };
-    hand_on(0, reading.traces(0, &first)?)?;
-    drop(first);
+    let converted = match far {
+        None => reading.traces(0, &first)?,
+        Some((line, far)) => {
+            drop(first);
+            reading.convert_far(0, line, far)?
+        }
+    };
+    hand_on(0, converted)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let count = 1 + if cores > 1 {
         in_parallel(elements, &reading, cores, &mut hand_on)?
@@ -185,7 +308,11 @@ fn in_turn(
     let mut count = 0;
     while let Some(element) = elements.next() {
         let e = element.map_err(|e| reading.split_error(e))?;
-        hand_on(e.index, reading.convert(e.index, e.line, e.bytes)?)?;
+        let converted = match e.far {
+            None => reading.convert(e.index, e.line, e.bytes)?,
+            Some(far) => reading.convert_far(e.index, e.line, far)?,
+        };
+        hand_on(e.index, converted)?;
         count += 1;
     }
     Ok(count)
@@ -203,8 +330,9 @@ struct Batch {
     /// Index of the first element.
     first: usize,
     bytes: Vec<u8>,
-    /// Each element's line and its end in `bytes`.
-    ends: Vec<(usize, usize)>,
+    /// Each element's line and its end in `bytes`, or its place in the file when the splitter
+    /// did not keep it.
+    ends: Vec<(usize, usize, Option<Range<u64>>)>,
 }
 
 impl Batch {
@@ -213,19 +341,26 @@ impl Batch {
             self.first = e.index;
         }
         self.bytes.extend_from_slice(e.bytes);
-        self.ends.push((e.line, self.bytes.len()));
+        self.ends.push((e.line, self.bytes.len(), e.far.clone()));
     }
 
+    /// Whether to send it: a far element goes at once (it is work enough alone).
     fn full(&self) -> bool {
-        self.bytes.len() >= BATCH_BYTES || self.ends.len() >= BATCH_ELEMENTS
+        self.bytes.len() >= BATCH_BYTES
+            || self.ends.len() >= BATCH_ELEMENTS
+            || self.ends.last().is_some_and(|(_, _, far)| far.is_some())
     }
 
     /// Converts the elements in order, stopping at the first that fails.
     fn convert(&self, reading: &Reading) -> Vec<Result<Converted, Error>> {
         let mut out = Vec::with_capacity(self.ends.len());
         let mut start = 0;
-        for (k, &(line, end)) in self.ends.iter().enumerate() {
-            let converted = reading.convert(self.first + k, line, &self.bytes[start..end]);
+        for (k, (line, end, far)) in self.ends.iter().enumerate() {
+            let (i, line, end) = (self.first + k, *line, *end);
+            let converted = match far {
+                None => reading.convert(i, line, &self.bytes[start..end]),
+                Some(far) => reading.convert_far(i, line, far.clone()),
+            };
             let failed = converted.is_err();
             out.push(converted);
             if failed {
@@ -355,6 +490,90 @@ mod tests {
             assert_eq!(one.1.len(), if path == &good { 299 } else { 149 });
             assert_eq!(read(2), one);
             assert_eq!(read(5), one);
+        }
+    }
+
+    /// Detection from a value's shape decides as detection from the whole value, on every
+    /// format of the corpus and on wrapped lists of each kind of message.
+    #[test]
+    fn shape_detects_as_the_value_does() {
+        let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/corpus");
+        let mut values: Vec<Value> = Vec::new();
+        for entry in std::fs::read_dir(&corpus).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            match path.extension().and_then(|e| e.to_str()) {
+                Some("json") => values.push(serde_json::from_str(&text).unwrap()),
+                Some("yaml") => values.push(serde_norway::from_str(&text).unwrap()),
+                _ => {}
+            }
+        }
+        let wrapped = [
+            r#"[{"role": "user", "content": "a"}, {"role": "assistant", "content": [{"type": "tool_use", "id": "t"}]}]"#,
+            r#"[{"type": "message", "role": "user"}, {"type": "function_call", "name": "f"}]"#,
+            r#"[{"role": "user", "content": "a"}, {"role": "assistant", "tool_calls": [{"type": "function"}]}]"#,
+            r#"{"contents": [{"role": "user", "parts": [{"text": "a"}]}]}"#,
+            r#"{"messages": [{"role": "user", "content": "a"}], "max_tokens": 5}"#,
+            r#"{"request": {"input": "a"}, "response": {"output": []}}"#,
+        ];
+        for w in wrapped {
+            let inner: Value = serde_json::from_str(w).unwrap();
+            values.push(inner.clone());
+            values.push(serde_json::json!({ "traj": inner.clone() }));
+            values.push(serde_json::json!([{ "conversation": inner }]));
+        }
+        for v in &values {
+            let shape = shape_of(v.to_string().as_bytes()).unwrap();
+            assert_eq!(detect(&shape), detect(v), "{}", shape);
+        }
+        let long: Vec<Value> = (0..1000)
+            .map(|i| {
+                let role = if i % 2 == 0 { "user" } else { "assistant" };
+                serde_json::json!({"role": role, "content": format!("message {i}")})
+            })
+            .collect();
+        let shape = shape_of(Value::from(long).to_string().as_bytes()).unwrap();
+        assert_eq!(shape, serde_json::json!([{"role": null, "content": null}]));
+        assert_eq!(shape_of(&b"{\"a\": 1} x"[..]), None, "trailing bytes are an error");
+    }
+
+    /// Elements read again from the file (every one, the first included, when nothing is
+    /// kept) give the same traces and the same first error as elements kept in memory.
+    #[test]
+    fn far_elements_read_as_kept_ones() {
+        let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/corpus");
+        let text = std::fs::read_to_string(corpus.join("tau-bench_gpt-4o-airline.json")).unwrap();
+        let elements: Vec<Value> = serde_json::from_str(&text).unwrap();
+        let mut lines: Vec<String> = elements.iter().take(40).map(Value::to_string).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("good.jsonl");
+        std::fs::write(&good, lines.join("\n")).unwrap();
+        let array = dir.path().join("array.json");
+        std::fs::write(&array, format!("[\n{}\n]", lines.join(",\n"))).unwrap();
+        lines[20] = lines[20].replacen("\"role\":\"assistant\"", "\"role\":\"robot\"", 1);
+        let robot = dir.path().join("robot.jsonl");
+        std::fs::write(&robot, lines.join("\n")).unwrap();
+        let cut = lines[10].len() - 2;
+        lines[10].truncate(cut);
+        let cut = dir.path().join("cut.jsonl");
+        std::fs::write(&cut, lines.join("\n")).unwrap();
+        for (path, traces) in [(&good, 40), (&array, 40), (&robot, 20), (&cut, 10)] {
+            for format in [SourceFormat::Auto, SourceFormat::OpenAiChat, SourceFormat::Anthropic] {
+                let opts = ImportOptions { format, ..ImportOptions::default() };
+                let read = |keep: usize| {
+                    let mut handed = Vec::new();
+                    let result = wrapped_keeping(path, &opts, keep, &mut |t| {
+                        handed.push(t);
+                        Ok(())
+                    });
+                    (result.map_err(|e| e.to_string()), handed)
+                };
+                let kept = read(usize::MAX);
+                assert_eq!(read(0), kept, "{} as {format:?}", path.display());
+                if format == SourceFormat::Auto {
+                    assert_eq!(kept.1.len(), traces, "{}: {:?}", path.display(), kept.0);
+                }
+            }
         }
     }
 }
