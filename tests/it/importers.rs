@@ -284,3 +284,58 @@ fn scenarios_can_override_the_failure_rules() {
     let err = with("trace_failure_rules = [\"(\"]\n").unwrap_err().to_string();
     assert!(err.contains("trace_failure_rules: expected regular expressions"), "{err}");
 }
+
+/// A conversation larger than the streaming reader keeps in memory (4 MiB) is read again from
+/// the file, first or later in it: its trace is the one the whole-file reader gives, and a
+/// syntax error deep inside it is still named by its line.
+#[test]
+fn a_conversation_too_large_to_keep_reads_as_the_whole_file_reader_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(corpus().join("tau-bench_gpt-4o-airline.json")).unwrap();
+    let convs: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+    let mut big = convs[0].clone();
+    let msgs = big["traj"].as_array().unwrap().clone();
+    let step = serde_json::to_string(&msgs[2..]).unwrap().len();
+    let mut grown = msgs.clone();
+    for _ in 0..=(5 << 20) / step {
+        grown.extend_from_slice(&msgs[2..]);
+    }
+    big["traj"] = serde_json::Value::Array(grown);
+    let (big, small) = (big.to_string(), convs[1].to_string());
+    // The events of a trace file, without its header (ids name the file and the element).
+    let events = |path: &Path| -> Vec<String> {
+        let text = std::fs::read_to_string(path).unwrap();
+        text.lines().filter(|l| !l.contains("\"tracefault_trace\"")).map(str::to_owned).collect()
+    };
+    for (name, elements, at) in [("first.json", [&big, &small], 0), ("later.json", [&small, &big], 1)] {
+        let p = write(dir.path(), name, &format!("[{}]", elements.map(String::as_str).join(",\n")));
+        let streamed = dir.path().join(format!("{name}.all.jsonl"));
+        tracefault().arg("import").arg(&p).arg("--all").arg("-o").arg(&streamed).assert().code(0);
+        let whole = dir.path().join(format!("{name}.one.jsonl"));
+        let select = format!("/{at}");
+        tracefault().arg("import").arg(&p).args(["--select", &select, "-o"]).arg(&whole).assert().code(0);
+        let small_events = {
+            let q = write(dir.path(), "small.json", &format!("[{small}]"));
+            let out = dir.path().join("small.jsonl");
+            tracefault().arg("import").arg(&q).args(["--select", "/0", "-o"]).arg(&out).assert().code(0);
+            events(&out)
+        };
+        let all = events(&streamed);
+        let big_events = events(&whole);
+        assert!(big_events.len() > 10_000, "{name}: the conversation is large");
+        let expected: Vec<String> = if at == 0 {
+            big_events.iter().chain(&small_events).cloned().collect()
+        } else {
+            small_events.iter().chain(&big_events).cloned().collect()
+        };
+        assert!(all == expected, "{name}: the streamed traces differ from the whole-file reader's");
+    }
+    let broken = big.replacen("\"role\": \"tool\"", "\"role\" \"tool\"", 1);
+    let broken = if broken == big { big.replacen("\"role\":\"tool\"", "\"role\" \"tool\"", 1) } else { broken };
+    assert_ne!(broken, big);
+    let p = write(dir.path(), "broken.json", &format!("[{small},\n{small},\n{broken}]"));
+    let out = tracefault().arg("inspect").arg(&p).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("broken.json:3: JSON: expected `:`"), "{err}");
+}
