@@ -240,6 +240,8 @@ impl<R: Read> Elements<R> {
         self.comma = false;
         self.index += 1;
         let (index, line) = (self.index - 1, first_line);
+        // One that came in whole but is larger than `keep` is handed out by its place too.
+        let far = far.or_else(|| (end - from > self.keep).then(|| self.base + from as u64));
         Some(Ok(match far {
             Some(at) => Element { index, line, bytes: &[], far: Some(at..self.base + end as u64) },
             None => Element { index, line, bytes: &self.buf[from..end], far: None },
@@ -284,7 +286,7 @@ mod tests {
                     &input.as_bytes()[r.start as usize..r.end as usize]
                 }
                 None => {
-                    assert!(e.bytes.len() <= keep.saturating_add(chunk), "a kept element is small");
+                    assert!(e.bytes.len() <= keep, "a kept element is small");
                     e.bytes
                 }
             };
@@ -344,6 +346,41 @@ mod tests {
         assert_eq!(err("[{} {}]").message, "expected `,` or `]`");
         assert_eq!(err("[{},\n,{}]").line, 2);
         assert_eq!(err("[{},\n]").message, "expected an element");
+    }
+
+    /// The cap bounds each element, wherever it lies in the input: lines of exactly the cap
+    /// all come out, kept or not, and a line one byte over it is refused.
+    #[test]
+    fn the_cap_is_on_each_element_not_its_place_in_the_input() {
+        struct Trickle<'a>(&'a [u8], usize);
+        impl Read for Trickle<'_> {
+            fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+                let n = self.0.len().min(self.1).min(out.len());
+                out[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let line = |len: usize| format!("\"{}\"", "x".repeat(len - 2));
+        let at_cap = [line(100), line(100), line(100), line(100)].join("\n");
+        let over = [line(100), line(101)].join("\n");
+        for chunk in [1, 7, 4096] {
+            for keep in [usize::MAX, 10] {
+                let mut elements =
+                    Elements::new(Trickle(at_cap.as_bytes(), chunk), Layout::Lines, 100).keep_at_most(keep);
+                let mut count = 0;
+                while let Some(e) = elements.next() {
+                    assert!(e.is_ok(), "chunk {chunk}, keep {keep}: element {count} refused");
+                    count += 1;
+                }
+                assert_eq!(count, 4);
+                let mut elements =
+                    Elements::new(Trickle(over.as_bytes(), chunk), Layout::Lines, 100).keep_at_most(keep);
+                assert!(elements.next().unwrap().is_ok());
+                let err = elements.next().unwrap().err().expect("over the cap");
+                assert_eq!(err.line, 2, "chunk {chunk}, keep {keep}");
+            }
+        }
     }
 
     #[test]
