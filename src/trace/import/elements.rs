@@ -253,6 +253,17 @@ impl<R: Read> Elements<R> {
 mod tests {
     use super::*;
 
+    /// A reader that gives at most `.1` bytes per read.
+    struct Trickle<'a>(&'a [u8], usize);
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.0.len().min(self.1).min(out.len());
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
     /// Every element as (index, line, text), or the first error; `chunk` bytes per read so
     /// elements straddle reads.
     fn split(input: &str, layout: Layout, chunk: usize) -> Result<Vec<(usize, usize, String)>, SplitError> {
@@ -267,15 +278,6 @@ mod tests {
         chunk: usize,
         keep: usize,
     ) -> Result<Vec<(usize, usize, String)>, SplitError> {
-        struct Trickle<'a>(&'a [u8], usize);
-        impl Read for Trickle<'_> {
-            fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-                let n = self.0.len().min(self.1).min(out.len());
-                out[..n].copy_from_slice(&self.0[..n]);
-                self.0 = &self.0[n..];
-                Ok(n)
-            }
-        }
         let mut elements = Elements::new(Trickle(input.as_bytes(), chunk), layout, 1 << 20).keep_at_most(keep);
         let mut out = Vec::new();
         while let Some(e) = elements.next() {
@@ -352,15 +354,6 @@ mod tests {
     /// all come out, kept or not, and a line one byte over it is refused.
     #[test]
     fn the_cap_is_on_each_element_not_its_place_in_the_input() {
-        struct Trickle<'a>(&'a [u8], usize);
-        impl Read for Trickle<'_> {
-            fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-                let n = self.0.len().min(self.1).min(out.len());
-                out[..n].copy_from_slice(&self.0[..n]);
-                self.0 = &self.0[n..];
-                Ok(n)
-            }
-        }
         let line = |len: usize| format!("\"{}\"", "x".repeat(len - 2));
         let at_cap = [line(100), line(100), line(100), line(100)].join("\n");
         let over = [line(100), line(101)].join("\n");
