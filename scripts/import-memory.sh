@@ -17,11 +17,8 @@ size, out = int(sys.argv[1]) * 10**6, sys.argv[2]
 convs = json.load(open("tests/fixtures/corpus/tau-bench_gpt-4o-airline.json"))
 grown = dict(convs[0])
 head, body = grown["traj"][:2], grown["traj"][2:]
-msgs, n = list(head), 0
-while len(json.dumps(msgs)) < size:
-    msgs.extend(body)
-    n += 1
-grown["traj"] = msgs
+step = len(json.dumps(body))
+grown["traj"] = head + body * (size // step + 1)
 big = json.dumps(grown)
 open(f"{out}/bytes", "w").write(str(len(big)))
 small = [json.dumps(c) for c in convs]
