@@ -68,11 +68,8 @@ impl Reading<'_> {
         self.wrapped(i, line, v)
     }
 
-    /// The bytes of the file at `far`.
     fn read_at(&self, far: &Range<u64>) -> Result<impl Read, Error> {
-        let mut file = File::open(self.path).map_err(|e| Error::io(self.path, e))?;
-        file.seek(SeekFrom::Start(far.start)).map_err(|e| Error::io(self.path, e))?;
-        Ok(BufReader::with_capacity(1 << 16, file.take(far.end - far.start)))
+        read_at(self.path, far)
     }
 
     fn json_error(&self, line: usize, e: &serde_json::Error) -> Error {
@@ -199,6 +196,13 @@ pub(super) fn wrapped(
     wrapped_keeping(path, opts, KEEP_BYTES, each)
 }
 
+/// The bytes of `path` at `far`, read through a 64 KiB buffer.
+fn read_at(path: &Path, far: &Range<u64>) -> Result<impl Read + use<>, Error> {
+    let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
+    file.seek(SeekFrom::Start(far.start)).map_err(|e| Error::io(path, e))?;
+    Ok(BufReader::with_capacity(1 << 16, file.take(far.end - far.start)))
+}
+
 /// [`wrapped`], keeping elements of at most `keep` bytes in memory.
 fn wrapped_keeping(
     path: &Path,
@@ -238,10 +242,7 @@ fn wrapped_keeping(
         None | Some(Err(_)) => return Ok(None),
         Some(Ok(Element { bytes, far: None, .. })) => (serde_json::from_slice(bytes).ok().and_then(wrapped_list), None),
         Some(Ok(Element { far: Some(far), line, .. })) => {
-            let shape = File::open(path).ok().and_then(|mut f| {
-                f.seek(SeekFrom::Start(far.start)).ok()?;
-                shape_of(BufReader::new(f.take(far.end - far.start)))
-            });
+            let shape = read_at(path, &far).ok().and_then(shape_of);
             (shape.and_then(wrapped_list), Some((line, far)))
         }
     };
