@@ -8,6 +8,8 @@ use serde::Serialize;
 
 use crate::engine::events::{By, Event, Observer, TerminatedBy};
 use crate::engine::faults::{FaultPlan, FaultRule, Target, Trigger};
+use crate::engine::fleet::Fleet;
+use crate::engine::load::ToolLoad;
 use crate::engine::profile::Profile;
 use crate::engine::rng::fnv1a64;
 use crate::engine::strategy::{Partials, Routing, Strategy};
@@ -70,6 +72,9 @@ fn scenario(
         strategies,
         baseline: 0,
         faults: FaultPlan::new(rules, task.tools.len()),
+        loads: vec![ToolLoad::default(); task.tools.len()],
+        loaded: false,
+        fleet: Fleet::default(),
         task,
         policy: Policy::default(),
         profile: Profile::bundled_default(),
@@ -229,7 +234,10 @@ impl Observer for Counter {
                 }
             }
             Event::End { by, .. } => self.ended = Some(by),
-            Event::Rejected { .. } | Event::BreakerTrip { .. } | Event::ProtocolViolation { .. } => {}
+            Event::Rejected { .. }
+            | Event::BreakerTrip { .. }
+            | Event::ProtocolViolation { .. }
+            | Event::Done { .. } => {}
         }
     }
 }

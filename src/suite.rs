@@ -69,9 +69,10 @@ pub struct ScenarioResult {
 }
 
 impl ScenarioResult {
-    /// Whether any fault fired at all; a chaos scenario where none did tested nothing.
+    /// Whether any fault fired at all (a rule, or a tool refusing under load); a chaos
+    /// scenario where none did tested nothing.
     pub fn any_fault_fired(&self) -> bool {
-        self.rules_fired.iter().any(|r| r.1 > 0)
+        self.rules_fired.iter().any(|r| r.1 > 0) || self.aggregates.iter().any(|a| a.load_rejections > 0)
     }
 
     pub fn repro_line(&self, strategy: usize) -> Option<String> {
@@ -313,7 +314,7 @@ fn finish_scenario(sc: &Scenario, aggregates: Vec<Aggregate>) -> ScenarioResult 
             warnings.push(format!("fault rule `{label}` never fired in any run"));
         }
     }
-    if !rules_fired.iter().any(|r| r.1 > 0) {
+    if !rules_fired.iter().any(|r| r.1 > 0) && aggregates.iter().all(|a| a.load_rejections == 0) {
         warnings.push("no fault fired at all: this scenario tested nothing".to_owned());
     }
     let mut gates = Vec::new();
@@ -388,7 +389,24 @@ pub fn push_run_row(buf: &mut Vec<u8>, prefix: &[u8], run: u64, seed: u64, m: &R
     ] {
         field(buf, v);
     }
-    buf.extend_from_slice(num.format(m.raw_leaks).as_bytes());
+    field(buf, m.raw_leaks);
+    for v in [
+        m.agents,
+        m.agents_succeeded,
+        m.virtual_ms,
+        m.agent_ms_percentile(0.5),
+        m.agent_ms_percentile(0.99),
+        m.peak_in_flight,
+    ] {
+        field(buf, v);
+    }
+    // Attempts per first attempt with three decimals, from integers.
+    let amp = m.retry_amplification_milli();
+    buf.extend_from_slice(num.format(amp / 1000).as_bytes());
+    buf.push(b'.');
+    buf.extend_from_slice(&[b'0' + (amp / 100 % 10) as u8, b'0' + (amp / 10 % 10) as u8, b'0' + (amp % 10) as u8]);
+    buf.push(b',');
+    buf.extend_from_slice(num.format(m.load_rejections).as_bytes());
     buf.push(b'\n');
 }
 

@@ -15,6 +15,7 @@ use crate::scenario::Scenario;
 use crate::scenario::load::load_suite;
 use crate::shard::{self, ShardSource};
 use crate::suite::{self, RunOptions, RunsSink, ScenarioResult};
+use crate::trace::Trace;
 use crate::trace::record::Recorder;
 
 pub fn execute(args: RunArgs) -> Result<i32> {
@@ -301,7 +302,8 @@ fn single_run(suite: &[Scenario], run: u64, trace_out: Option<&Path>) -> Result<
             m.virtual_ms
         );
         if let Some(path) = trace_out {
-            output::write_file(path, rec.trace.to_jsonl().as_bytes())?;
+            let jsonl: String = rec.traces.iter().map(Trace::to_jsonl).collect();
+            output::write_file(path, jsonl.as_bytes())?;
             println!("trace written to {}", path.display());
         }
     }

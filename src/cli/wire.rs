@@ -149,7 +149,7 @@ struct RunRecord {
     ended: String,
     exit: Option<i32>,
     findings: Vec<(u8, String)>,
-    row: [String; 17],
+    row: [String; 25],
     http: [u64; 3],
     counted: (u64, u64),
     /// Formats whose conversations made the round trip (a result read, or an ending).
@@ -299,6 +299,15 @@ fn record(world: &World, run: u64, exit: Option<i32>, timed_out: bool, timeout_s
         world.clock.now_ms().to_string(),
         findings.iter().filter(|f| f.0 == 1).count().to_string(),
         findings.iter().filter(|f| f.0 == 5).count().to_string(),
+        // One agent per run; peaks in flight and first attempts are not counted on the wire.
+        "1".into(),
+        u8::from(ended == "answer").to_string(),
+        world.clock.now_ms().to_string(),
+        world.clock.now_ms().to_string(),
+        world.clock.now_ms().to_string(),
+        String::new(),
+        String::new(),
+        "0".into(),
     ];
     RunRecord {
         trace,

@@ -105,6 +105,11 @@ impl<W> Gate<W> {
         self.in_flight
     }
 
+    /// Calls waiting for a place.
+    pub fn waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
     /// The most calls ever in flight at once.
     pub fn peak(&self) -> u32 {
         self.peak

@@ -97,6 +97,9 @@ pub enum Event<'a> {
         rule: Option<u16>,
         fired: bool,
         wasted: bool,
+        /// The tool refused it under load (its rate or concurrency limit, or a write conflict),
+        /// apart from any scheduled fault.
+        load: bool,
     },
     /// An open breaker answered instead of the tool.
     Rejected {
@@ -120,10 +123,17 @@ pub enum Event<'a> {
     ProtocolViolation {
         call_id: u32,
     },
+    /// An agent's run ends (one per agent).
     End {
         by: TerminatedBy,
         t_ms: u64,
+        /// When the agent started.
+        started_ms: u64,
         text: &'a str,
+    },
+    /// The run is over for every agent: the most calls any one tool served at once.
+    Done {
+        peak_in_flight: u32,
     },
 }
 
@@ -135,6 +145,11 @@ pub trait Observer {
     const READS_CONTENT: bool = true;
 
     fn event(&mut self, e: &Event<'_>);
+
+    /// The events that follow are agent `agent`'s (said only in a fleet of several; a lone
+    /// agent is agent 0).
+    #[inline]
+    fn agent(&mut self, _agent: u32) {}
 }
 
 impl Observer for () {
@@ -152,6 +167,12 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
         self.0.event(e);
         self.1.event(e);
     }
+
+    #[inline]
+    fn agent(&mut self, agent: u32) {
+        self.0.agent(agent);
+        self.1.agent(agent);
+    }
 }
 
 impl<T: Observer + ?Sized> Observer for &mut T {
@@ -160,5 +181,10 @@ impl<T: Observer + ?Sized> Observer for &mut T {
     #[inline]
     fn event(&mut self, e: &Event<'_>) {
         (**self).event(e);
+    }
+
+    #[inline]
+    fn agent(&mut self, agent: u32) {
+        (**self).agent(agent);
     }
 }

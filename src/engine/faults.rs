@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 
+use super::fleet::agent_key;
 use super::rng::{LazyStream, domain, fnv1a64, key};
 use crate::fault::Fault;
 
@@ -164,8 +165,9 @@ impl FaultPlan {
         self.targets - 1
     }
 
-    /// Prepares `inj` for a new run keyed by `(root, scenario, run)`.
-    pub fn reset(&self, inj: &mut Injector, root: u64, scenario: u64, run: u64, target_names: &[u64]) {
+    /// Readies `inj` for agent `agent` of run `run` (agent 0's streams are a lone agent's).
+    #[inline]
+    pub fn reset(&self, inj: &mut Injector, root: u64, scenario: u64, run: u64, agent: u32, target_names: &[u64]) {
         inj.rules = self.rules.len();
         inj.buckets.clear();
         if self.rate_rules > 0 {
@@ -176,7 +178,7 @@ impl FaultPlan {
         inj.streams.resize_with(self.targets, LazyStream::default);
         for (t, stream) in inj.streams.iter_mut().enumerate() {
             let name = target_names.get(t).copied().unwrap_or(fnv1a64(b"provider"));
-            stream.reset(key(&[root, scenario, run, domain::FAULT, name]));
+            stream.reset(agent_key(key(&[root, scenario, run, domain::FAULT, name]), agent));
         }
     }
 
@@ -283,7 +285,7 @@ mod tests {
             1,
         );
         let mut inj = Injector::default();
-        plan.reset(&mut inj, 1, 2, 3, &[9]);
+        plan.reset(&mut inj, 1, 2, 3, 0, &[9]);
         let fired: Vec<bool> = (1..=4).map(|a| plan.decide(&mut inj, 0, a, 0, 0).is_some()).collect();
         assert_eq!(fired, [true, true, false, false]);
         assert!(plan.decide(&mut inj, 1, 1, 0, 0).is_none(), "provider is not a tool target");
@@ -297,7 +299,7 @@ mod tests {
         );
         let run = |order: &[u32]| {
             let mut inj = Injector::default();
-            plan.reset(&mut inj, 7, 8, 9, &[1, 2]);
+            plan.reset(&mut inj, 7, 8, 9, 0, &[1, 2]);
             let mut out: Vec<(u32, bool)> =
                 order.iter().map(|&a| (a, plan.decide(&mut inj, 0, a, 0, 0).is_some())).collect();
             out.sort();
@@ -316,7 +318,7 @@ mod tests {
             1,
         );
         let mut inj = Injector::default();
-        plan.reset(&mut inj, 1, 1, 1, &[1]);
+        plan.reset(&mut inj, 1, 1, 1, 0, &[1]);
         assert!(plan.decide(&mut inj, 0, 1, 0, 0).is_none());
         assert!(plan.decide(&mut inj, 0, 2, 0, 0).is_none());
         let third = plan.decide(&mut inj, 0, 3, 0, 0).expect("bucket empty");
@@ -334,7 +336,7 @@ mod tests {
             1,
         );
         let mut inj = Injector::default();
-        plan.reset(&mut inj, 1, 1, 1, &[1]);
+        plan.reset(&mut inj, 1, 1, 1, 0, &[1]);
         assert_eq!(plan.decide(&mut inj, 0, 1, 999, 0), None);
         assert_eq!(plan.decide(&mut inj, 0, 2, 1000, 0).map(|f| f.rule), Some(0));
         assert_eq!(plan.decide(&mut inj, 0, 3, 2000, 1), None);
@@ -352,7 +354,7 @@ mod tests {
         let plan = FaultPlan::new(rules, 1);
         assert!(!plan.by_target[0].by_attempt.is_empty(), "the at-only rules are indexed");
         let mut inj = Injector::default();
-        plan.reset(&mut inj, 1, 1, 1, &[1]);
+        plan.reset(&mut inj, 1, 1, 1, 0, &[1]);
         assert_eq!(plan.decide(&mut inj, 0, 3, 0, 0).map(|f| f.rule), Some(2));
         assert_eq!(plan.decide(&mut inj, 0, 30, 0, 0).map(|f| f.rule), Some(17));
     }
@@ -366,7 +368,7 @@ mod tests {
             |status| rule(Target::AnyTool, Trigger { rate_limit: Some(rl), ..Default::default() }, http(status));
         let plan = FaultPlan::new(vec![limited(429), limited(503)], 2);
         let mut inj = Injector::default();
-        plan.reset(&mut inj, 1, 1, 1, &[1, 2]);
+        plan.reset(&mut inj, 1, 1, 1, 0, &[1, 2]);
         assert_eq!(plan.decide(&mut inj, 0, 1, 0, 0), None);
         assert_eq!(plan.decide(&mut inj, 1, 1, 0, 0), None, "tool 1's buckets are full");
         assert_eq!(plan.decide(&mut inj, 0, 2, 0, 0).map(|f| f.rule), Some(0));

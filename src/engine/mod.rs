@@ -5,6 +5,8 @@ pub mod breaker;
 pub mod capacity;
 pub mod events;
 pub mod faults;
+pub mod fleet;
+pub mod load;
 pub mod loop_guard;
 pub mod model;
 pub mod profile;

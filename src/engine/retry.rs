@@ -61,7 +61,7 @@ impl Default for RetryPolicy {
 }
 
 /// Upper bound on `max_attempts`, so jitter slots and loops stay bounded.
-pub const MAX_ATTEMPTS_LIMIT: u32 = 16;
+pub const MAX_ATTEMPTS_LIMIT: u32 = 1000;
 
 impl RetryPolicy {
     /// Whether the orchestrator may retry after attempt `attempt` (1-based) of one call failed

@@ -39,6 +39,8 @@ pub mod domain {
     pub const FAULT: u64 = fnv1a64(b"fault");
     pub const MODEL: u64 = fnv1a64(b"model");
     pub const JITTER: u64 = fnv1a64(b"jitter");
+    pub const ARRIVALS: u64 = fnv1a64(b"arrivals");
+    pub const SERVICE: u64 = fnv1a64(b"service");
 }
 
 /// The ChaCha8 seed of a stream key: SplitMix64 expands the key to 32 bytes.

@@ -1,6 +1,7 @@
-//! The run loop: one agent under one strategy, as a discrete-event simulation over virtual
-//! time. A queue of timed events (model turns, tool attempts, their completions) drives it, so
-//! parallel calls overlap in time and more agents can share the queue later.
+//! The run loop: a fleet of agents (one, unless the scenario says otherwise) under one
+//! strategy, as a discrete-event simulation over virtual time. One queue of timed events
+//! (model turns, tool attempts, their completions) drives every agent, so parallel calls
+//! overlap in time and agents contend for the tools they share.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -8,6 +9,8 @@ use std::collections::BinaryHeap;
 use super::breaker::{Admit, Breaker};
 use super::events::{By, Event, Observer, TerminatedBy};
 use super::faults::Injector;
+use super::fleet::{MAX_AGENTS, agent_key};
+use super::load::{Admission, LoadFault, ToolState};
 use super::loop_guard::LoopGuard;
 use super::model::{Action, CallHistory, Perceived, act, perceive_failure};
 use super::retry::{MAX_ATTEMPTS_LIMIT, RetryPolicy};
@@ -28,8 +31,12 @@ const DRAWS_PER_TURN: u64 = 4;
 const TURN_SLOTS: u64 = 1 << 24;
 /// Jitter slots for provider retries start here, apart from tool calls.
 const PROVIDER_JITTER_BASE: u64 = 1 << 48;
-/// A run that needs more events than this is an engine bug, not a long run.
-const MAX_EVENTS_PER_RUN: u32 = 1_000_000;
+/// Jitter slots per call (or provider turn) for its first retries; later retries of a long
+/// chain draw from [`LONG_CHAIN_JITTER_BASE`] on, so the first ones keep their slots.
+const CHAIN_SLOTS: u64 = 16;
+const LONG_CHAIN_JITTER_BASE: u64 = 1 << 56;
+/// An agent that needs more events than this in a run is an engine bug, not a long run.
+const MAX_EVENTS_PER_AGENT: u64 = 1_000_000;
 const NEVER: u32 = u32::MAX;
 pub const GIVE_UP_TEXT: &str = "I could not complete the task.";
 
@@ -38,7 +45,19 @@ enum Ev {
     TurnStart,
     ModelAttempt,
     ToolAttempt(u32),
+    /// A call that waited for a place at a tool gets one.
+    ToolServe(u32),
     ToolDone(u32),
+}
+
+/// The jitter slot of retry `chain` of call (or provider turn) `index`, from `base`.
+fn jitter_slot(base: u64, index: u64, chain: u32) -> u64 {
+    let chain = u64::from(chain);
+    if chain < CHAIN_SLOTS {
+        base + index * CHAIN_SLOTS + chain
+    } else {
+        LONG_CHAIN_JITTER_BASE + (base >> 8) + index * u64::from(MAX_ATTEMPTS_LIMIT) + chain
+    }
 }
 
 /// The outcome of the latest attempt of a call.
@@ -46,6 +65,10 @@ enum Ev {
 struct Outcome {
     class: Option<ErrorClass>,
     rule: Option<u16>,
+    /// Whether the rule's trigger fired now (not a sticky repeat).
+    fired: bool,
+    /// A fault that came from the tool's load rather than a rule.
+    load: Option<LoadFault>,
     retry_after_ms: Option<u64>,
     /// The server announced `retry_after_ms` with this answer (not a refusal repeating it).
     announced: bool,
@@ -84,6 +107,18 @@ struct Slot {
     last_variant: u32,
     signal: Signal,
     more_available: bool,
+    /// The attempt number at the tool of the latest attempt, and whether the breaker let it
+    /// through as a probe (kept while it waits for a place).
+    attempt: u32,
+    probe: bool,
+    /// The latest attempt holds a place at a concurrency-limited tool / is being served (since
+    /// `served_ms`, having read `read` under optimistic concurrency).
+    place: bool,
+    serving: bool,
+    served_ms: u64,
+    read: u64,
+    /// The latest attempt repeats what cannot help (see `hopeless`).
+    wasted: bool,
 }
 
 impl Slot {
@@ -107,12 +142,20 @@ impl Slot {
             last_variant: 0,
             signal: Signal::Unmarked,
             more_available: false,
+            attempt: 0,
+            probe: false,
+            place: false,
+            serving: false,
+            served_ms: 0,
+            read: 0,
+            wasted: false,
         }
     }
 }
 
-/// The pending events, ordered by (time, insertion); ties go to the earlier insertion, which
-/// keeps runs deterministic. A run rarely holds more than a few, and a linear scan of a few
+/// The pending events of every agent, ordered by (time, insertion); ties go to the earlier
+/// insertion, which keeps runs deterministic. The agent shares a word with the insertion
+/// number (below it, so the order is the insertion's), which keeps an entry at 24 bytes. A run rarely holds more than a few, and a linear scan of a few
 /// beats a heap; past `SMALL` (a wide parallel turn) they move to a binary heap, so pops stay
 /// logarithmic.
 #[derive(Default)]
@@ -121,6 +164,10 @@ struct Queue {
     heap: BinaryHeap<Reverse<(u64, u64, Ev)>>,
     seq: u64,
 }
+
+/// Bits of an entry's second word that hold the agent (enough for [`MAX_AGENTS`]).
+const AGENT_BITS: u32 = 14;
+const _: () = assert!(MAX_AGENTS < 1 << AGENT_BITS);
 
 impl Queue {
     const SMALL: usize = 8;
@@ -134,22 +181,24 @@ impl Queue {
     // Inlined by hand: whether the compiler inlines these on its own shifted with unrelated
     // code elsewhere in the crate and cost the engine up to 20%.
     #[inline(always)]
-    fn push(&mut self, t: u64, ev: Ev) {
-        self.seq += 1;
+    fn push(&mut self, t: u64, agent: u32, ev: Ev) {
+        self.seq += 1 << AGENT_BITS;
+        let seq = self.seq | u64::from(agent);
         if self.heap.is_empty() && self.small.len() < Self::SMALL {
-            self.small.push((t, self.seq, ev));
+            self.small.push((t, seq, ev));
         } else {
             self.heap.extend(self.small.drain(..).map(Reverse));
-            self.heap.push(Reverse((t, self.seq, ev)));
+            self.heap.push(Reverse((t, seq, ev)));
         }
     }
 
     #[inline(always)]
-    fn pop(&mut self) -> Option<(u64, Ev)> {
-        if let Some(Reverse((t, _, ev))) = self.heap.pop() {
-            return Some((t, ev));
+    fn pop(&mut self) -> Option<(u64, u32, Ev)> {
+        const AGENT: u64 = (1 << AGENT_BITS) - 1;
+        if let Some(Reverse((t, seq, ev))) = self.heap.pop() {
+            return Some((t, (seq & AGENT) as u32, ev));
         }
-        let (i, &(t, _, ev)) = self.small.iter().enumerate().min_by_key(|(_, e)| (e.0, e.1))?;
+        let (i, &(t, seq, ev)) = self.small.iter().enumerate().min_by_key(|(_, e)| (e.0, e.1))?;
         // Not `swap_remove`: it copies the last entry even onto itself, and that wide read of
         // an entry just written field by field stalls store forwarding (a run's queue mostly
         // holds the one event pushed a moment ago).
@@ -158,7 +207,7 @@ impl Queue {
             self.small[i] = self.small[last];
         }
         self.small.truncate(last);
-        Some((t, ev))
+        Some((t, (seq & AGENT) as u32, ev))
     }
 }
 
@@ -166,17 +215,10 @@ impl Queue {
 #[derive(Default)]
 pub struct Workspace {
     queue: Queue,
-    slots: Vec<Slot>,
-    attempts: Vec<u32>,
-    successes: Vec<u32>,
-    terminal: Vec<Option<u16>>,
-    refusals: Vec<Refusal>,
-    breakers: Vec<Breaker>,
-    told_open: Vec<u32>,
-    injector: Injector,
-    guard: LoopGuard,
-    model: LazyStream,
-    jitter: LazyStream,
+    agents: Vec<Agent>,
+    tools: Vec<ToolState>,
+    starts: Vec<u64>,
+    arrivals: LazyStream,
     renderer: Renderer,
     seen: ResultCache,
 }
@@ -192,93 +234,23 @@ impl Workspace {
     }
 }
 
-/// Runs run number `run` of `sc` under `strat` with root seed `root`, reporting to `obs`.
-pub fn simulate<O: Observer>(
-    sc: &Scenario,
-    strat: &Strategy,
-    run: u64,
-    root: u64,
-    ws: &mut Workspace,
-    obs: &mut O,
-) -> TerminatedBy {
-    let targets = sc.task.tools.len() + 1;
-    ws.queue.clear();
-    ws.slots.clear();
-    for v in [&mut ws.attempts, &mut ws.successes] {
-        v.clear();
-        v.resize(targets, 0);
-    }
-    ws.terminal.clear();
-    ws.terminal.resize(targets, None);
-    ws.refusals.clear();
-    ws.refusals.resize(targets, Refusal::default());
-    ws.told_open.clear();
-    ws.told_open.resize(targets, NEVER);
-    ws.breakers.resize_with(targets, Breaker::default);
-    ws.breakers.iter_mut().for_each(Breaker::reset);
-    ws.guard.reset();
-    ws.seen.serve(std::ptr::from_ref(sc) as usize);
-    sc.faults.reset(&mut ws.injector, root, sc.name_hash, run, &sc.target_hashes);
-    ws.model.reset(key(&[root, sc.name_hash, run, domain::MODEL]));
-    ws.jitter.reset(key(&[root, sc.name_hash, run, domain::JITTER]));
-
-    let mut sim = Sim {
-        sc,
-        strat,
-        retry: strat.retry.as_ref().unwrap_or(&sc.policy.retry),
-        ws,
-        obs,
-        now: 0,
-        turn: 0,
-        next_step: 0,
-        next_call_id: 1,
-        tokens_used: 0,
-        context_tokens: u64::from(sc.profile.prompt_tokens),
-        pending: 0,
-        first_attempts: 0,
-        orchestrator_retries: 0,
-        provider_chain: 0,
-        provider_prev_delay: 0,
-        end: None,
-    };
-    let deadline_ms = sim.time_budget().unwrap_or(u64::MAX);
-    sim.schedule(0, Ev::TurnStart);
-    let mut events = 0;
-    while sim.end.is_none() {
-        events += 1;
-        let Some((t, ev)) = sim.ws.queue.pop() else {
-            sim.finish(TerminatedBy::ProtocolError);
-            break;
-        };
-        if events > MAX_EVENTS_PER_RUN {
-            sim.finish(TerminatedBy::ProtocolError);
-            break;
-        }
-        if t > deadline_ms {
-            // Something in flight (a slow tool, a timeout) would end past the time budget: the
-            // agent's deadline stops the run at the budget.
-            sim.now = deadline_ms;
-            sim.finish(TerminatedBy::TimeBudget);
-            break;
-        }
-        sim.now = t;
-        match ev {
-            Ev::TurnStart => sim.turn_start(),
-            Ev::ModelAttempt => sim.model_attempt(),
-            Ev::ToolAttempt(i) => sim.tool_attempt(i as usize),
-            Ev::ToolDone(i) => sim.tool_done(i as usize),
-        }
-    }
-    sim.end.unwrap_or(TerminatedBy::ProtocolError)
-}
-
-struct Sim<'a, O> {
-    sc: &'a Scenario,
-    strat: &'a Strategy,
-    retry: &'a RetryPolicy,
-    ws: &'a mut Workspace,
-    obs: &'a mut O,
-    now: u64,
+/// One agent of a run: its calls, its own view of every target, its random streams and where
+/// it is in the task.
+#[derive(Default)]
+struct Agent {
+    slots: Vec<Slot>,
+    attempts: Vec<u32>,
+    successes: Vec<u32>,
+    terminal: Vec<Option<u16>>,
+    refusals: Vec<Refusal>,
+    breakers: Vec<Breaker>,
+    told_open: Vec<u32>,
+    injector: Injector,
+    guard: LoopGuard,
+    model: LazyStream,
+    jitter: LazyStream,
+    service: LazyStream,
+    start_ms: u64,
     /// Model turns completed.
     turn: u32,
     next_step: usize,
@@ -293,9 +265,235 @@ struct Sim<'a, O> {
     end: Option<TerminatedBy>,
 }
 
-impl<O: Observer> Sim<'_, O> {
+impl Agent {
+    /// Agent `agent` of run `run`, starting at `start_ms`.
+    #[inline(always)]
+    fn reset(&mut self, sc: &Scenario, root: u64, run: u64, agent: u32, start_ms: u64) {
+        let targets = sc.task.tools.len() + 1;
+        self.slots.clear();
+        for v in [&mut self.attempts, &mut self.successes] {
+            v.clear();
+            v.resize(targets, 0);
+        }
+        self.terminal.clear();
+        self.terminal.resize(targets, None);
+        self.refusals.clear();
+        self.refusals.resize(targets, Refusal::default());
+        self.told_open.clear();
+        self.told_open.resize(targets, NEVER);
+        self.breakers.resize_with(targets, Breaker::default);
+        self.breakers.iter_mut().for_each(Breaker::reset);
+        self.guard.reset();
+        sc.faults.reset(&mut self.injector, root, sc.name_hash, run, agent, &sc.target_hashes);
+        let stream = |domain| agent_key(key(&[root, sc.name_hash, run, domain]), agent);
+        self.model.reset(stream(domain::MODEL));
+        self.jitter.reset(stream(domain::JITTER));
+        self.service.reset(stream(domain::SERVICE));
+        self.start_ms = start_ms;
+        self.turn = 0;
+        self.next_step = 0;
+        self.next_call_id = 1;
+        self.tokens_used = 0;
+        self.context_tokens = u64::from(sc.profile.prompt_tokens);
+        self.pending = 0;
+        self.first_attempts = 0;
+        self.orchestrator_retries = 0;
+        self.provider_chain = 0;
+        self.provider_prev_delay = 0;
+        self.end = None;
+    }
+}
+
+/// Runs run number `run` of `sc` under `strat` with root seed `root`, reporting to `obs`:
+/// every agent of the scenario's fleet, in one queue. Returns how agent 0's run ended.
+#[inline(always)]
+pub fn simulate<O: Observer>(
+    sc: &Scenario,
+    strat: &Strategy,
+    run: u64,
+    root: u64,
+    ws: &mut Workspace,
+    obs: &mut O,
+) -> TerminatedBy {
+    if sc.fleet.agents > 1 || sc.loaded {
+        drive_shared(sc, strat, run, root, ws, obs)
+    } else {
+        drive::<O, false>(sc, strat, run, root, ws, obs)
+    }
+}
+
+/// The shared loop, kept out of line: inlined beside the lone agent's, its copy of the engine
+/// would crowd the lone agent's hot loop out of the instruction cache.
+#[inline(never)]
+fn drive_shared<O: Observer>(
+    sc: &Scenario,
+    strat: &Strategy,
+    run: u64,
+    root: u64,
+    ws: &mut Workspace,
+    obs: &mut O,
+) -> TerminatedBy {
+    drive::<O, true>(sc, strat, run, root, ws, obs)
+}
+
+/// [`simulate`], compiled apart for runs where agents share something (`SHARED`: several
+/// agents, or tools with limits) and for a lone agent, whose loop then carries nothing of it.
+#[inline(always)]
+fn drive<O: Observer, const SHARED: bool>(
+    sc: &Scenario,
+    strat: &Strategy,
+    run: u64,
+    root: u64,
+    ws: &mut Workspace,
+    obs: &mut O,
+) -> TerminatedBy {
+    let n = sc.fleet.agents as usize;
+    let fleet = SHARED && n > 1;
+    ws.queue.clear();
+    ws.seen.serve(std::ptr::from_ref(sc) as usize);
+    if SHARED {
+        ws.tools.resize_with(sc.loads.len(), ToolState::default);
+        for (t, load) in ws.tools.iter_mut().zip(&sc.loads) {
+            t.reset(load);
+        }
+    }
+    ws.starts.clear();
+    if fleet {
+        ws.arrivals.reset(key(&[root, sc.name_hash, run, domain::ARRIVALS]));
+        sc.fleet.start_times(&mut ws.arrivals, &mut ws.starts);
+    } else {
+        ws.starts.push(0);
+    }
+    if ws.agents.len() < n {
+        ws.agents.resize_with(n, Agent::default);
+    }
+    for (k, (agent, &start)) in ws.agents.iter_mut().zip(&ws.starts).enumerate() {
+        agent.reset(sc, root, run, k as u32, start);
+        ws.queue.push(start, k as u32, Ev::TurnStart);
+    }
+
+    let Workspace { queue, agents, tools, renderer, seen, .. } = ws;
+    let retry = strat.retry.as_ref().unwrap_or(&sc.policy.retry);
+    let budget = sc.policy.max_virtual_ms.filter(|_| strat.budgets);
+    let mut live = n;
+    let mut events = 0;
+    let mut last_t = 0;
+    while live > 0 {
+        events += 1;
+        let popped = queue.pop().filter(|_| events <= MAX_EVENTS_PER_AGENT * n as u64);
+        let Some((t, a, ev)) = popped else {
+            // Nothing left to happen (or far too much): whoever is still running is stuck.
+            for (k, ag) in agents[..n].iter_mut().enumerate().filter(|(_, ag)| ag.end.is_none()) {
+                if fleet {
+                    obs.agent(k as u32);
+                }
+                let mut sim = Sim::<O, SHARED> {
+                    sc,
+                    strat,
+                    retry,
+                    obs,
+                    queue,
+                    tools,
+                    renderer,
+                    seen,
+                    ag,
+                    a: k as u32,
+                    now: last_t,
+                };
+                sim.finish(TerminatedBy::ProtocolError);
+            }
+            break;
+        };
+        last_t = t;
+        let ag = &mut agents[a as usize];
+        if SHARED && ag.end.is_some() {
+            abandon(sc, queue, tools, ag, t, ev);
+            continue;
+        }
+        if fleet {
+            obs.agent(a);
+        }
+        let mut sim = Sim::<O, SHARED> { sc, strat, retry, obs, queue, tools, renderer, seen, ag, a, now: t };
+        match budget.map(|max| sim.ag.start_ms + max) {
+            Some(deadline) if t > deadline => {
+                // Something in flight (a slow tool, a timeout) would end past the time budget:
+                // the agent's deadline stops its run at the budget (and what it left at a tool
+                // still ends there).
+                sim.now = deadline;
+                sim.finish(TerminatedBy::TimeBudget);
+                if SHARED {
+                    abandon(sc, queue, tools, &mut agents[a as usize], t, ev);
+                }
+                live -= 1;
+                continue;
+            }
+            _ => match ev {
+                Ev::TurnStart => sim.turn_start(),
+                Ev::ModelAttempt => sim.model_attempt(),
+                Ev::ToolAttempt(i) => sim.tool_attempt(i as usize),
+                Ev::ToolServe(i) => sim.tool_serve(i as usize),
+                Ev::ToolDone(i) => sim.tool_done(i as usize),
+            },
+        }
+        if sim.ag.end.is_some() {
+            live -= 1;
+        }
+    }
+    if SHARED {
+        // Calls the ended agents left at the tools end there; then every tool is idle again.
+        while let Some((t, a, ev)) = queue.pop() {
+            abandon(sc, queue, tools, &mut agents[a as usize], t, ev);
+        }
+        debug_assert!(tools.iter().all(ToolState::idle), "a call kept its place at a tool");
+    }
+    // Counted only where something is shared (a lone agent's tools are not tracked).
+    let peak_in_flight = tools.iter().map(ToolState::peak).max().filter(|_| SHARED).unwrap_or(0);
+    obs.event(&Event::Done { peak_in_flight });
+    agents[0].end.unwrap_or(TerminatedBy::ProtocolError)
+}
+
+/// An event of an agent that has ended: a call it left at a tool still ends there, giving its
+/// place to the next waiting call (and committing its write, which reached the tool).
+fn abandon(sc: &Scenario, queue: &mut Queue, tools: &mut [ToolState], ag: &mut Agent, t: u64, ev: Ev) {
+    let i = match ev {
+        Ev::ToolServe(i) | Ev::ToolDone(i) => i as usize,
+        _ => return,
+    };
+    let s = &mut ag.slots[i];
+    let tool = usize::from(sc.task.calls[s.call as usize].tool);
+    if std::mem::take(&mut s.serving) {
+        tools[tool].end(sc.loads[tool].occ.then_some(s.read));
+    }
+    if std::mem::take(&mut s.place) || matches!(ev, Ev::ToolServe(_)) {
+        hand_on(queue, &mut tools[tool], t);
+    }
+}
+
+/// A place at `tool` is free at `t`: the first waiting call takes it.
+fn hand_on(queue: &mut Queue, tool: &mut ToolState, t: u64) {
+    if let Some((agent, slot)) = tool.release() {
+        queue.push(t, agent, Ev::ToolServe(slot));
+    }
+}
+
+/// One event of one agent: the agent, what it shares with the fleet, and the time.
+struct Sim<'a, O, const SHARED: bool> {
+    sc: &'a Scenario,
+    strat: &'a Strategy,
+    retry: &'a RetryPolicy,
+    obs: &'a mut O,
+    queue: &'a mut Queue,
+    tools: &'a mut [ToolState],
+    renderer: &'a mut Renderer,
+    seen: &'a mut ResultCache,
+    ag: &'a mut Agent,
+    a: u32,
+    now: u64,
+}
+
+impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
     fn schedule(&mut self, t: u64, ev: Ev) {
-        self.ws.queue.push(t, ev);
+        self.queue.push(t, self.a, ev);
     }
 
     fn finish(&mut self, by: TerminatedBy) {
@@ -304,33 +502,33 @@ impl<O: Observer> Sim<'_, O> {
             TerminatedBy::GaveUp => GIVE_UP_TEXT,
             _ => "",
         };
-        self.end = Some(by);
-        self.obs.event(&Event::End { by, t_ms: self.now, text });
+        self.ag.end = Some(by);
+        self.obs.event(&Event::End { by, t_ms: self.now, started_ms: self.ag.start_ms, text });
     }
 
-    /// The strategy's virtual-time budget, if it has one.
-    fn time_budget(&self) -> Option<u64> {
-        self.sc.policy.max_virtual_ms.filter(|_| self.strat.budgets)
+    /// When the strategy's virtual-time budget runs out for this agent, if it has one.
+    fn deadline(&self) -> Option<u64> {
+        self.sc.policy.max_virtual_ms.filter(|_| self.strat.budgets).map(|max| self.ag.start_ms + max)
     }
 
     /// Whether work that ends at `end_ms` would exceed the time budget.
     fn past_time_budget(&self, end_ms: u64) -> bool {
-        self.time_budget().is_some_and(|max| end_ms > max)
+        self.deadline().is_some_and(|d| end_ms > d)
     }
 
     fn turn_start(&mut self) {
-        for s in self.ws.slots.iter().filter(|s| s.active && s.delivered != 1) {
+        for s in self.ag.slots.iter().filter(|s| s.active && s.delivered != 1) {
             self.obs.event(&Event::ProtocolViolation { call_id: s.call_id });
         }
         if let Some(script) = self.sc.task.script
             && script.ending == Ending::CutOff
-            && self.next_step == self.sc.task.steps.len()
-            && self.ws.slots.iter().all(|s| !s.active || s.delivered == 1)
+            && self.ag.next_step == self.sc.task.steps.len()
+            && self.ag.slots.iter().all(|s| !s.active || s.delivered == 1)
         {
             // The recording stops here: no final model call.
             return self.finish(TerminatedBy::StepCap);
         }
-        if self.turn >= self.sc.policy.max_steps {
+        if self.ag.turn >= self.sc.policy.max_steps {
             return self.finish(TerminatedBy::StepCap);
         }
         self.schedule(self.now, Ev::ModelAttempt);
@@ -346,43 +544,41 @@ impl<O: Observer> Sim<'_, O> {
         let sc = self.sc;
         let plan = &sc.faults;
         let prov = plan.provider_target();
-        self.ws.attempts[prov] += 1;
-        let attempt = self.ws.attempts[prov];
-        let is_retry = self.provider_chain > 0;
-        let refusal = self.ws.refusals[prov];
+        self.ag.attempts[prov] += 1;
+        let attempt = self.ag.attempts[prov];
+        let is_retry = self.ag.provider_chain > 0;
+        let refusal = self.ag.refusals[prov];
         // (rule, the wait the answer announces, whether the injector decided it now rather than
         // the provider refusing a call that came back before its announced wait)
         let fired = if sc.task.script.is_none() && self.now < refusal.until_ms {
             Some((refusal.rule, Some(refusal.until_ms - self.now), false))
         } else {
-            plan.decide(&mut self.ws.injector, prov, attempt, self.now, self.ws.successes[prov])
+            plan.decide(&mut self.ag.injector, prov, attempt, self.now, self.ag.successes[prov])
                 .map(|f| (f.rule, f.retry_after_ms, true))
         };
         if let Some((rule, retry_after_ms, fresh)) = fired {
             let fault = &plan.rules[usize::from(rule)].fault;
-            self.provider_chain += 1;
+            self.ag.provider_chain += 1;
             let latency = if let Fault::Timeout { after_ms } = fault { *after_ms } else { 0 };
             let answered = self.now.saturating_add(latency);
             if let (true, Some(ms)) = (fresh, retry_after_ms) {
-                self.ws.refusals[prov] = Refusal { until_ms: answered.saturating_add(ms), rule };
+                self.ag.refusals[prov] = Refusal { until_ms: answered.saturating_add(ms), rule };
             }
             let mut retry = sc.task.script.is_some()
-                || (self.retry.may_retry(fault.class(), self.provider_chain, retry_after_ms)
-                    && self.retry.budget_allows(self.orchestrator_retries, self.first_attempts.max(1)));
+                || (self.retry.may_retry(fault.class(), self.ag.provider_chain, retry_after_ms)
+                    && self.retry.budget_allows(self.ag.orchestrator_retries, self.ag.first_attempts.max(1)));
             let mut delay = 0;
             if retry && sc.task.script.is_none() {
-                let slot = PROVIDER_JITTER_BASE
-                    + u64::from(self.turn) * u64::from(MAX_ATTEMPTS_LIMIT)
-                    + u64::from(self.provider_chain);
-                let u = self.ws.jitter.unit(slot);
-                delay = self.retry.delay_ms(self.provider_chain - 1, self.provider_prev_delay, u, retry_after_ms);
+                let slot = jitter_slot(PROVIDER_JITTER_BASE, u64::from(self.ag.turn), self.ag.provider_chain);
+                let u = self.ag.jitter.unit(slot);
+                delay = self.retry.delay_ms(self.ag.provider_chain - 1, self.ag.provider_prev_delay, u, retry_after_ms);
             }
             let next_at = answered.saturating_add(delay);
             let over_budget = self.past_time_budget(answered)
                 || (retry && self.past_time_budget(next_at.saturating_add(sc.profile.model_latency_ms)));
             retry &= !over_budget;
             self.obs.event(&Event::ModelCall {
-                turn: self.turn + 1,
+                turn: self.ag.turn + 1,
                 t_ms: self.now,
                 status: fault.status().unwrap_or(0),
                 tokens_in: 0,
@@ -394,13 +590,13 @@ impl<O: Observer> Sim<'_, O> {
                 ends: !retry,
             });
             if retry {
-                self.provider_prev_delay = delay;
-                self.orchestrator_retries += 1;
+                self.ag.provider_prev_delay = delay;
+                self.ag.orchestrator_retries += 1;
                 self.schedule(next_at, Ev::ModelAttempt);
             } else if over_budget {
                 // A slow answer ends at the agent's deadline; a retry that could not finish in
                 // time is not sent.
-                self.now = self.time_budget().map_or(answered, |max| answered.min(max));
+                self.now = self.deadline().map_or(answered, |d| answered.min(d));
                 self.finish(TerminatedBy::TimeBudget);
             } else {
                 self.now = answered;
@@ -408,10 +604,10 @@ impl<O: Observer> Sim<'_, O> {
             }
             return;
         }
-        self.ws.successes[prov] += 1;
-        self.provider_chain = 0;
-        self.provider_prev_delay = 0;
-        self.turn += 1;
+        self.ag.successes[prov] += 1;
+        self.ag.provider_chain = 0;
+        self.ag.provider_prev_delay = 0;
+        self.ag.turn += 1;
         let ending = self.decide();
         let tokens_out = match ending {
             Some(by) => {
@@ -420,7 +616,7 @@ impl<O: Observer> Sim<'_, O> {
             }
             None => {
                 let calls = &sc.task.calls;
-                self.ws
+                self.ag
                     .slots
                     .iter()
                     .filter(|s| s.active)
@@ -428,15 +624,16 @@ impl<O: Observer> Sim<'_, O> {
                     .sum()
             }
         };
-        let tokens_in = self.context_tokens;
-        if self.strat.budgets && sc.policy.max_tokens.is_some_and(|max| self.tokens_used + tokens_in + tokens_out > max)
+        let tokens_in = self.ag.context_tokens;
+        if self.strat.budgets
+            && sc.policy.max_tokens.is_some_and(|max| self.ag.tokens_used + tokens_in + tokens_out > max)
         {
             return self.finish(TerminatedBy::TokenBudget);
         }
-        self.tokens_used += tokens_in + tokens_out;
-        self.context_tokens += tokens_out;
+        self.ag.tokens_used += tokens_in + tokens_out;
+        self.ag.context_tokens += tokens_out;
         self.obs.event(&Event::ModelCall {
-            turn: self.turn,
+            turn: self.ag.turn,
             t_ms: self.now,
             status: 200,
             tokens_in,
@@ -464,10 +661,10 @@ impl<O: Observer> Sim<'_, O> {
         }
         let sc = self.sc;
         let profile = &sc.profile;
-        let turn = u64::from(self.turn);
+        let turn = u64::from(self.ag.turn);
         let mut give_up = false;
         let mut reissue = false;
-        let Workspace { slots, model, .. } = &mut *self.ws;
+        let Agent { slots, model, .. } = &mut *self.ag;
         for (i, s) in slots.iter_mut().enumerate().filter(|(_, s)| s.active) {
             let slot = (i as u64 * TURN_SLOTS + turn) * DRAWS_PER_TURN;
             let perceived = match s.last_class {
@@ -510,13 +707,13 @@ impl<O: Observer> Sim<'_, O> {
 
     /// Loads the task's next step into the slots, or ends with `by` when the task has none left.
     fn advance(&mut self, by: TerminatedBy) -> Option<TerminatedBy> {
-        if self.next_step == self.sc.task.steps.len() {
+        if self.ag.next_step == self.sc.task.steps.len() {
             return Some(by);
         }
-        self.ws.slots.clear();
-        let step = &self.sc.task.steps[self.next_step];
-        self.ws.slots.extend(step.iter().map(|&c| Slot::new(c)));
-        self.next_step += 1;
+        self.ag.slots.clear();
+        let step = &self.sc.task.steps[self.ag.next_step];
+        self.ag.slots.extend(step.iter().map(|&c| Slot::new(c)));
+        self.ag.next_step += 1;
         None
     }
 
@@ -525,89 +722,128 @@ impl<O: Observer> Sim<'_, O> {
         let sc = self.sc;
         let calls = &sc.task.calls;
         let at = self.now;
-        self.pending = 0;
-        for i in 0..self.ws.slots.len() {
-            let s = &mut self.ws.slots[i];
+        self.ag.pending = 0;
+        for i in 0..self.ag.slots.len() {
+            let s = &mut self.ag.slots[i];
             if !s.active {
                 continue;
             }
-            s.call_id = self.next_call_id;
-            self.next_call_id += 1;
+            s.call_id = self.ag.next_call_id;
+            self.ag.next_call_id += 1;
             s.delivered = 0;
             s.chain = 1;
             s.chain_start_ms = at;
             s.prev_delay_ms = 0;
             let spec = &calls[s.call as usize];
             self.obs.event(&Event::ToolCall {
-                turn: self.turn,
+                turn: self.ag.turn,
                 call_id: s.call_id,
                 tool: &sc.task.tools[usize::from(spec.tool)],
                 args: spec.args_for(s.variant),
                 variant: s.variant,
             });
-            self.pending += 1;
+            self.ag.pending += 1;
             self.schedule(at, Ev::ToolAttempt(i as u32));
         }
-        if self.pending == 0 {
+        if self.ag.pending == 0 {
             // A text-only turn (recorded scripts have them): the next turn follows it.
             self.schedule(at, Ev::TurnStart);
         }
     }
 
+    /// A re-issue that cannot help: identical to a call whose failure repeating does not fix.
+    #[inline(always)]
+    fn hopeless(&self, i: usize) -> bool {
+        let s = &self.ag.slots[i];
+        match s.by {
+            By::Model => false,
+            By::Orchestrator => s.outcome.class.is_some_and(|c| !c.retryable()),
+            By::ModelReissue => {
+                s.variant == s.last_variant
+                    && matches!(s.last_class, Some(ErrorClass::BadArgs | ErrorClass::Terminal | ErrorClass::Partial))
+            }
+        }
+    }
+
+    /// An attempt leaves for the tool: the breaker may answer instead; a tool under load may
+    /// refuse it or keep it waiting; else it is served.
     fn tool_attempt(&mut self, i: usize) {
         let now = self.now;
         let sc = self.sc;
-        let plan = &sc.faults;
-        let spec = &sc.task.calls[self.ws.slots[i].call as usize];
+        let spec = &sc.task.calls[self.ag.slots[i].call as usize];
         let tool = usize::from(spec.tool);
-        // A re-issue that cannot help: identical to a call whose failure repeating does not fix.
-        let hopeless = {
-            let s = &self.ws.slots[i];
-            match s.by {
-                By::Model => false,
-                By::Orchestrator => s.outcome.class.is_some_and(|c| !c.retryable()),
-                By::ModelReissue => {
-                    s.variant == s.last_variant
-                        && matches!(
-                            s.last_class,
-                            Some(ErrorClass::BadArgs | ErrorClass::Terminal | ErrorClass::Partial)
-                        )
-                }
-            }
-        };
         let mut probe = false;
         if self.strat.breaker {
-            match self.ws.breakers[tool].admit(&sc.policy.breaker, now) {
+            match self.ag.breakers[tool].admit(&sc.policy.breaker, now) {
                 Admit::Yes => {}
                 Admit::Probe => probe = true,
                 Admit::Reject { remaining_ms } => {
-                    let s = &mut self.ws.slots[i];
+                    let s = &mut self.ag.slots[i];
                     s.outcome = Outcome {
                         class: Some(ErrorClass::Transient),
-                        rule: None,
                         retry_after_ms: Some(remaining_ms),
-                        announced: false,
                         circuit: true,
-                        probe: false,
+                        ..Outcome::default()
                     };
                     let call_id = s.call_id;
                     self.obs.event(&Event::Rejected { call_id, tool: spec.tool });
-                    let told = self.ws.told_open[tool];
-                    if told != NEVER && told < self.turn {
+                    let told = self.ag.told_open[tool];
+                    if told != NEVER && told < self.ag.turn {
                         return self.finish(TerminatedBy::BreakerAbort);
                     }
-                    self.ws.told_open[tool] = self.turn;
+                    self.ag.told_open[tool] = self.ag.turn;
                     return self.schedule(now, Ev::ToolDone(i as u32));
                 }
             }
         }
-        if self.ws.slots[i].by == By::Model {
-            self.first_attempts += 1;
+        if self.ag.slots[i].by == By::Model {
+            self.ag.first_attempts += 1;
         }
-        let Workspace { slots, attempts, successes, terminal, refusals, injector, .. } = &mut *self.ws;
-        attempts[tool] += 1;
-        let attempt = attempts[tool];
+        self.ag.attempts[tool] += 1;
+        let wasted = self.hopeless(i);
+        let s = &mut self.ag.slots[i];
+        s.attempt = self.ag.attempts[tool];
+        s.probe = probe;
+        s.wasted = wasted;
+        if SHARED && sc.loaded {
+            match self.tools[tool].admit(now, (self.a, i as u32)) {
+                Admission::Served { place } => s.place = place,
+                Admission::Queued => return,
+                Admission::Refused(load, wait) => {
+                    s.outcome = Outcome {
+                        class: Some(load.class()),
+                        load: Some(load),
+                        retry_after_ms: wait,
+                        probe,
+                        ..Outcome::default()
+                    };
+                    s.served_ms = now;
+                    self.attempt_event(i);
+                    return self.schedule(now, Ev::ToolDone(i as u32));
+                }
+            }
+        }
+        self.serve(i);
+    }
+
+    /// A call that waited for a place at its tool has one now.
+    #[inline(always)]
+    fn tool_serve(&mut self, i: usize) {
+        self.ag.slots[i].place = true;
+        self.serve(i);
+    }
+
+    /// The tool serves the attempt: a scheduled fault, or the tool's answer after its latency.
+    #[inline(always)]
+    fn serve(&mut self, i: usize) {
+        let now = self.now;
+        let sc = self.sc;
+        let plan = &sc.faults;
+        let spec = &sc.task.calls[self.ag.slots[i].call as usize];
+        let tool = usize::from(spec.tool);
+        let Agent { slots, successes, terminal, refusals, injector, service, .. } = &mut *self.ag;
         let s = &mut slots[i];
+        let attempt = s.attempt;
         let memory = sc.task.script.is_none();
         let refused = memory && now < refusals[tool].until_ms;
         // (rule, whether its trigger fired now, the wait it announces, whether the server sent it now)
@@ -639,67 +875,107 @@ impl<O: Observer> Sim<'_, O> {
                 ErrorClass::Transient | ErrorClass::RateLimited => {}
             }
         }
-        s.outcome = Outcome { class, rule, retry_after_ms, announced, circuit: false, probe };
-        let latency = match fault {
-            Some(Fault::Timeout { after_ms }) if !refused => *after_ms,
+        // A retry refused because it came back before the server's announced wait is wasted
+        // on either path, like a re-issue that repeating cannot fix.
+        s.wasted |= refused && s.by != By::Model;
+        s.outcome = Outcome { class, rule, fired, retry_after_ms, announced, probe: s.probe, ..Outcome::default() };
+        let latency = match (fault, if SHARED { sc.loads[tool].service } else { None }) {
+            (Some(Fault::Timeout { after_ms }), _) if !refused => *after_ms,
+            (_, Some(dist)) => {
+                let slot = (tool as u64) << 40 | u64::from(attempt) << 1;
+                dist.sample(service.unit(slot), service.unit(slot + 1))
+            }
             _ => spec.latency_ms.unwrap_or(sc.profile.tool_latency_ms),
         };
-        let ev = Event::Attempt {
-            call_id: s.call_id,
-            tool: spec.tool,
-            attempt,
-            by: s.by,
-            t_ms: now,
-            class,
-            status: fault.and_then(Fault::status),
-            rule,
-            fired,
-            // A retry refused because it came back before the server's announced wait is wasted
-            // on either path, like a re-issue that repeating cannot fix.
-            wasted: hopeless || (refused && s.by != By::Model),
-        };
-        self.obs.event(&ev);
+        s.served_ms = now;
+        if SHARED {
+            s.serving = true;
+            s.read = self.tools[tool].start();
+        }
+        if !(SHARED && sc.loads[tool].occ) {
+            self.attempt_event(i);
+        }
         self.schedule(now.saturating_add(latency), Ev::ToolDone(i as u32));
+    }
+
+    /// Reports the latest attempt of slot `i` (a write under optimistic concurrency once it
+    /// ends, when its outcome is known).
+    #[inline(always)]
+    fn attempt_event(&mut self, i: usize) {
+        let s = &self.ag.slots[i];
+        let o = s.outcome;
+        let fault = match (o.load, o.rule) {
+            (Some(l), _) => Some(l.fault()),
+            (None, r) => r.map(|r| &self.sc.faults.rules[usize::from(r)].fault),
+        };
+        self.obs.event(&Event::Attempt {
+            call_id: s.call_id,
+            tool: self.sc.task.calls[s.call as usize].tool,
+            attempt: s.attempt,
+            by: s.by,
+            t_ms: s.served_ms,
+            class: o.class,
+            status: fault.and_then(Fault::status),
+            rule: o.rule,
+            fired: o.fired,
+            wasted: s.wasted,
+            load: o.load.is_some(),
+        });
     }
 
     fn tool_done(&mut self, i: usize) {
         let now = self.now;
-        let s = self.ws.slots[i];
-        let o = s.outcome;
-        let spec = &self.sc.task.calls[s.call as usize];
+        let spec = &self.sc.task.calls[self.ag.slots[i].call as usize];
         let tool = usize::from(spec.tool);
+        let s = &mut self.ag.slots[i];
+        if SHARED && std::mem::take(&mut s.serving) {
+            let occ = self.sc.loads[tool].occ;
+            let write = (occ && s.outcome.class.is_none()).then_some(s.read);
+            if !self.tools[tool].end(write) {
+                s.outcome =
+                    Outcome { class: Some(ErrorClass::Transient), load: Some(LoadFault::Conflict), ..s.outcome };
+            }
+            if occ {
+                self.attempt_event(i);
+            }
+        }
+        if SHARED && std::mem::take(&mut self.ag.slots[i].place) {
+            hand_on(self.queue, &mut self.tools[tool], now);
+        }
+        let s = self.ag.slots[i];
+        let o = s.outcome;
         if let (true, Some(ms), Some(rule)) = (o.announced, o.retry_after_ms, o.rule) {
-            self.ws.refusals[tool] = Refusal { until_ms: now.saturating_add(ms), rule };
+            self.ag.refusals[tool] = Refusal { until_ms: now.saturating_add(ms), rule };
         }
         if self.strat.breaker && !o.circuit {
             let failed =
                 matches!(o.class, Some(ErrorClass::Transient | ErrorClass::RateLimited | ErrorClass::Terminal));
-            if self.ws.breakers[tool].record(&self.sc.policy.breaker, now, failed, o.probe) {
-                self.ws.told_open[tool] = NEVER;
+            if self.ag.breakers[tool].record(&self.sc.policy.breaker, now, failed, o.probe) {
+                self.ag.told_open[tool] = NEVER;
                 self.obs.event(&Event::BreakerTrip { tool: tool as u16, t_ms: now });
             }
         }
         if !o.class.is_some_and(ErrorClass::is_failure) && !o.circuit {
-            self.ws.successes[tool] += 1;
+            self.ag.successes[tool] += 1;
         }
         if let Some(c) = o.class
             && !o.circuit
             && self.strat.routing == Routing::Orchestrator
             && self.retry.may_retry(c, s.chain, o.retry_after_ms)
-            && self.retry.budget_allows(self.orchestrator_retries, self.first_attempts)
+            && self.retry.budget_allows(self.ag.orchestrator_retries, self.ag.first_attempts)
         {
-            let u = self.ws.jitter.unit(u64::from(s.call_id) * u64::from(MAX_ATTEMPTS_LIMIT) + u64::from(s.chain));
+            let u = self.ag.jitter.unit(jitter_slot(0, u64::from(s.call_id), s.chain));
             let delay = self.retry.delay_ms(s.chain - 1, s.prev_delay_ms, u, o.retry_after_ms);
             let next_at = now.saturating_add(delay);
             let nominal = spec.latency_ms.unwrap_or(self.sc.profile.tool_latency_ms);
             if self.past_time_budget(next_at.saturating_add(nominal)) {
                 return self.finish(TerminatedBy::TimeBudget);
             }
-            let s = &mut self.ws.slots[i];
+            let s = &mut self.ag.slots[i];
             s.prev_delay_ms = delay;
             s.chain += 1;
             s.by = By::Orchestrator;
-            self.orchestrator_retries += 1;
+            self.ag.orchestrator_retries += 1;
             return self.schedule(next_at, Ev::ToolAttempt(i as u32));
         }
         self.deliver(i);
@@ -710,7 +986,8 @@ impl<O: Observer> Sim<'_, O> {
         let now = self.now;
         let sc = self.sc;
         let strat = self.strat;
-        let Workspace { slots, renderer, guard, seen, .. } = &mut *self.ws;
+        let Agent { slots, guard, context_tokens, .. } = &mut *self.ag;
+        let (renderer, seen) = (&mut *self.renderer, &mut *self.seen);
         let s = &mut slots[i];
         let o = s.outcome;
         let spec = &sc.task.calls[s.call as usize];
@@ -722,8 +999,9 @@ impl<O: Observer> Sim<'_, O> {
                 Body::Partial { json: &spec.result_json, stated_complete: strat.partials == Partials::Terminal }
             }
             Some(class) => {
-                let kind = match o.rule {
-                    Some(r) if !o.circuit => ErrorKind::Fault(&sc.faults.rules[usize::from(r)].fault),
+                let kind = match (o.load, o.rule) {
+                    (Some(l), _) => ErrorKind::Fault(l.fault()),
+                    (None, Some(r)) if !o.circuit => ErrorKind::Fault(&sc.faults.rules[usize::from(r)].fault),
                     _ => ErrorKind::CircuitOpen,
                 };
                 let err = ToolError {
@@ -746,6 +1024,7 @@ impl<O: Observer> Sim<'_, O> {
                 call: s.call,
                 class: o.class,
                 rule: error.and(o.rule.filter(|_| !o.circuit)),
+                load: error.and(o.load),
                 attempts: if error.is_some() { s.chain } else { 0 },
                 retry_after_ms: error.and(o.retry_after_ms),
                 encoding: error.map(|_| strat.encoding),
@@ -762,7 +1041,7 @@ impl<O: Observer> Sim<'_, O> {
         s.signal = reading.filter(|_| failed).map_or(Signal::Unmarked, |r| r.signal);
         s.more_available = o.class == Some(ErrorClass::Partial) && reading.is_some_and(|r| r.more_available);
         let raw_leak = failed && reading.is_some_and(|r| r.stack_trace);
-        self.context_tokens += seen.len as u64 / 4;
+        *context_tokens += seen.len as u64 / 4;
         self.obs.event(&Event::ToolResult {
             call_id: s.call_id,
             class: o.class,
@@ -779,8 +1058,8 @@ impl<O: Observer> Sim<'_, O> {
         {
             return self.finish(TerminatedBy::LoopGuard);
         }
-        self.pending -= 1;
-        if self.pending == 0 {
+        self.ag.pending -= 1;
+        if self.ag.pending == 0 {
             self.schedule(now, Ev::TurnStart);
         }
     }

@@ -6,6 +6,7 @@ use std::hash::{Hash, Hasher};
 
 use rustc_hash::FxHashMap;
 
+use super::load::LoadFault;
 use crate::envelope::Encoding;
 use crate::envelope::read::Reading;
 use crate::fault::ErrorClass;
@@ -18,6 +19,8 @@ pub struct ResultKey {
     pub class: Option<ErrorClass>,
     /// The fault rule behind an error; `None` for the breaker's `CIRCUIT_OPEN`.
     pub rule: Option<u16>,
+    /// The load fault behind an error that came from contention.
+    pub load: Option<LoadFault>,
     pub attempts: u32,
     pub retry_after_ms: Option<u64>,
     pub encoding: Option<Encoding>,
@@ -31,8 +34,9 @@ impl Hash for ResultKey {
         let class = self.class.map_or(0, |c| c as u64 + 1);
         let rule = self.rule.map_or(0, |r| u64::from(r) + 1);
         let encoding = self.encoding.map_or(0, |e| e as u64 + 1);
+        let load = self.load.map_or(0, |l| l as u64 + 1);
         h.write_u64(u64::from(self.call) << 32 | u64::from(self.attempts));
-        h.write_u64(class | rule << 8 | encoding << 32 | u64::from(self.stated_complete) << 40);
+        h.write_u64(class | rule << 8 | encoding << 32 | u64::from(self.stated_complete) << 40 | load << 48);
         h.write_u64(self.retry_after_ms.map_or(u64::MAX, |ms| ms));
     }
 }
@@ -87,6 +91,7 @@ impl ResultCache {
     }
 
     /// The cached result for `key`, or the one `make` computes (then cached).
+    #[inline(always)]
     pub fn get_or_make(&mut self, key: ResultKey, make: impl FnOnce() -> Seen) -> Seen {
         if key.class.is_none() {
             let call = key.call as usize;
@@ -124,6 +129,7 @@ mod tests {
             call,
             class: None,
             rule: None,
+            load: None,
             attempts: 0,
             retry_after_ms: None,
             encoding: None,

@@ -33,6 +33,22 @@ pub struct Aggregate {
     pub rule_fired: Vec<u64>,
     /// The run with the most calls (ties: the lowest run number), for the repro line.
     pub worst: Option<(u64, u64)>,
+    /// Fleet figures: agents and those that answered, sums of each run's agent-time
+    /// percentiles, the largest peak in flight, first attempts, load refusals.
+    #[serde(default)]
+    pub agents: u64,
+    #[serde(default)]
+    pub agents_succeeded: u64,
+    #[serde(default)]
+    pub agent_ms_p50_sum: u128,
+    #[serde(default)]
+    pub agent_ms_p99_sum: u128,
+    #[serde(default)]
+    pub peak_in_flight: u64,
+    #[serde(default)]
+    pub first_attempts: u64,
+    #[serde(default)]
+    pub load_rejections: u64,
 }
 
 impl Aggregate {
@@ -59,6 +75,13 @@ impl Aggregate {
         self.virtual_ms_sum += u128::from(m.virtual_ms);
         self.protocol_violations += m.protocol_violations;
         self.raw_leaks += m.raw_leaks;
+        self.agents += m.agents;
+        self.agents_succeeded += m.agents_succeeded;
+        self.agent_ms_p50_sum += u128::from(m.agent_ms_percentile(0.5));
+        self.agent_ms_p99_sum += u128::from(m.agent_ms_percentile(0.99));
+        self.peak_in_flight = self.peak_in_flight.max(m.peak_in_flight);
+        self.first_attempts += m.first_attempts;
+        self.load_rejections += m.load_rejections;
         if self.rule_fired.len() < m.rule_fired.len() {
             self.rule_fired.resize(m.rule_fired.len(), 0);
         }
@@ -110,6 +133,13 @@ impl Aggregate {
         self.raw_leaks += o.raw_leaks;
         self.delta_sum += o.delta_sum;
         self.delta_sq_sum += o.delta_sq_sum;
+        self.agents += o.agents;
+        self.agents_succeeded += o.agents_succeeded;
+        self.agent_ms_p50_sum += o.agent_ms_p50_sum;
+        self.agent_ms_p99_sum += o.agent_ms_p99_sum;
+        self.peak_in_flight = self.peak_in_flight.max(o.peak_in_flight);
+        self.first_attempts += o.first_attempts;
+        self.load_rejections += o.load_rejections;
         if self.rule_fired.len() < o.rule_fired.len() {
             self.rule_fired.resize(o.rule_fired.len(), 0);
         }

@@ -91,6 +91,7 @@ pub fn recorded_metrics(trace: &Trace, compiled: &Compiled) -> RunMetrics {
                     rule,
                     fired,
                     wasted: c.issue != Issue::First && hopeless,
+                    load: false,
                 });
                 let failed = c.class.is_some_and(ErrorClass::is_failure);
                 m.event(&Event::ToolResult {
@@ -107,13 +108,13 @@ pub fn recorded_metrics(trace: &Trace, compiled: &Compiled) -> RunMetrics {
                     FinalOutcome::GaveUp => TerminatedBy::GaveUp,
                     FinalOutcome::CutOff => TerminatedBy::StepCap,
                 };
-                m.event(&Event::End { by, t_ms: t_ms + turn_latency, text });
+                m.event(&Event::End { by, t_ms: t_ms + turn_latency, started_ms: 0, text });
                 ended = true;
             }
         }
     }
     if !ended {
-        m.event(&Event::End { by: TerminatedBy::StepCap, t_ms: t_ms + turn_latency, text: "" });
+        m.event(&Event::End { by: TerminatedBy::StepCap, t_ms: t_ms + turn_latency, started_ms: 0, text: "" });
     }
     m
 }

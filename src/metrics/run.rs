@@ -1,4 +1,5 @@
-//! Folds one run's events into its metrics (one row of `runs.csv`).
+//! Folds one run's events into its metrics (one row of `runs.csv`): a fleet's run folds every
+//! agent's events into fleet totals.
 
 use crate::engine::events::{By, Event, Observer, TerminatedBy};
 
@@ -22,7 +23,22 @@ pub struct RunMetrics {
     pub met_non_retryable: bool,
     /// Times each fault rule's trigger fired.
     pub rule_fired: Vec<u64>,
+    /// Agents that ended, and those that answered.
+    pub agents: u64,
+    pub agents_succeeded: u64,
+    /// Each agent's time from its start to its end, in the order they ended (sorted once the
+    /// run is done).
+    pub agent_ms: Vec<u64>,
+    /// Attempts that were not retries or re-issues: model calls and a call's first attempt.
+    pub first_attempts: u64,
+    /// Attempts a tool refused under load (rate, concurrency, write conflict).
+    pub load_rejections: u64,
+    /// The most calls one tool served at once.
+    pub peak_in_flight: u64,
     transient_pending: bool,
+    /// In a fleet: whose events come now, and each agent's `transient_pending`.
+    agent: usize,
+    pending_by_agent: Vec<bool>,
 }
 
 impl RunMetrics {
@@ -30,7 +46,23 @@ impl RunMetrics {
         let mut rule_fired = std::mem::take(&mut self.rule_fired);
         rule_fired.clear();
         rule_fired.resize(rules, 0);
-        *self = RunMetrics { rule_fired, ..RunMetrics::default() };
+        let mut agent_ms = std::mem::take(&mut self.agent_ms);
+        agent_ms.clear();
+        let mut pending_by_agent = std::mem::take(&mut self.pending_by_agent);
+        pending_by_agent.clear();
+        *self = RunMetrics { rule_fired, agent_ms, pending_by_agent, ..RunMetrics::default() };
+    }
+
+    /// Nearest-rank percentile of the agents' times (`q` in (0, 1]); 0 before any ended.
+    pub fn agent_ms_percentile(&self, q: f64) -> u64 {
+        let n = self.agent_ms.len();
+        let rank = ((q * n as f64).ceil() as usize).clamp(1, n.max(1));
+        self.agent_ms.get(rank - 1).copied().unwrap_or(0)
+    }
+
+    /// Attempts per first attempt, in thousandths (1000 when nothing was retried).
+    pub fn retry_amplification_milli(&self) -> u64 {
+        (self.calls() * 1000).checked_div(self.first_attempts).unwrap_or(0)
     }
 
     pub fn calls(&self) -> u64 {
@@ -56,6 +88,7 @@ impl Observer for RunMetrics {
         match *e {
             Event::ModelCall { status, tokens_in, tokens_out, retry, rule, fired, wasted, .. } => {
                 self.model_calls += 1;
+                self.first_attempts += u64::from(!retry);
                 self.tokens += tokens_in + tokens_out;
                 if retry {
                     self.orchestrator_retries += 1;
@@ -75,15 +108,19 @@ impl Observer for RunMetrics {
                     self.model_transient_roundtrips += 1;
                 }
             }
-            Event::Attempt { by, class, rule, fired, wasted, .. } => {
+            Event::Attempt { by, class, rule, fired, wasted, load, .. } => {
                 self.tool_calls += 1;
+                self.first_attempts += u64::from(by == By::Model);
                 if by == By::Orchestrator {
                     self.orchestrator_retries += 1;
                 }
                 if wasted {
                     self.wasted_retries += 1;
                 }
-                if let Some(c) = class {
+                if load {
+                    self.load_rejections += 1;
+                    self.met_fault = true;
+                } else if let Some(c) = class {
                     self.faults_injected += 1;
                     self.met_fault = true;
                     self.met_non_retryable |= !c.retryable();
@@ -106,11 +143,32 @@ impl Observer for RunMetrics {
                 }
             }
             Event::ProtocolViolation { .. } => self.protocol_violations += 1,
-            Event::End { by, t_ms, .. } => {
-                self.terminated_by = Some(by);
-                self.virtual_ms = t_ms;
+            Event::End { by, t_ms, started_ms, .. } => {
+                // A fleet's run ends as its first agent to end without an answer did, or with
+                // an answer when every agent answered; it lasts until its last agent ends.
+                if self.terminated_by.is_none_or(|t| t == TerminatedBy::Answer) {
+                    self.terminated_by = Some(by);
+                }
+                self.agents += 1;
+                self.agents_succeeded += u64::from(by == TerminatedBy::Answer);
+                self.virtual_ms = self.virtual_ms.max(t_ms);
+                self.agent_ms.push(t_ms - started_ms);
+            }
+            Event::Done { peak_in_flight } => {
+                self.peak_in_flight = u64::from(peak_in_flight);
+                self.agent_ms.sort_unstable();
             }
             Event::ToolCall { .. } => {}
         }
+    }
+
+    fn agent(&mut self, agent: u32) {
+        let agent = agent as usize;
+        if self.pending_by_agent.len() <= agent.max(self.agent) {
+            self.pending_by_agent.resize(agent.max(self.agent) + 1, false);
+        }
+        self.pending_by_agent[self.agent] = self.transient_pending;
+        self.transient_pending = self.pending_by_agent[agent];
+        self.agent = agent;
     }
 }

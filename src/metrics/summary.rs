@@ -1,11 +1,10 @@
 //! The rows of `summary.csv` and `runs.csv`: column names (a contract), values, fixed precision.
 
 use super::aggregate::Aggregate;
-use super::run::RunMetrics;
 use super::stats::{paired_mean_ci, wilson};
 use crate::engine::events::TerminatedBy;
 
-pub const SUMMARY_COLUMNS: [&str; 28] = [
+pub const SUMMARY_COLUMNS: [&str; 36] = [
     "scenario",
     "strategy",
     "runs",
@@ -34,12 +33,24 @@ pub const SUMMARY_COLUMNS: [&str; 28] = [
     "calls_delta_vs_baseline",
     "calls_delta_lo",
     "calls_delta_hi",
+    "agents",
+    "agents_succeeded_rate",
+    "makespan_ms_mean",
+    "agent_ms_p50",
+    "agent_ms_p99",
+    "peak_in_flight",
+    "retry_amplification",
+    "load_rejections_per_run",
 ];
 
 /// Decimal places of each numeric column of `summary.csv` (index = column − 2).
-const PRECISION: [usize; 26] = [0, 4, 4, 4, 4, 4, 4, 3, 0, 0, 0, 3, 3, 0, 4, 0, 0, 0, 4, 1, 1, 0, 0, 3, 3, 3];
+const PRECISION: [usize; 34] =
+    [0, 4, 4, 4, 4, 4, 4, 3, 0, 0, 0, 3, 3, 0, 4, 0, 0, 0, 4, 1, 1, 0, 0, 3, 3, 3, 0, 4, 1, 1, 1, 0, 3, 3];
 
-pub const RUNS_COLUMNS: [&str; 17] = [
+/// Where the paired difference against the baseline sits among the numeric columns.
+const DELTA_COLUMNS: std::ops::Range<usize> = 23..26;
+
+pub const RUNS_COLUMNS: [&str; 25] = [
     "scenario",
     "strategy",
     "run",
@@ -57,6 +68,14 @@ pub const RUNS_COLUMNS: [&str; 17] = [
     "virtual_ms",
     "protocol_violations",
     "raw_leaks",
+    "agents",
+    "agents_succeeded",
+    "makespan_ms",
+    "agent_ms_p50",
+    "agent_ms_p99",
+    "peak_in_flight",
+    "retry_amplification",
+    "load_rejections",
 ];
 
 /// One row of `summary.csv`.
@@ -65,7 +84,7 @@ pub struct SummaryRow {
     pub scenario: String,
     pub strategy: String,
     /// The numeric columns, in `SUMMARY_COLUMNS[2..]` order.
-    pub values: [f64; 26],
+    pub values: [f64; 34],
 }
 
 impl SummaryRow {
@@ -101,6 +120,14 @@ impl SummaryRow {
             delta,
             delta_lo,
             delta_hi,
+            a.agents as f64 / n,
+            a.agents_succeeded as f64 / a.agents.max(1) as f64,
+            a.virtual_ms_sum as f64 / n,
+            a.agent_ms_p50_sum as f64 / n,
+            a.agent_ms_p99_sum as f64 / n,
+            a.peak_in_flight as f64,
+            a.calls_sum as f64 / a.first_attempts.max(1) as f64,
+            a.load_rejections as f64 / n,
         ];
         SummaryRow { scenario: scenario.to_owned(), strategy: strategy.to_owned(), values }
     }
@@ -118,8 +145,7 @@ impl SummaryRow {
     /// The row of a run that is not paired with the baseline (the `recorded` row): its
     /// `calls_delta_*` columns are empty.
     pub fn without_paired_difference(mut self) -> SummaryRow {
-        let n = self.values.len();
-        self.values[n - 3..].fill(f64::NAN);
+        self.values[DELTA_COLUMNS].fill(f64::NAN);
         self
     }
 
@@ -134,29 +160,6 @@ impl SummaryRow {
 pub fn fixed(v: f64, precision: usize) -> String {
     let s = format!("{v:.precision$}");
     if s.starts_with('-') && s[1..].bytes().all(|b| b == b'0' || b == b'.') { s[1..].to_owned() } else { s }
-}
-
-/// One row of `runs.csv`.
-pub fn run_cells(scenario: &str, strategy: &str, run: u64, seed: u64, m: &RunMetrics) -> [String; 17] {
-    [
-        scenario.to_owned(),
-        strategy.to_owned(),
-        run.to_string(),
-        seed.to_string(),
-        m.terminated_by().name().to_owned(),
-        m.calls().to_string(),
-        m.model_calls.to_string(),
-        m.tool_calls.to_string(),
-        m.wasted_retries.to_string(),
-        m.orchestrator_retries.to_string(),
-        m.model_transient_roundtrips.to_string(),
-        m.breaker_trips.to_string(),
-        m.faults_injected.to_string(),
-        m.tokens.to_string(),
-        m.virtual_ms.to_string(),
-        m.protocol_violations.to_string(),
-        m.raw_leaks.to_string(),
-    ]
 }
 
 #[cfg(test)]
@@ -177,5 +180,9 @@ mod tests {
         assert_eq!(row.cells().len(), SUMMARY_COLUMNS.len());
         assert_eq!(row.get("loop_rate"), Some(0.0));
         assert_eq!(row.get("nope"), None);
+        assert_eq!(
+            &SUMMARY_COLUMNS[2 + DELTA_COLUMNS.start..2 + DELTA_COLUMNS.end],
+            ["calls_delta_vs_baseline", "calls_delta_lo", "calls_delta_hi"]
+        );
     }
 }

@@ -32,6 +32,10 @@ pub struct ScenarioDto {
     pub faults: Vec<FaultDto>,
     #[serde(default)]
     pub gates: Vec<GateDto>,
+    pub fleet: Option<FleetDto>,
+    /// `[tools.NAME]`: what each tool can take, by name.
+    #[serde(default)]
+    pub tools: std::collections::BTreeMap<String, ToolDto>,
 }
 
 /// `strategies = ["preset", …]`, or `[strategies.NAME]` tables in file order (an empty table
@@ -256,4 +260,104 @@ pub struct GateDto {
     pub metric: String,
     pub max: Option<f64>,
     pub min: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FleetDto {
+    pub agents: Option<u32>,
+    pub start: Option<StartDto>,
+}
+
+/// `start = "together"` or `{ every_ms = X }` / `{ poisson_per_s = R }`.
+#[derive(Debug)]
+pub enum StartDto {
+    Named(String),
+    Table(StartTableDto),
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StartTableDto {
+    pub every_ms: Option<u64>,
+    pub poisson_per_s: Option<f64>,
+}
+
+impl<'de> Deserialize<'de> for StartDto {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = StartDto;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("\"together\", { every_ms = X } or { poisson_per_s = R }")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(StartDto::Named(s.to_owned()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                StartTableDto::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(StartDto::Table)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolDto {
+    pub concurrency: Option<u32>,
+    pub queue: Option<bool>,
+    pub rate: Option<ToolRateDto>,
+    pub service_ms: Option<ServiceDto>,
+    pub conflict: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolRateDto {
+    pub per_s: f64,
+    pub burst: Option<u32>,
+}
+
+/// `service_ms = 10` or a table naming a distribution: `{ dist = "normal", mean = 10, sd = 2 }`.
+#[derive(Debug)]
+pub enum ServiceDto {
+    Constant(u64),
+    Dist(ServiceDistDto),
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceDistDto {
+    pub dist: String,
+    pub ms: Option<u64>,
+    pub min: Option<u64>,
+    pub max: Option<u64>,
+    pub mean: Option<f64>,
+    pub sd: Option<f64>,
+    pub floor: Option<f64>,
+    pub median: Option<f64>,
+    pub sigma: Option<f64>,
+}
+
+impl<'de> Deserialize<'de> for ServiceDto {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ServiceDto;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("milliseconds, or a table with `dist` (constant, uniform, normal, lognormal)")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(ServiceDto::Constant(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                u64::try_from(v).map(ServiceDto::Constant).map_err(|_| E::custom(format!("milliseconds, got {v}")))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                ServiceDistDto::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(ServiceDto::Dist)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }

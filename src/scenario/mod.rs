@@ -9,6 +9,8 @@ pub mod validate;
 use std::path::PathBuf;
 
 use crate::engine::faults::FaultPlan;
+use crate::engine::fleet::Fleet;
+use crate::engine::load::ToolLoad;
 use crate::engine::profile::Profile;
 use crate::engine::strategy::Strategy;
 use crate::engine::task::{Policy, Task};
@@ -43,6 +45,12 @@ pub struct Scenario {
     pub policy: Policy,
     pub profile: Profile,
     pub gates: Vec<Gate>,
+    /// The agents of each run (one, unless `[fleet]` says otherwise).
+    pub fleet: Fleet,
+    /// What each tool can take (`[tools.NAME]`), by tool index; `loaded` when any says more
+    /// than "everything".
+    pub loads: Vec<ToolLoad>,
+    pub loaded: bool,
     /// FNV-1a of each tool name, then of "provider": targets' parts of fault-stream keys.
     pub target_hashes: Vec<u64>,
     /// For a scenario that replays a trace: what the recorded model did, as one run (the

@@ -2,6 +2,8 @@
 //! names resolved. Every error names the file, the line where it can, the field, and what
 //! was expected.
 
+mod fleet;
+
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -11,6 +13,7 @@ use super::locate::Locator;
 use super::{Gate, Scenario};
 use crate::engine::breaker::{BreakerConfig, BreakerMode};
 use crate::engine::faults::{FaultPlan, FaultRule, RateLimit, Target, Trigger};
+use crate::engine::load::ToolLoad;
 use crate::engine::profile::Profile;
 use crate::engine::retry::{Backoff, MAX_ATTEMPTS_LIMIT, RetryPolicy};
 use crate::engine::rng::fnv1a64;
@@ -140,9 +143,14 @@ pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scen
     if !(1..=MAX_RUNS).contains(&runs) {
         return Err(ctx.err("runs", format!("1 to {MAX_RUNS}, got {runs}")));
     }
+    let fleet = fleet::fleet_from_dto(&ctx, dto.fleet.as_ref())?;
+    let loads = fleet::loads_from_dto(&ctx, &dto.tools, &task.tools)?;
     let mut target_hashes: Vec<u64> = task.tools.iter().map(|t| fnv1a64(t.as_bytes())).collect();
     target_hashes.push(fnv1a64(b"provider"));
     Ok(Scenario {
+        loaded: loads.iter().any(|l| *l != ToolLoad::default()),
+        loads,
+        fleet,
         name_hash: fnv1a64(dto.name.as_bytes()),
         name: dto.name,
         description: dto.description.trim().to_owned(),

@@ -27,6 +27,9 @@ pub struct Header {
     pub model: Option<String>,
     #[serde(default)]
     pub tools: Vec<ToolDef>,
+    /// Which agent of a simulated fleet the trace is (absent for a lone agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<u32>,
 }
 
 impl Header {
@@ -50,6 +53,7 @@ impl Header {
                 .iter()
                 .map(|n| ToolDef { name: n.clone(), description: None, parameters: None })
                 .collect(),
+            agent: None,
         }
     }
 }

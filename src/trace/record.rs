@@ -1,5 +1,5 @@
-//! Records a simulated run's events as a native trace (`--trace-out`): each tool result's
-//! content is the text the model read, as in an imported trace.
+//! Records a simulated run's events as native traces (`--trace-out`), one per agent of the
+//! run's fleet: each tool result's content is the text the model read, as in an imported trace.
 
 use std::collections::BTreeMap;
 
@@ -12,8 +12,11 @@ use crate::envelope::read::message_content;
 use crate::scenario::Scenario;
 
 pub struct Recorder {
-    pub trace: Trace,
-    status: BTreeMap<u32, (Option<u16>, u32)>,
+    /// One trace per agent, in agent order (a lone agent's header names no agent).
+    pub traces: Vec<Trace>,
+    agent: usize,
+    /// (agent, call id) → the latest attempt's status and the attempts so far.
+    status: BTreeMap<(usize, u32), (Option<u16>, u32)>,
     model_latency_ms: u64,
     format: Format,
 }
@@ -27,8 +30,20 @@ impl Recorder {
             Some(sc.format.name().into()),
             format!("simulated:{}", sc.profile.name),
         );
+        let agents = sc.fleet.agents;
+        let traces = (0..agents)
+            .map(|k| {
+                let mut header = header.clone();
+                if agents > 1 {
+                    header.id = format!("{}/agent{k}", header.id);
+                    header.agent = Some(k);
+                }
+                Trace { header, events: Vec::new() }
+            })
+            .collect();
         Recorder {
-            trace: Trace { header, events: Vec::new() },
+            traces,
+            agent: 0,
             status: BTreeMap::new(),
             model_latency_ms: sc.profile.model_latency_ms,
             format: sc.format,
@@ -64,17 +79,17 @@ impl Observer for Recorder {
                 }
             }
             Event::Attempt { call_id, status, by, .. } => {
-                let entry = self.status.entry(call_id).or_insert((None, 0));
+                let entry = self.status.entry((self.agent, call_id)).or_insert((None, 0));
                 entry.0 = status;
                 entry.1 = if by == By::Orchestrator { entry.1 + 1 } else { 1 };
                 return;
             }
             Event::Rejected { call_id, .. } => {
-                self.status.insert(call_id, (None, 0));
+                self.status.insert((self.agent, call_id), (None, 0));
                 return;
             }
             Event::ToolResult { call_id, class, content, latency_ms, .. } => {
-                let (status, attempts) = self.status.remove(&call_id).unwrap_or((None, 0));
+                let (status, attempts) = self.status.remove(&(self.agent, call_id)).unwrap_or((None, 0));
                 TraceEvent::ToolResult {
                     call_id: format!("call_{call_id}"),
                     ok: class.is_none_or(|c| !c.is_failure()),
@@ -94,8 +109,12 @@ impl Observer for Recorder {
                     _ => FinalOutcome::CutOff,
                 },
             },
-            Event::BreakerTrip { .. } | Event::ProtocolViolation { .. } => return,
+            Event::BreakerTrip { .. } | Event::ProtocolViolation { .. } | Event::Done { .. } => return,
         };
-        self.trace.events.push(ev);
+        self.traces[self.agent].events.push(ev);
+    }
+
+    fn agent(&mut self, agent: u32) {
+        self.agent = agent as usize;
     }
 }

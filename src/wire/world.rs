@@ -124,7 +124,7 @@ impl World {
     pub fn new(scenario: Scenario, run: u64, time_scale: f64) -> World {
         let targets = scenario.task.tools.len() + 1;
         let mut injector = Injector::default();
-        scenario.faults.reset(&mut injector, scenario.seed, scenario.name_hash, run, &scenario.target_hashes);
+        scenario.faults.reset(&mut injector, scenario.seed, scenario.name_hash, run, 0, &scenario.target_hashes);
         let header = Header {
             tracefault_trace: TRACE_VERSION,
             id: format!("{}/exec/run{run}", scenario.name),
@@ -137,6 +137,7 @@ impl World {
                 .iter()
                 .map(|n| ToolDef { name: n.clone(), description: None, parameters: None })
                 .collect(),
+            agent: None,
         };
         World {
             run,

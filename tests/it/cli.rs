@@ -80,7 +80,7 @@ fn a_scenario_where_no_fault_fires_fails_loudly() {
 }
 
 /// Runs a broken scenario and returns stderr; asserts exit code 2.
-fn broken(name: &str, text: &str) -> String {
+pub fn broken(name: &str, text: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let sc = write(dir.path(), name, text);
     let out = tracefault().arg("run").arg(&sc).arg("--out").arg(dir.path().join("out")).output().unwrap();

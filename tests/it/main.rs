@@ -5,6 +5,7 @@ mod cli;
 mod compile;
 mod determinism;
 mod envelopes;
+mod fleet;
 mod frameworks;
 mod golden;
 mod hostile;

@@ -140,7 +140,7 @@ impl Observer for Invariants {
                 }
             }
             Event::ProtocolViolation { call_id } => self.broken.push(format!("protocol violation on {call_id}")),
-            Event::Rejected { .. } | Event::BreakerTrip { .. } | Event::End { .. } => {}
+            Event::Rejected { .. } | Event::BreakerTrip { .. } | Event::End { .. } | Event::Done { .. } => {}
         }
     }
 }
@@ -621,6 +621,191 @@ proptest! {
             }
             (Err(_), Err(_)) => {}
             (s, w) => prop_assert!(false, "streamed {:?} but whole-file {:?}", s.map(|i| i.traces.len()), w.map(|i| i.traces.len())),
+        }
+    }
+}
+
+/// A random fleet: 2–24 agents under one start rule, on a task over the three tools where
+/// `alpha` has random limits (concurrency, queue, rate, service time, write conflicts), with
+/// random fault rules on top. Returns the source, alpha's concurrency and its rate.
+fn fleet_scenario() -> impl Strategy<Value = (String, Option<u32>, Option<(f64, u32)>)> {
+    let start = prop_oneof![
+        Just("\"together\"".to_owned()),
+        (0u64..300).prop_map(|ms| format!("{{ every_ms = {ms} }}")),
+        (0.5f64..80.0).prop_map(|r| format!("{{ poisson_per_s = {r} }}")),
+    ];
+    let service = prop_oneof![
+        (0u64..60).prop_map(|ms| ms.to_string()),
+        (0u64..30, 0u64..30).prop_map(|(a, b)| format!("{{ dist = \"uniform\", min = {a}, max = {} }}", a + b)),
+        (1.0f64..40.0, 0.0f64..10.0).prop_map(|(m, sd)| format!("{{ dist = \"normal\", mean = {m}, sd = {sd} }}")),
+        (1.0f64..40.0, 0.0f64..1.5).prop_map(|(m, s)| format!("{{ dist = \"lognormal\", median = {m}, sigma = {s} }}")),
+    ];
+    let limits =
+        (prop::option::of(1u32..5), any::<bool>(), prop::option::of((1u32..400, 1u32..5)), service, any::<bool>());
+    let rules = prop::collection::vec(rule(), 0..3);
+    (2u32..25, start, limits, rules, any::<u64>(), (1u32..6, 50u64..3000)).prop_map(|(agents, start, limits, rules, seed, policy)| {
+        let (attempts, max_virtual_ms) = policy;
+        let (concurrency, queue, rate, service, occ) = limits;
+        let rate = rate.map(|(per_decis, burst)| (f64::from(per_decis) / 10.0, burst));
+        let mut s = format!(
+            "name = \"fleet\"\nseed = {seed}\nruns = 1\n\
+             [strategies.five-field]\n[strategies.five-field-guarded]\n[strategies.error-string]\n\
+             [strategies.budgeted]\nencoding = \"envelope\"\nrouting = \"orchestrator\"\nbudgets = true\n\
+             [strategies.retrying]\nencoding = \"envelope\"\nrouting = \"orchestrator\"\n\
+             [policy]\nmax_virtual_ms = {max_virtual_ms}\nretry = {{ max_attempts = {attempts}, backoff = \"full-jitter\", base_ms = 20, cap_ms = 400 }}\n\
+             [fleet]\nagents = {agents}\nstart = {start}\n[tools.alpha]\nservice_ms = {service}\n"
+        );
+        if let Some((per_s, burst)) = rate {
+            s.push_str(&format!("rate = {{ per_s = {per_s}, burst = {burst} }}\n"));
+        }
+        if occ {
+            s.push_str("conflict = \"occ\"\n");
+        }
+        // The same concurrency at every tool (the peak in flight is the most at any one tool).
+        if let Some(c) = concurrency {
+            s.push_str(&format!("concurrency = {c}\nqueue = {queue}\n"));
+            for t in ["beta", "gamma"] {
+                s.push_str(&format!("[tools.{t}]\nconcurrency = {c}\nqueue = {queue}\n"));
+            }
+        }
+        s.push_str("[task]\n[[task.steps]]\ncalls = [{ tool = \"alpha\" }, { tool = \"beta\" }, { tool = \"gamma\" }]\n");
+        s.push_str("[[task.steps]]\ncalls = [{ tool = \"alpha\", args = { n = 2 } }, { tool = \"alpha\", args = { n = 3 } }]\n");
+        for r in rules {
+            s.push_str(&r);
+        }
+        (s, concurrency, rate)
+    })
+}
+
+/// Every agent's events through its own [`Invariants`]; the times of the attempts the shared
+/// rate limit let through at `tool`.
+struct FleetWatch {
+    agents: Vec<Invariants>,
+    agent: usize,
+    tool: u16,
+    passed_rate: Vec<u64>,
+}
+
+impl Observer for FleetWatch {
+    fn agent(&mut self, agent: u32) {
+        self.agent = agent as usize;
+    }
+
+    fn event(&mut self, e: &Event<'_>) {
+        if let Event::Attempt { tool, t_ms, load, status, .. } = *e
+            && tool == self.tool
+            && !(load && status == Some(429))
+        {
+            self.passed_rate.push(t_ms);
+        }
+        self.agents[self.agent].event(e);
+    }
+}
+
+/// Each agent's events, in order, as text.
+#[derive(Default)]
+struct PerAgent(Vec<Vec<String>>, usize);
+
+impl Observer for PerAgent {
+    fn agent(&mut self, agent: u32) {
+        self.1 = agent as usize;
+    }
+
+    fn event(&mut self, e: &Event<'_>) {
+        if matches!(e, Event::Done { .. }) {
+            return; // the run's, not an agent's
+        }
+        if self.0.len() <= self.1 {
+            self.0.resize(self.1 + 1, Vec::new());
+        }
+        self.0[self.1].push(format!("{e:?}"));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 120, ..ProptestConfig::default() })]
+
+    /// In a fleet every agent keeps the engine's invariants; no tool ever serves more calls at
+    /// once than its concurrency; the shared bucket never lets more than `burst + per_s × t`
+    /// through by time t; every agent ends.
+    #[test]
+    fn a_fleet_keeps_every_agent_and_every_limit(
+        (src, concurrency, rate) in fleet_scenario(),
+        run in 0u64..20,
+    ) {
+        let sc = load(&src);
+        let alpha = sc.task.tools.iter().position(|t| t == "alpha").unwrap() as u16;
+        for (i, s) in sc.strategies.iter().enumerate() {
+            let cap = match s.routing {
+                Routing::Orchestrator => sc.policy.retry.max_attempts,
+                Routing::Model => 1,
+            };
+            let agents = (0..sc.fleet.agents).map(|_| Invariants { max_attempts: cap, ..Invariants::default() }).collect();
+            let mut w = FleetWatch { agents, agent: 0, tool: alpha, passed_rate: Vec::new() };
+            let m = run_one(&sc, i, run, &mut w);
+            for (k, inv) in w.agents.iter().enumerate() {
+                prop_assert!(inv.broken.is_empty(), "{} agent {k}: {:?}\n{}", s.name, inv.broken, src);
+            }
+            prop_assert_eq!(m.agents, u64::from(sc.fleet.agents));
+            if let Some(c) = concurrency {
+                prop_assert!(m.peak_in_flight <= u64::from(c), "{}: peak {} > {c}\n{}", s.name, m.peak_in_flight, src);
+            }
+            if let Some((per_s, burst)) = rate {
+                w.passed_rate.sort_unstable();
+                for (n, &t) in w.passed_rate.iter().enumerate() {
+                    let bound = f64::from(burst) + per_s * t as f64 / 1000.0;
+                    prop_assert!((n + 1) as f64 <= bound + 1e-9, "{}: {} through by {t} ms > {bound}\n{}", s.name, n + 1, src);
+                }
+            }
+        }
+    }
+
+    /// Agents that share nothing never meet: agent 0 of a fleet runs exactly as a lone agent
+    /// does, adding agents changes nothing for the others, and under every strategy agent k
+    /// meets the same fault at the same attempt (common random numbers across strategies).
+    #[test]
+    fn agents_that_share_nothing_keep_their_own_draws(src in scenario(), agents in 2u32..6, run in 0u64..20) {
+        let lone = load(&src);
+        let fleet = |n: u32| load(&format!("{src}[fleet]\nagents = {n}\nstart = {{ poisson_per_s = 3 }}\n"));
+        let (small, large) = (fleet(agents), fleet(agents + 3));
+        // Per strategy, per agent: (tool, attempt) → the rule it met.
+        type Met = Vec<BTreeMap<(u16, u32), Option<u16>>>;
+        let mut firsts: Vec<Met> = Vec::new();
+        for i in 0..lone.strategies.len() {
+            let mut alone = PerAgent::default();
+            run_one(&lone, i, run, &mut alone);
+            let (mut a, mut b) = (PerAgent::default(), PerAgent::default());
+            run_one(&small, i, run, &mut a);
+            run_one(&large, i, run, &mut b);
+            prop_assert_eq!(&a.0[0], &alone.0[0], "agent 0 is the lone agent\n{}", src);
+            prop_assert_eq!(&a.0[..], &b.0[..agents as usize], "more agents changed the first ones\n{}", src);
+            // (tool, attempt) → rule, per agent, for the cross-strategy comparison.
+            struct Faults(Vec<BTreeMap<(u16, u32), Option<u16>>>, usize);
+            impl Observer for Faults {
+                fn agent(&mut self, agent: u32) { self.1 = agent as usize; }
+                fn event(&mut self, e: &Event<'_>) {
+                    if let Event::Attempt { tool, attempt, rule, .. } = *e {
+                        if self.0.len() <= self.1 { self.0.resize(self.1 + 1, BTreeMap::new()); }
+                        self.0[self.1].insert((tool, attempt), rule);
+                    }
+                }
+            }
+            let mut f = Faults(Vec::new(), 0);
+            run_one(&small, i, run, &mut f);
+            firsts.push(f.0);
+        }
+        // Rules with memory (a terminal fault sticks) can differ in what later attempts meet,
+        // so compare only the first attempt on each tool of each agent.
+        for a in &firsts {
+            for b in &firsts {
+                for (k, (ma, mb)) in a.iter().zip(b).enumerate() {
+                    for (key, r) in ma.iter().filter(|((_, n), _)| *n == 1) {
+                        if let Some(r2) = mb.get(key) {
+                            prop_assert_eq!(r, r2, "agent {} attempt {:?}", k, key);
+                        }
+                    }
+                }
+            }
         }
     }
 }

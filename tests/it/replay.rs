@@ -199,5 +199,7 @@ http = 400
     assert_eq!(&r[2..5], ["1", "1.0000", "0.0000"], "{}", recorded[0]);
     assert_eq!(r[9], "9.000", "calls_mean: {}", recorded[0]);
     assert_eq!(r[15], "0", "wasted_retries: {}", recorded[0]);
-    assert_eq!(&r[25..], ["", "", ""], "{}", recorded[0]);
+    assert_eq!(&r[25..28], ["", "", ""], "{}", recorded[0]);
+    // One agent, which answered.
+    assert_eq!(&r[28..30], ["1", "1.0000"], "{}", recorded[0]);
 }

@@ -392,6 +392,7 @@ pub fn to_trace(conv: Conversation, rules: &FailureRules) -> Trace {
             provider: conv.provider,
             model: conv.model,
             tools,
+            agent: None,
         },
         events,
     }

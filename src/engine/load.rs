@@ -1,0 +1,221 @@
+//! What a tool can take when a fleet shares it (`[tools.NAME]`): its concurrency limit, its
+//! rate limit, how long it serves a call, and whether writes conflict; and the tool's state in
+//! one run. Faults that come from these are *load* faults: they emerge from contention, apart
+//! from the scenario's scheduled `[[faults]]`.
+
+use super::capacity::{Entry, Gate, OccRow, RetryAfter, TokenBucket};
+use crate::fault::{ErrorClass, Fault};
+
+/// How long the tool takes to serve one call, in ms of virtual time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Service {
+    Constant(u64),
+    /// Uniform over `[min, max]`.
+    Uniform {
+        min: u64,
+        max: u64,
+    },
+    /// Normal, never below `floor`.
+    Normal {
+        mean: f64,
+        sd: f64,
+        floor: f64,
+    },
+    /// Lognormal with this median and shape σ.
+    LogNormal {
+        median: f64,
+        sigma: f64,
+    },
+}
+
+impl Service {
+    /// One service time from two uniform draws in [0, 1) (rounded to the millisecond).
+    /// `libm` computes the same logarithms and cosines on every machine.
+    pub fn sample(&self, u1: f64, u2: f64) -> u64 {
+        let normal = || libm::sqrt(-2.0 * libm::log(1.0 - u1)) * libm::cos(std::f64::consts::TAU * u2);
+        let ms = match *self {
+            Service::Constant(ms) => return ms,
+            Service::Uniform { min, max } => min as f64 + u1 * (max - min + 1) as f64,
+            Service::Normal { mean, sd, floor } => (mean + sd * normal()).max(floor),
+            Service::LogNormal { median, sigma } => median * libm::exp(sigma * normal()),
+        };
+        // Uniform draws land in [min, max + 1): flooring keeps every whole ms equally likely.
+        if matches!(self, Service::Uniform { .. }) { ms.floor() as u64 } else { ms.round().max(0.0) as u64 }
+    }
+}
+
+/// `[tools.NAME]`: what the tool can take. The default takes everything (no load faults).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ToolLoad {
+    /// Calls in flight at most; beyond it a call is refused with 503, or waits with `queue`.
+    pub concurrency: Option<u32>,
+    pub queue: bool,
+    /// A rate limit shared by the fleet: (per second, burst).
+    pub rate: Option<(f64, u32)>,
+    pub service: Option<Service>,
+    /// Optimistic concurrency: a call reads when it starts and writes when it ends; the write
+    /// fails with 409 when another committed in between.
+    pub occ: bool,
+}
+
+/// A load fault: what a tool under load answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LoadFault {
+    /// 429 from the shared rate limit, with the wait its bucket implies.
+    RateLimited,
+    /// 503: the concurrency limit is reached.
+    Busy,
+    /// 409: another write committed since this call read.
+    Conflict,
+}
+
+static RATE_LIMITED: Fault = Fault::Http { status: 429, retry_after_ms: None, param: None, message: None };
+static BUSY: Fault = Fault::Http { status: 503, retry_after_ms: None, param: None, message: None };
+static CONFLICT: Fault = Fault::Http { status: 409, retry_after_ms: None, param: None, message: None };
+
+impl LoadFault {
+    /// The fault as the envelopes render it (the wait goes beside it, as for any fault).
+    pub fn fault(self) -> &'static Fault {
+        match self {
+            LoadFault::RateLimited => &RATE_LIMITED,
+            LoadFault::Busy => &BUSY,
+            LoadFault::Conflict => &CONFLICT,
+        }
+    }
+
+    pub fn class(self) -> ErrorClass {
+        self.fault().class()
+    }
+}
+
+/// Who waits for a place: (agent, slot).
+pub type Waiter = (u32, u32);
+
+/// One tool's state in one run, shared by every agent.
+#[derive(Clone, Debug, Default)]
+pub struct ToolState {
+    gate: Option<Gate<Waiter>>,
+    bucket: Option<TokenBucket>,
+    row: OccRow,
+    /// Calls being served now, and the most at once.
+    busy: u32,
+    peak: u32,
+}
+
+/// How a call fares at the door of a tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// Served now (holding a place when the tool limits concurrency).
+    Served {
+        place: bool,
+    },
+    /// Waiting for a place; [`ToolState::release`] hands it one.
+    Queued,
+    Refused(LoadFault, Option<u64>),
+}
+
+impl ToolState {
+    pub fn reset(&mut self, load: &ToolLoad) {
+        self.gate = load.concurrency.map(|c| Gate::new(c, load.queue));
+        self.bucket = load.rate.map(|(per_s, burst)| TokenBucket::new(per_s, burst));
+        self.row = OccRow::default();
+        self.busy = 0;
+        self.peak = 0;
+    }
+
+    /// A call arrives at `now_ms`: the rate limit first (a refused call takes no place), then
+    /// the concurrency limit.
+    pub fn admit(&mut self, now_ms: u64, who: Waiter) -> Admission {
+        if let Some(b) = &mut self.bucket
+            && let Err(RetryAfter(wait)) = b.take(now_ms)
+        {
+            return Admission::Refused(LoadFault::RateLimited, wait);
+        }
+        match self.gate.as_mut().map(|g| g.enter(who)) {
+            None => Admission::Served { place: false },
+            Some(Entry::Admitted) => Admission::Served { place: true },
+            Some(Entry::Queued) => Admission::Queued,
+            Some(Entry::Rejected) => Admission::Refused(LoadFault::Busy, None),
+        }
+    }
+
+    /// A call starts being served; returns the version it reads.
+    pub fn start(&mut self) -> u64 {
+        self.busy += 1;
+        self.peak = self.peak.max(self.busy);
+        self.row.read()
+    }
+
+    /// A served call ends; `write` commits the version it read (false: a conflict).
+    pub fn end(&mut self, write: Option<u64>) -> bool {
+        self.busy -= 1;
+        write.is_none_or(|v| self.row.commit(v))
+    }
+
+    /// A call gives its place back; the first waiting call, if any, takes it.
+    pub fn release(&mut self) -> Option<Waiter> {
+        self.gate.as_mut().and_then(Gate::leave)
+    }
+
+    /// Nothing served, held or waiting.
+    pub fn idle(&self) -> bool {
+        self.busy == 0 && self.gate.as_ref().is_none_or(|g| g.in_flight() == 0 && g.waiting() == 0)
+    }
+
+    /// The most calls served at once.
+    pub fn peak(&self) -> u32 {
+        self.peak
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn service_times_follow_their_distribution() {
+        assert_eq!(Service::Constant(7).sample(0.3, 0.9), 7);
+        let u = Service::Uniform { min: 5, max: 6 };
+        assert_eq!([u.sample(0.0, 0.0), u.sample(0.49, 0.0), u.sample(0.5, 0.0), u.sample(0.999, 0.0)], [5, 5, 6, 6]);
+        // The Box–Muller draw at u2 = 0 is sqrt(-2 ln(1 - u1)): u1 = 1 - e^-2 gives z = 2.
+        let u1 = 1.0 - (-2.0f64).exp();
+        assert_eq!(Service::Normal { mean: 10.0, sd: 2.0, floor: 0.0 }.sample(u1, 0.0), 14);
+        assert_eq!(Service::Normal { mean: 10.0, sd: 2.0, floor: 0.0 }.sample(u1, 0.5), 6);
+        assert_eq!(Service::Normal { mean: 1.0, sd: 2.0, floor: 0.0 }.sample(u1, 0.5), 0, "floored");
+        assert_eq!(Service::LogNormal { median: 10.0, sigma: 0.5 }.sample(u1, 0.0), 27); // 10·e
+        // Sample mean of the normal near its mean.
+        let mut s = super::super::rng::LazyStream::default();
+        s.reset(3);
+        let n = 20_000u64;
+        let total: u64 = (0..n)
+            .map(|i| Service::Normal { mean: 10.0, sd: 2.0, floor: 0.0 }.sample(s.unit(2 * i), s.unit(2 * i + 1)))
+            .sum();
+        assert!((total as f64 / n as f64 - 10.0).abs() < 0.1);
+    }
+
+    #[test]
+    fn the_rate_limit_refuses_before_the_gate_is_asked() {
+        let load = ToolLoad { concurrency: Some(1), rate: Some((1.0, 1)), ..ToolLoad::default() };
+        let mut t = ToolState::default();
+        t.reset(&load);
+        assert_eq!(t.admit(0, (0, 0)), Admission::Served { place: true });
+        assert_eq!(t.admit(0, (1, 0)), Admission::Refused(LoadFault::RateLimited, Some(1000)));
+        // At 1 s a token is back but the place is still held: 503.
+        assert_eq!(t.admit(1000, (1, 0)), Admission::Refused(LoadFault::Busy, None));
+        assert_eq!(t.release(), None);
+        assert_eq!(t.admit(2000, (1, 0)), Admission::Served { place: true });
+    }
+
+    #[test]
+    fn a_write_conflicts_when_another_committed_while_it_was_served() {
+        let mut t = ToolState::default();
+        t.reset(&ToolLoad { occ: true, ..ToolLoad::default() });
+        let (a, b) = (t.start(), t.start());
+        assert_eq!(t.peak(), 2);
+        assert!(t.end(Some(a)));
+        assert!(!t.end(Some(b)));
+        let c = t.start();
+        assert!(t.end(Some(c)));
+        assert_eq!(t.peak(), 2);
+    }
+}

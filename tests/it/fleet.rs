@@ -1,0 +1,168 @@
+//! Fleets through the real binary: a fleet of one is today's run byte for byte, the AWS backoff
+//! experiment comes out in the orders the post reports, and fleet keys that make no sense are
+//! exit 2 naming the file and key.
+
+use std::collections::BTreeMap;
+
+use crate::cli::broken;
+use crate::{MINIMAL, root, tracefault, write};
+
+fn run_to(scenarios: &std::path::Path, out: &std::path::Path) {
+    tracefault().arg("run").arg(scenarios).arg("--out").arg(out).assert().code(0);
+}
+
+#[test]
+fn a_fleet_of_one_gives_the_reports_of_a_lone_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let fleets = ["", "[fleet]\nagents = 1\n", "[fleet]\nagents = 1\nstart = { every_ms = 250 }\n"];
+    // The same folder each time: reports name the scenario files.
+    let d = dir.path().join("s");
+    std::fs::create_dir_all(&d).unwrap();
+    for (k, fleet) in fleets.iter().enumerate() {
+        // The scenarios written as tasks (the cassettes' traces sit beside the bundled suite).
+        for e in std::fs::read_dir(root().join("scenarios")).unwrap() {
+            let p = e.unwrap().path();
+            let text = std::fs::read_to_string(&p).unwrap();
+            if text.contains("\n[task]") && !text.contains("[fleet]") {
+                write(&d, p.file_name().unwrap().to_str().unwrap(), &format!("{text}\n{fleet}"));
+            }
+        }
+        run_to(&d, &dir.path().join(format!("out{k}")));
+    }
+    for f in ["summary.csv", "runs.csv", "report.json", "report.md", "junit.xml"] {
+        let read = |k: usize| std::fs::read(dir.path().join(format!("out{k}")).join(f)).unwrap();
+        assert!(read(0) == read(1), "{f} differs with agents = 1");
+        assert!(read(0) == read(2), "{f} differs with one agent started by every_ms");
+    }
+}
+
+/// `summary.csv` as (scenario, strategy) → column → value.
+fn summary(out: &std::path::Path) -> BTreeMap<(String, String), BTreeMap<String, f64>> {
+    let mut r = csv::Reader::from_path(out.join("summary.csv")).unwrap();
+    let head: Vec<String> = r.headers().unwrap().iter().map(str::to_owned).collect();
+    r.records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            let cols = head.iter().zip(rec.iter()).skip(2).filter_map(|(h, v)| Some((h.clone(), v.parse().ok()?)));
+            ((rec[0].to_owned(), rec[1].to_owned()), cols.collect())
+        })
+        .collect()
+}
+
+/// Brooker (2015), "Exponential Backoff And Jitter": the orders the post reports, at every N of
+/// the bundled experiment. Work is the writes (`tool_calls_mean`), time the last client's
+/// completion (`makespan_ms_mean`).
+#[test]
+fn the_aws_backoff_experiment_comes_out_in_the_posts_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("aws");
+    std::fs::create_dir_all(&d).unwrap();
+    for n in [10, 20, 50, 100] {
+        let name = format!("{}-aws-backoff-{n}.toml", 15 + [10, 20, 50, 100].iter().position(|&x| x == n).unwrap() + 1);
+        std::fs::copy(root().join("scenarios").join(&name), d.join(&name)).unwrap();
+    }
+    run_to(&d, &dir.path().join("out"));
+    let s = summary(&dir.path().join("out"));
+    for n in [10, 20, 50, 100] {
+        let sc = format!("aws-backoff-{n}");
+        let get = |strategy: &str, col: &str| s[&(sc.clone(), strategy.to_owned())][col];
+        let work = |k: &str| get(k, "tool_calls_mean");
+        let time = |k: &str| get(k, "makespan_ms_mean");
+        for k in ["none", "exponential", "equal-jitter", "full-jitter", "decorrelated"] {
+            assert_eq!(get(k, "agents"), n as f64);
+            assert_eq!(get(k, "agents_succeeded_rate"), 1.0, "{sc} {k}: every client writes its row");
+            assert!(get(k, "load_rejections_per_run") > 0.0, "{sc} {k}: writes conflict");
+        }
+        // Work: no backoff does the most; exponential backoff without jitter saves little next
+        // to any jittered backoff, which saves most.
+        for k in ["exponential", "equal-jitter", "full-jitter", "decorrelated"] {
+            assert!(work(k) < work("none"), "{sc}: {k} {} vs none {}", work(k), work("none"));
+        }
+        for k in ["equal-jitter", "full-jitter", "decorrelated"] {
+            assert!(work(k) < work("exponential"), "{sc}: {k} {} vs exponential {}", work(k), work("exponential"));
+        }
+        // Time: exponential without jitter is by far the slowest; equal jitter is slower than
+        // full jitter; decorrelated finishes sooner than full jitter.
+        for k in ["none", "equal-jitter", "full-jitter", "decorrelated"] {
+            assert!(time(k) < time("exponential"), "{sc}: {k} {} vs exponential {}", time(k), time("exponential"));
+        }
+        assert!(
+            time("full-jitter") < time("equal-jitter"),
+            "{sc}: full {} vs equal {}",
+            time("full-jitter"),
+            time("equal-jitter")
+        );
+        assert!(
+            time("decorrelated") < time("full-jitter"),
+            "{sc}: decorrelated {} vs full {}",
+            time("decorrelated"),
+            time("full-jitter")
+        );
+    }
+    // With many clients, full jitter does less work than decorrelated jitter (the post's "Full
+    // Jitter uses less work, but slightly more time").
+    let work = |k: &str| s[&("aws-backoff-100".to_owned(), k.to_owned())]["tool_calls_mean"];
+    assert!(work("full-jitter") < work("decorrelated"));
+}
+
+#[test]
+fn fleet_keys_that_make_no_sense_are_named() {
+    let cases = [
+        ("[fleet]\nagents = 0\n", "fleet.agents: expected 1 to 10000, got 0"),
+        ("[fleet]\nagents = 20000\n", "fleet.agents: expected 1 to 10000, got 20000"),
+        ("[fleet]\nstart = \"staggered\"\n", "fleet.start: expected \"together\""),
+        ("[fleet]\nstart = { poisson_per_s = 0 }\n", "fleet.start.poisson_per_s: expected a rate above 0"),
+        ("[fleet]\nstart = { every_ms = 5, poisson_per_s = 2 }\n", "fleet.start: expected exactly one of"),
+        ("[tools.search]\nrate = { per_s = 0 }\n", "tools.search.rate: expected a `burst` when `per_s` is 0"),
+        ("[tools.search]\nconcurrency = 0\n", "tools.search.concurrency: expected at least 1"),
+        ("[tools.search]\nqueue = true\n", "tools.search.queue: expected a `concurrency` limit"),
+        ("[tools.search]\nconflict = \"lww\"\n", "tools.search.conflict: expected \"occ\", got \"lww\""),
+        ("[tools.provider]\nconflict = \"occ\"\n", "tools.provider: expected a tool the task calls (\"search\")"),
+        (
+            "[tools.search]\nservice_ms = { dist = \"normal\", mean = 10 }\n",
+            "tools.search.service_ms.sd: expected a value",
+        ),
+        (
+            "[tools.search]\nservice_ms = { dist = \"uniform\", min = 9, max = 3 }\n",
+            "tools.search.service_ms.min: expected at most",
+        ),
+        (
+            "[tools.search]\nservice_ms = { dist = \"normal\", mean = 10, sd = 2, median = 4 }\n",
+            "tools.search.service_ms.median: expected only mean, sd, floor",
+        ),
+        (
+            "[tools.search]\nservice_ms = { dist = \"pareto\" }\n",
+            "tools.search.service_ms.dist: expected constant, uniform",
+        ),
+    ];
+    for (extra, want) in cases {
+        let err = broken("f.toml", &format!("{MINIMAL}{extra}"));
+        assert!(err.contains("DIR/f.toml:") && err.contains(want), "{extra}: {err}");
+    }
+}
+
+#[test]
+fn trace_out_writes_one_trace_per_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.jsonl");
+    tracefault()
+        .args(["run", "scenarios/16-aws-backoff-10.toml", "--strategy", "full-jitter", "--run", "3", "--trace-out"])
+        .arg(&out)
+        .assert()
+        .code(0);
+    let text = std::fs::read_to_string(&out).unwrap();
+    let headers: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v.get("tracefault_trace").is_some())
+        .collect();
+    assert_eq!(headers.len(), 10);
+    for (k, h) in headers.iter().enumerate() {
+        assert_eq!(h["agent"], k);
+        assert_eq!(h["id"], format!("aws-backoff-10/full-jitter/run3/agent{k}"));
+    }
+    // Every agent's trace reads back: ten conversations, each answered.
+    let inspected = tracefault().arg("inspect").arg(&out).output().unwrap();
+    let stdout = String::from_utf8_lossy(&inspected.stdout);
+    assert_eq!(stdout.matches("ended: answer").count(), 10, "{stdout}");
+}
