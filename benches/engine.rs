@@ -1,5 +1,6 @@
-//! Criterion benches: the engine's inner loop (one run, envelope serialization on), the
-//! serializers alone, and a whole-suite run as `tracefault run --jobs 1` does it.
+//! Criterion benches: the engine's inner loop (one run, envelope serialization on), fleets of
+//! 1 000 and 10 000 agents contending for one tool, the serializers alone, and a whole-suite run
+//! as `tracefault run --jobs 1` does it.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -10,7 +11,7 @@ use tracefault::envelope::render::{Body, Renderer};
 use tracefault::envelope::{Encoding, ErrorKind, Format, ToolError};
 use tracefault::fault::Fault;
 use tracefault::metrics::run::RunMetrics;
-use tracefault::scenario::load::{load_file, load_suite};
+use tracefault::scenario::load::{load_file, load_str, load_suite};
 use tracefault::suite::{RunOptions, run_suite};
 
 fn root() -> PathBuf {
@@ -47,6 +48,65 @@ fn inner_loop(c: &mut Criterion) {
                         m.reset(sc.faults.rules.len());
                         black_box(simulate(&sc, s, run, sc.seed, &mut ws, &mut m));
                     }
+                }
+            });
+        });
+    }
+    group.finish();
+}
+
+/// A fleet that arrives at 200 agents a second and contends for one search tool: 50 requests a
+/// second (burst 20), 40 in flight at most (the rest queue), |Normal(80, 20)| ms a call, a 503
+/// outage of 5 s, and 5% of calls failing at random.
+fn fleet_scenario(agents: u32) -> tracefault::scenario::Scenario {
+    let src = format!(
+        r#"name = "fleet-bench"
+seed = 9
+runs = 1
+strategies = ["error-string", "five-field", "five-field-guarded"]
+[fleet]
+agents = {agents}
+start = {{ poisson_per_s = 200 }}
+[task]
+[[task.steps]]
+tool = "search"
+args = {{ q = "flights" }}
+[[task.steps]]
+tool = "search"
+args = {{ q = "hotels" }}
+[[task.steps]]
+tool = "book"
+[tools.search]
+concurrency = 40
+queue = true
+rate = {{ per_s = 50, burst = 20 }}
+service_ms = {{ dist = "normal", mean = 80, sd = 20 }}
+[[faults]]
+target = "search"
+window_ms = [2000, 7000]
+http = 503
+[[faults]]
+target = "*"
+probability = 0.05
+http = 503
+"#
+    );
+    load_str(&src, std::path::Path::new("fleet-bench.toml")).unwrap()
+}
+
+fn fleet(c: &mut Criterion) {
+    let mut group = c.benchmark_group("fleet");
+    group.sample_size(10);
+    for agents in [1_000, 10_000] {
+        let sc = fleet_scenario(agents);
+        group.throughput(Throughput::Elements(calls_in(&sc, 1)));
+        group.bench_function(format!("{agents}_agents"), |b| {
+            let mut ws = Workspace::default();
+            let mut m = RunMetrics::default();
+            b.iter(|| {
+                for s in &sc.strategies {
+                    m.reset(sc.faults.rules.len());
+                    black_box(simulate(&sc, s, 0, sc.seed, &mut ws, &mut m));
                 }
             });
         });
@@ -101,5 +161,5 @@ fn whole_suite(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, inner_loop, render, whole_suite);
+criterion_group!(benches, inner_loop, fleet, render, whole_suite);
 criterion_main!(benches);
