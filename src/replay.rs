@@ -92,6 +92,7 @@ pub fn as_recorded_strategy(format: Format) -> Strategy {
         routing: Routing::Model,
         partials: Partials::Ambiguous,
         breaker: false,
+        fleet_breaker: false,
         budgets: false,
         loop_guard: false,
         retry: None,

@@ -17,11 +17,59 @@ pub struct BreakerConfig {
     pub probes: u32,
     /// Successful probes that close it again.
     pub close_after: u32,
+    /// One breaker per tool for the whole fleet (`scope = "fleet"`), instead of one per agent.
+    pub fleet: bool,
+    /// How long after a fleet breaker opens the other agents still see it closed.
+    pub sync_ms: u64,
 }
 
 impl Default for BreakerConfig {
     fn default() -> Self {
-        BreakerConfig { mode: BreakerMode::Consecutive { failures: 3 }, open_ms: 30_000, probes: 1, close_after: 2 }
+        BreakerConfig {
+            mode: BreakerMode::Consecutive { failures: 3 },
+            open_ms: 30_000,
+            probes: 1,
+            close_after: 2,
+            fleet: false,
+            sync_ms: 0,
+        }
+    }
+}
+
+/// A breaker the whole fleet reads and feeds (the seeds' breaker shared through Redis): who
+/// opened it last and when, so the others can see the opening `sync_ms` late.
+#[derive(Clone, Debug, Default)]
+pub struct FleetBreaker {
+    pub breaker: Breaker,
+    pub opened_at: u64,
+    pub opened_by: u32,
+}
+
+impl FleetBreaker {
+    pub fn reset(&mut self) {
+        self.breaker.reset();
+        self.opened_at = 0;
+        self.opened_by = 0;
+    }
+
+    /// Agent `agent` asks at `now_ms`: until `sync_ms` after an opening, agents other than the
+    /// one that opened it have not heard of it and are let through.
+    pub fn admit(&mut self, cfg: &BreakerConfig, now_ms: u64, agent: u32) -> Admit {
+        let unheard = matches!(self.breaker.state, State::Open { .. })
+            && agent != self.opened_by
+            && now_ms < self.opened_at.saturating_add(cfg.sync_ms);
+        if unheard { Admit::Yes } else { self.breaker.admit(cfg, now_ms) }
+    }
+
+    /// Records an outcome from `agent`; true when it opened the breaker.
+    pub fn record(&mut self, cfg: &BreakerConfig, now_ms: u64, failed: bool, probe: bool, agent: u32) -> bool {
+        let was_open = matches!(self.breaker.state, State::Open { .. });
+        let tripped = self.breaker.record(cfg, now_ms, failed, probe);
+        if !was_open && matches!(self.breaker.state, State::Open { .. }) {
+            self.opened_at = now_ms;
+            self.opened_by = agent;
+        }
+        tripped
     }
 }
 
@@ -191,5 +239,25 @@ mod tests {
         c.record(&cfg, 0, true, false);
         c.record(&cfg, 1, true, false);
         assert!(!c.record(&cfg, 20_000, false, false), "old failures left the window");
+    }
+
+    #[test]
+    fn a_fleet_breaker_is_heard_of_sync_ms_late_by_the_others() {
+        let cfg = BreakerConfig { sync_ms: 500, fleet: true, ..BreakerConfig::default() };
+        let mut b = FleetBreaker::default();
+        // Agents 1, 2 and 1 fail: agent 1's failure opens it at t = 100.
+        assert!(!b.record(&cfg, 10, true, false, 1));
+        assert!(!b.record(&cfg, 20, true, false, 2));
+        assert!(b.record(&cfg, 100, true, false, 1));
+        assert_eq!((b.opened_at, b.opened_by), (100, 1));
+        assert_eq!(b.admit(&cfg, 100, 1), Admit::Reject { remaining_ms: 30_000 }, "the opener knows at once");
+        assert_eq!(b.admit(&cfg, 599, 2), Admit::Yes, "the others hear 500 ms later");
+        assert_eq!(b.admit(&cfg, 600, 2), Admit::Reject { remaining_ms: 29_500 });
+        // A late outcome from an agent that had not heard changes nothing while it is open.
+        assert!(!b.record(&cfg, 300, true, false, 2));
+        assert_eq!(b.opened_at, 100);
+        // Without sync_ms everyone hears at once.
+        let now = BreakerConfig { sync_ms: 0, ..cfg };
+        assert_eq!(b.admit(&now, 101, 3), Admit::Reject { remaining_ms: 29_999 });
     }
 }

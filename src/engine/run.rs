@@ -6,7 +6,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::breaker::{Admit, Breaker};
+use super::breaker::{Admit, Breaker, FleetBreaker};
 use super::events::{By, Event, Observer, TerminatedBy};
 use super::faults::Injector;
 use super::fleet::{MAX_AGENTS, agent_key};
@@ -217,6 +217,7 @@ pub struct Workspace {
     queue: Queue,
     agents: Vec<Agent>,
     tools: Vec<ToolState>,
+    fleet_breakers: Vec<FleetBreaker>,
     starts: Vec<u64>,
     arrivals: LazyStream,
     renderer: Renderer,
@@ -245,6 +246,8 @@ struct Agent {
     refusals: Vec<Refusal>,
     breakers: Vec<Breaker>,
     told_open: Vec<u32>,
+    /// When the fleet breaker this agent was told about had opened.
+    told_opened_at: Vec<u64>,
     injector: Injector,
     guard: LoopGuard,
     model: LazyStream,
@@ -281,6 +284,8 @@ impl Agent {
         self.refusals.resize(targets, Refusal::default());
         self.told_open.clear();
         self.told_open.resize(targets, NEVER);
+        self.told_opened_at.clear();
+        self.told_opened_at.resize(targets, 0);
         self.breakers.resize_with(targets, Breaker::default);
         self.breakers.iter_mut().for_each(Breaker::reset);
         self.guard.reset();
@@ -351,11 +356,14 @@ fn drive<O: Observer, const SHARED: bool>(
     let fleet = SHARED && n > 1;
     ws.queue.clear();
     ws.seen.serve(std::ptr::from_ref(sc) as usize);
+    let shared_breaker = SHARED && strat.breaker && (strat.fleet_breaker || sc.policy.breaker.fleet);
     if SHARED {
         ws.tools.resize_with(sc.loads.len(), ToolState::default);
         for (t, load) in ws.tools.iter_mut().zip(&sc.loads) {
             t.reset(load);
         }
+        ws.fleet_breakers.resize_with(sc.loads.len(), FleetBreaker::default);
+        ws.fleet_breakers.iter_mut().for_each(FleetBreaker::reset);
     }
     ws.starts.clear();
     if fleet {
@@ -372,7 +380,7 @@ fn drive<O: Observer, const SHARED: bool>(
         ws.queue.push(start, k as u32, Ev::TurnStart);
     }
 
-    let Workspace { queue, agents, tools, renderer, seen, .. } = ws;
+    let Workspace { queue, agents, tools, fleet_breakers, renderer, seen, .. } = ws;
     let retry = strat.retry.as_ref().unwrap_or(&sc.policy.retry);
     let budget = sc.policy.max_virtual_ms.filter(|_| strat.budgets);
     let mut live = n;
@@ -394,6 +402,8 @@ fn drive<O: Observer, const SHARED: bool>(
                     obs,
                     queue,
                     tools,
+                    fleet_breakers,
+                    shared_breaker,
                     renderer,
                     seen,
                     ag,
@@ -413,7 +423,21 @@ fn drive<O: Observer, const SHARED: bool>(
         if fleet {
             obs.agent(a);
         }
-        let mut sim = Sim::<O, SHARED> { sc, strat, retry, obs, queue, tools, renderer, seen, ag, a, now: t };
+        let mut sim = Sim::<O, SHARED> {
+            sc,
+            strat,
+            retry,
+            obs,
+            queue,
+            tools,
+            fleet_breakers,
+            shared_breaker,
+            renderer,
+            seen,
+            ag,
+            a,
+            now: t,
+        };
         match budget.map(|max| sim.ag.start_ms + max) {
             Some(deadline) if t > deadline => {
                 // Something in flight (a slow tool, a timeout) would end past the time budget:
@@ -484,6 +508,9 @@ struct Sim<'a, O, const SHARED: bool> {
     obs: &'a mut O,
     queue: &'a mut Queue,
     tools: &'a mut [ToolState],
+    fleet_breakers: &'a mut [FleetBreaker],
+    /// The strategy's breaker is the fleet's (one per tool, `fleet_breakers`).
+    shared_breaker: bool,
     renderer: &'a mut Renderer,
     seen: &'a mut ResultCache,
     ag: &'a mut Agent,
@@ -774,7 +801,14 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
         let tool = usize::from(spec.tool);
         let mut probe = false;
         if self.strat.breaker {
-            match self.ag.breakers[tool].admit(&sc.policy.breaker, now) {
+            let shared = SHARED && self.shared_breaker;
+            let cfg = &sc.policy.breaker;
+            let admit = if shared {
+                self.fleet_breakers[tool].admit(cfg, now, self.a)
+            } else {
+                self.ag.breakers[tool].admit(cfg, now)
+            };
+            match admit {
                 Admit::Yes => {}
                 Admit::Probe => probe = true,
                 Admit::Reject { remaining_ms } => {
@@ -788,10 +822,15 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
                     let call_id = s.call_id;
                     self.obs.event(&Event::Rejected { call_id, tool: spec.tool });
                     let told = self.ag.told_open[tool];
-                    if told != NEVER && told < self.ag.turn {
+                    // A fleet breaker that opened again since this agent was told is news.
+                    let same_opening = !shared || self.ag.told_opened_at[tool] == self.fleet_breakers[tool].opened_at;
+                    if told != NEVER && told < self.ag.turn && same_opening {
                         return self.finish(TerminatedBy::BreakerAbort);
                     }
                     self.ag.told_open[tool] = self.ag.turn;
+                    if shared {
+                        self.ag.told_opened_at[tool] = self.fleet_breakers[tool].opened_at;
+                    }
                     return self.schedule(now, Ev::ToolDone(i as u32));
                 }
             }
@@ -950,7 +989,13 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
         if self.strat.breaker && !o.circuit {
             let failed =
                 matches!(o.class, Some(ErrorClass::Transient | ErrorClass::RateLimited | ErrorClass::Terminal));
-            if self.ag.breakers[tool].record(&self.sc.policy.breaker, now, failed, o.probe) {
+            let cfg = &self.sc.policy.breaker;
+            let tripped = if SHARED && self.shared_breaker {
+                self.fleet_breakers[tool].record(cfg, now, failed, o.probe, self.a)
+            } else {
+                self.ag.breakers[tool].record(cfg, now, failed, o.probe)
+            };
+            if tripped {
                 self.ag.told_open[tool] = NEVER;
                 self.obs.event(&Event::BreakerTrip { tool: tool as u16, t_ms: now });
             }

@@ -27,6 +27,8 @@ pub struct Strategy {
     pub routing: Routing,
     pub partials: Partials,
     pub breaker: bool,
+    /// The breaker is the fleet's, whatever `[policy].breaker.scope` says (`breaker = "fleet"`).
+    pub fleet_breaker: bool,
     /// Token and virtual-time budgets (`max_tokens`, `max_virtual_ms`).
     pub budgets: bool,
     pub loop_guard: bool,
@@ -42,6 +44,7 @@ impl Strategy {
             routing,
             partials,
             breaker: guarded,
+            fleet_breaker: false,
             budgets: guarded,
             loop_guard: guarded,
             retry: None,

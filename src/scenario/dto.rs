@@ -79,7 +79,7 @@ pub struct StrategyDto {
     pub encoding: Option<String>,
     pub routing: Option<String>,
     pub partials: Option<String>,
-    pub breaker: Option<bool>,
+    pub breaker: Option<BreakerChoiceDto>,
     pub loop_guard: Option<bool>,
     pub budgets: Option<bool>,
     pub retry: Option<RetryDto>,
@@ -164,6 +164,8 @@ pub struct BreakerDto {
     pub window_ms: Option<u64>,
     pub min_calls: Option<u32>,
     pub failure_ratio: Option<f64>,
+    pub scope: Option<String>,
+    pub sync_ms: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -356,6 +358,32 @@ impl<'de> Deserialize<'de> for ServiceDto {
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
                 ServiceDistDto::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(ServiceDto::Dist)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A strategy's `breaker = true | false | "agent" | "fleet"`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BreakerChoiceDto {
+    On(bool),
+    Scope(String),
+}
+
+impl<'de> Deserialize<'de> for BreakerChoiceDto {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = BreakerChoiceDto;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("true, false, \"agent\" or \"fleet\"")
+            }
+            fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<Self::Value, E> {
+                Ok(BreakerChoiceDto::On(b))
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(BreakerChoiceDto::Scope(s.to_owned()))
             }
         }
         d.deserialize_any(V)

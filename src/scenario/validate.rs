@@ -143,6 +143,12 @@ pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scen
     if !(1..=MAX_RUNS).contains(&runs) {
         return Err(ctx.err("runs", format!("1 to {MAX_RUNS}, got {runs}")));
     }
+    if policy.breaker.sync_ms > 0 && !policy.breaker.fleet && !strategies.iter().any(|s| s.breaker && s.fleet_breaker) {
+        return Err(ctx.err(
+            "policy.breaker.sync_ms",
+            "a fleet breaker (`scope = \"fleet\"`, or a strategy with `breaker = \"fleet\"`)",
+        ));
+    }
     let fleet = fleet::fleet_from_dto(&ctx, dto.fleet.as_ref())?;
     let loads = fleet::loads_from_dto(&ctx, &dto.tools, &task.tools)?;
     let mut target_hashes: Vec<u64> = task.tools.iter().map(|t| fnv1a64(t.as_bytes())).collect();
@@ -532,6 +538,12 @@ fn policy_from_dto(ctx: &Ctx, d: &PolicyDto) -> Result<Policy> {
             }
             m => return Err(ctx.err("policy.breaker.mode", format!("\"consecutive\" or \"rate\", got {m:?}"))),
         };
+        cfg.fleet = match b.scope.as_deref().unwrap_or("agent") {
+            "agent" => false,
+            "fleet" => true,
+            s => return Err(ctx.err("policy.breaker.scope", format!("\"agent\" or \"fleet\", got {s:?}"))),
+        };
+        cfg.sync_ms = ms(ctx, "policy.breaker.sync_ms", b.sync_ms)?.unwrap_or(0);
         p.breaker = cfg;
     }
     if let Some(lg) = &d.loop_guard {
@@ -681,7 +693,19 @@ fn custom_strategy(ctx: &Ctx, name: &str, s: StrategyDto, presets: &str, base_re
         encoding,
         routing,
         partials,
-        breaker: s.breaker.unwrap_or(false),
+        breaker: !matches!(s.breaker, None | Some(BreakerChoiceDto::On(false))),
+        fleet_breaker: match &s.breaker {
+            Some(BreakerChoiceDto::Scope(scope)) => match scope.as_str() {
+                "agent" => false,
+                "fleet" => true,
+                other => {
+                    return Err(
+                        ctx.err(field("breaker"), format!("true, false, \"agent\" or \"fleet\", got {other:?}"))
+                    );
+                }
+            },
+            _ => false,
+        },
         budgets: s.budgets.unwrap_or(false),
         loop_guard: s.loop_guard.unwrap_or(false),
         retry,

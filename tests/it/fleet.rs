@@ -134,6 +134,12 @@ fn fleet_keys_that_make_no_sense_are_named() {
             "[tools.search]\nservice_ms = { dist = \"pareto\" }\n",
             "tools.search.service_ms.dist: expected constant, uniform",
         ),
+        ("[policy]\nbreaker = { sync_ms = 50 }\n", "policy.breaker.sync_ms: expected a fleet breaker"),
+        ("[policy]\nbreaker = { scope = \"region\" }\n", "policy.breaker.scope: expected \"agent\" or \"fleet\""),
+        (
+            "[strategies.x]\nencoding = \"envelope\"\nbreaker = \"cluster\"\n",
+            "strategies.x.breaker: expected true, false",
+        ),
     ];
     for (extra, want) in cases {
         let err = broken("f.toml", &format!("{MINIMAL}{extra}"));

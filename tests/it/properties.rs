@@ -248,7 +248,7 @@ proptest! {
         close_after in 1u32..4,
         calls in prop::collection::vec((0u64..40_000, any::<bool>()), 1..80),
     ) {
-        let cfg = BreakerConfig { mode: BreakerMode::Consecutive { failures }, open_ms, probes: 1, close_after };
+        let cfg = BreakerConfig { mode: BreakerMode::Consecutive { failures }, open_ms, probes: 1, close_after, ..BreakerConfig::default() };
         let mut b = Breaker::default();
         // Oracle: Closed(count) | Open(until) | HalfOpen(successes).
         #[derive(Debug, Clone, Copy, PartialEq)]
@@ -295,7 +295,7 @@ proptest! {
         close_after in 1u32..4,
         calls in prop::collection::vec((0u64..6_000, any::<bool>()), 1..120),
     ) {
-        let cfg = BreakerConfig { mode: BreakerMode::Rate { window_ms, min_calls, failure_ratio: ratio }, open_ms, probes, close_after };
+        let cfg = BreakerConfig { mode: BreakerMode::Rate { window_ms, min_calls, failure_ratio: ratio }, open_ms, probes, close_after, ..BreakerConfig::default() };
         let mut b = Breaker::default();
         #[derive(Debug, Clone, Copy, PartialEq)]
         enum O { Closed, Open(u64), Half { in_flight: u32, ok: u32 } }
@@ -805,6 +805,64 @@ proptest! {
                         }
                     }
                 }
+            }
+        }
+    }
+}
+
+/// Breaker trips (tool, time, agent) and attempts (tool, time, agent) of a fleet's run.
+#[derive(Default)]
+struct BreakerWatch {
+    agent: u32,
+    trips: Vec<(u16, u64, u32)>,
+    attempts: Vec<(u16, u64, u32)>,
+}
+
+impl Observer for BreakerWatch {
+    fn agent(&mut self, agent: u32) {
+        self.agent = agent;
+    }
+
+    fn event(&mut self, e: &Event<'_>) {
+        match *e {
+            Event::BreakerTrip { tool, t_ms } => self.trips.push((tool, t_ms, self.agent)),
+            Event::Attempt { tool, t_ms, .. } => self.attempts.push((tool, t_ms, self.agent)),
+            _ => {}
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 150, ..ProptestConfig::default() })]
+
+    /// A fleet breaker opens for every agent at once: after it trips, no agent's call reaches
+    /// the tool until it has been open `open_ms`, but for the agents that have not heard yet
+    /// (`sync_ms` after the trip, all but the one that tripped it).
+    #[test]
+    fn a_fleet_breaker_opens_for_everyone(
+        agents in 2u32..20,
+        sync_ms in prop_oneof![Just(0u64), 0u64..800],
+        failures in 1u32..4,
+        p in 0.2f64..0.9,
+        seed in any::<u64>(),
+        run in 0u64..10,
+    ) {
+        let open_ms = 2000;
+        let src = format!(
+            "name = \"fb\"\nseed = {seed}\nruns = 1\n[strategies.shared]\nencoding = \"envelope\"\nrouting = \"orchestrator\"\nbreaker = \"fleet\"\n\
+             [policy]\nbreaker = {{ failures = {failures}, open_ms = {open_ms}, sync_ms = {sync_ms} }}\n\
+             [fleet]\nagents = {agents}\nstart = {{ poisson_per_s = 20 }}\n[tools.search]\nservice_ms = {{ dist = \"uniform\", min = 5, max = 60 }}\n\
+             [task]\n[[task.steps]]\ntool = \"search\"\n[[task.steps]]\ntool = \"search\"\nargs = {{ q = 2 }}\n\
+             [[faults]]\ntarget = \"search\"\nprobability = {p}\nhttp = 503\n"
+        );
+        let sc = load(&src);
+        let mut w = BreakerWatch::default();
+        run_one(&sc, 0, run, &mut w);
+        for &(tool, t, by) in &w.trips {
+            for &(tool2, t2, agent) in &w.attempts {
+                let open = tool2 == tool && t < t2 && t2 < t + open_ms;
+                let unheard = agent != by && t2 < t + sync_ms;
+                prop_assert!(!open || unheard, "agent {} reached the tool at {} ms, tripped at {} ms by agent {}\n{}", agent, t2, t, by, src);
             }
         }
     }
