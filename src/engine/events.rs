@@ -131,7 +131,8 @@ pub enum Event<'a> {
         started_ms: u64,
         text: &'a str,
     },
-    /// The run is over for every agent: the most calls any one tool served at once.
+    /// The run is over for every agent of a fleet (or of a run with tool limits): the most calls
+    /// any one tool served at once. A lone agent's run, which tracks no tool, has none.
     Done {
         peak_in_flight: u32,
     },

@@ -284,8 +284,10 @@ impl Agent {
         self.refusals.resize(targets, Refusal::default());
         self.told_open.clear();
         self.told_open.resize(targets, NEVER);
-        self.told_opened_at.clear();
-        self.told_opened_at.resize(targets, 0);
+        // Read only beside a `told_open` set in this run, which writes it too.
+        if self.told_opened_at.len() < targets {
+            self.told_opened_at.resize(targets, 0);
+        }
         self.breakers.resize_with(targets, Breaker::default);
         self.breakers.iter_mut().for_each(Breaker::reset);
         self.guard.reset();
@@ -383,6 +385,26 @@ fn drive<O: Observer, const SHARED: bool>(
     let Workspace { queue, agents, tools, fleet_breakers, renderer, seen, .. } = ws;
     let retry = strat.retry.as_ref().unwrap_or(&sc.policy.retry);
     let budget = sc.policy.max_virtual_ms.filter(|_| strat.budgets);
+    // One event of agent `a` at `now`, over what the fleet shares.
+    macro_rules! sim {
+        ($ag:expr, $a:expr, $now:expr) => {
+            Sim::<O, SHARED> {
+                sc,
+                strat,
+                retry,
+                obs,
+                queue,
+                tools,
+                fleet_breakers,
+                shared_breaker,
+                renderer,
+                seen,
+                ag: $ag,
+                a: $a,
+                now: $now,
+            }
+        };
+    }
     let mut live = n;
     let mut events = 0;
     let mut last_t = 0;
@@ -395,22 +417,7 @@ fn drive<O: Observer, const SHARED: bool>(
                 if fleet {
                     obs.agent(k as u32);
                 }
-                let mut sim = Sim::<O, SHARED> {
-                    sc,
-                    strat,
-                    retry,
-                    obs,
-                    queue,
-                    tools,
-                    fleet_breakers,
-                    shared_breaker,
-                    renderer,
-                    seen,
-                    ag,
-                    a: k as u32,
-                    now: last_t,
-                };
-                sim.finish(TerminatedBy::ProtocolError);
+                sim!(ag, k as u32, last_t).finish(TerminatedBy::ProtocolError);
             }
             break;
         };
@@ -423,21 +430,7 @@ fn drive<O: Observer, const SHARED: bool>(
         if fleet {
             obs.agent(a);
         }
-        let mut sim = Sim::<O, SHARED> {
-            sc,
-            strat,
-            retry,
-            obs,
-            queue,
-            tools,
-            fleet_breakers,
-            shared_breaker,
-            renderer,
-            seen,
-            ag,
-            a,
-            now: t,
-        };
+        let mut sim = sim!(ag, a, t);
         match budget.map(|max| sim.ag.start_ms + max) {
             Some(deadline) if t > deadline => {
                 // Something in flight (a slow tool, a timeout) would end past the time budget:
@@ -469,10 +462,10 @@ fn drive<O: Observer, const SHARED: bool>(
             abandon(sc, queue, tools, &mut agents[a as usize], t, ev);
         }
         debug_assert!(tools.iter().all(ToolState::idle), "a call kept its place at a tool");
+        // Counted only where something is shared (a lone agent's tools are not tracked).
+        let peak_in_flight = tools.iter().map(ToolState::peak).max().unwrap_or(0);
+        obs.event(&Event::Done { peak_in_flight });
     }
-    // Counted only where something is shared (a lone agent's tools are not tracked).
-    let peak_in_flight = tools.iter().map(ToolState::peak).max().filter(|_| SHARED).unwrap_or(0);
-    obs.event(&Event::Done { peak_in_flight });
     agents[0].end.unwrap_or(TerminatedBy::ProtocolError)
 }
 
