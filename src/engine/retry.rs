@@ -44,6 +44,8 @@ pub struct RetryPolicy {
     pub retry_after_cap_s: u64,
     /// Retries allowed per first attempt across the run (a retry budget), if any.
     pub budget_ratio: Option<f64>,
+    /// A fleet's budget counts the whole fleet's retries and first attempts over this window.
+    pub budget_window_ms: u64,
 }
 
 impl Default for RetryPolicy {
@@ -56,6 +58,7 @@ impl Default for RetryPolicy {
             honor_retry_after: true,
             retry_after_cap_s: 60,
             budget_ratio: None,
+            budget_window_ms: 10_000,
         }
     }
 }

@@ -14,6 +14,7 @@ use super::load::{Admission, LoadFault, ToolState};
 use super::loop_guard::LoopGuard;
 use super::model::{Action, CallHistory, Perceived, act, perceive_failure};
 use super::retry::{MAX_ATTEMPTS_LIMIT, RetryPolicy};
+use super::retry_budget::RetryBudget;
 use super::rng::{LazyStream, domain, key};
 use super::seen::{ResultCache, ResultKey, Seen, digits};
 use super::strategy::{Partials, Routing, Strategy};
@@ -218,6 +219,7 @@ pub struct Workspace {
     agents: Vec<Agent>,
     tools: Vec<ToolState>,
     fleet_breakers: Vec<FleetBreaker>,
+    budget: Option<RetryBudget>,
     starts: Vec<u64>,
     arrivals: LazyStream,
     renderer: Renderer,
@@ -382,9 +384,11 @@ fn drive<O: Observer, const SHARED: bool>(
         ws.queue.push(start, k as u32, Ev::TurnStart);
     }
 
-    let Workspace { queue, agents, tools, fleet_breakers, renderer, seen, .. } = ws;
     let retry = strat.retry.as_ref().unwrap_or(&sc.policy.retry);
-    let budget = sc.policy.max_virtual_ms.filter(|_| strat.budgets);
+    // A fleet shares one retry budget (a lone agent keeps its own count of the whole run).
+    ws.budget = retry.budget_ratio.filter(|_| fleet).map(|r| RetryBudget::new(r, 1, retry.budget_window_ms));
+    let Workspace { queue, agents, tools, fleet_breakers, budget, renderer, seen, .. } = ws;
+    let time_budget = sc.policy.max_virtual_ms.filter(|_| strat.budgets);
     // One event of agent `a` at `now`, over what the fleet shares.
     macro_rules! sim {
         ($ag:expr, $a:expr, $now:expr) => {
@@ -397,6 +401,7 @@ fn drive<O: Observer, const SHARED: bool>(
                 tools,
                 fleet_breakers,
                 shared_breaker,
+                budget: &mut *budget,
                 renderer,
                 seen,
                 ag: $ag,
@@ -431,7 +436,7 @@ fn drive<O: Observer, const SHARED: bool>(
             obs.agent(a);
         }
         let mut sim = sim!(ag, a, t);
-        match budget.map(|max| sim.ag.start_ms + max) {
+        match time_budget.map(|max| sim.ag.start_ms + max) {
             Some(deadline) if t > deadline => {
                 // Something in flight (a slow tool, a timeout) would end past the time budget:
                 // the agent's deadline stops its run at the budget (and what it left at a tool
@@ -504,6 +509,8 @@ struct Sim<'a, O, const SHARED: bool> {
     fleet_breakers: &'a mut [FleetBreaker],
     /// The strategy's breaker is the fleet's (one per tool, `fleet_breakers`).
     shared_breaker: bool,
+    /// The fleet's retry budget, when the retry policy has one and the run is a fleet.
+    budget: &'a mut Option<RetryBudget>,
     renderer: &'a mut Renderer,
     seen: &'a mut ResultCache,
     ag: &'a mut Agent,
@@ -524,6 +531,15 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
         };
         self.ag.end = Some(by);
         self.obs.event(&Event::End { by, t_ms: self.now, started_ms: self.ag.start_ms, text });
+    }
+
+    /// Whether the retry budget allows one more retry now (a fleet's shared budget counts it);
+    /// `first_attempts` is what a lone agent's budget weighs its retries against.
+    fn budget_allows(&mut self, first_attempts: u32) -> bool {
+        match self.budget.as_mut() {
+            Some(b) if SHARED => b.try_retry(self.now),
+            _ => self.retry.budget_allows(self.ag.orchestrator_retries, first_attempts),
+        }
     }
 
     /// When the strategy's virtual-time budget runs out for this agent, if it has one.
@@ -586,7 +602,7 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
             }
             let mut retry = sc.task.script.is_some()
                 || (self.retry.may_retry(fault.class(), self.ag.provider_chain, retry_after_ms)
-                    && self.retry.budget_allows(self.ag.orchestrator_retries, self.ag.first_attempts.max(1)));
+                    && self.budget_allows(self.ag.first_attempts.max(1)));
             let mut delay = 0;
             if retry && sc.task.script.is_none() {
                 let slot = jitter_slot(PROVIDER_JITTER_BASE, u64::from(self.ag.turn), self.ag.provider_chain);
@@ -830,6 +846,9 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
         }
         if self.ag.slots[i].by == By::Model {
             self.ag.first_attempts += 1;
+            if let (true, Some(b)) = (SHARED, self.budget.as_mut()) {
+                b.first(now);
+            }
         }
         self.ag.attempts[tool] += 1;
         let wasted = self.hopeless(i);
@@ -1000,7 +1019,7 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
             && !o.circuit
             && self.strat.routing == Routing::Orchestrator
             && self.retry.may_retry(c, s.chain, o.retry_after_ms)
-            && self.retry.budget_allows(self.ag.orchestrator_retries, self.ag.first_attempts)
+            && self.budget_allows(self.ag.first_attempts)
         {
             let u = self.ag.jitter.unit(jitter_slot(0, u64::from(s.call_id), s.chain));
             let delay = self.retry.delay_ms(s.chain - 1, s.prev_delay_ms, u, o.retry_after_ms);

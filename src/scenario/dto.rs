@@ -151,6 +151,7 @@ pub struct RetryDto {
     pub honor_retry_after: Option<bool>,
     pub retry_after_cap_s: Option<u64>,
     pub budget_ratio: Option<f64>,
+    pub budget_window_ms: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -491,6 +491,15 @@ fn retry_from_dto(ctx: &Ctx, field: &str, base: &RetryPolicy, r: &RetryDto) -> R
         }
         p.budget_ratio = Some(ratio);
     }
+    if let Some(w) = r.budget_window_ms {
+        if p.budget_ratio.is_none() {
+            return Err(ctx.err(format!("{field}.budget_window_ms"), "a `budget_ratio` whose window it is"));
+        }
+        if !(10..=MAX_MS).contains(&w) {
+            return Err(ctx.err(format!("{field}.budget_window_ms"), format!("10 to {MAX_MS} ms, got {w}")));
+        }
+        p.budget_window_ms = w;
+    }
     if p.cap_ms < p.base_ms {
         return Err(ctx.err(format!("{field}.cap_ms"), "cap_ms >= base_ms"));
     }

@@ -135,6 +135,7 @@ fn fleet_keys_that_make_no_sense_are_named() {
             "tools.search.service_ms.dist: expected constant, uniform",
         ),
         ("[policy]\nbreaker = { sync_ms = 50 }\n", "policy.breaker.sync_ms: expected a fleet breaker"),
+        ("[policy]\nretry = { budget_window_ms = 5000 }\n", "policy.retry.budget_window_ms: expected a `budget_ratio`"),
         ("[policy]\nbreaker = { scope = \"region\" }\n", "policy.breaker.scope: expected \"agent\" or \"fleet\""),
         (
             "[strategies.x]\nencoding = \"envelope\"\nbreaker = \"cluster\"\n",

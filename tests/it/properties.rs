@@ -867,3 +867,44 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
+
+    /// A fleet's retry budget is the fleet's: over a window longer than the run, the whole
+    /// fleet's retries (tools and provider) stay within `ratio` × its calls' first attempts
+    /// (or one retry), however many agents fail at once.
+    #[test]
+    fn a_fleet_retry_budget_bounds_the_whole_fleets_retries(
+        agents in 2u32..30,
+        ratio_pct in 5u32..80,
+        p in 0.2f64..0.95,
+        seed in any::<u64>(),
+        run in 0u64..10,
+    ) {
+        let ratio = f64::from(ratio_pct) / 100.0;
+        let src = format!(
+            "name = \"rb\"\nseed = {seed}\nruns = 1\nstrategies = [\"five-field\"]\n\
+             [policy]\nretry = {{ max_attempts = 6, backoff = \"full-jitter\", base_ms = 50, cap_ms = 800, budget_ratio = {ratio}, budget_window_ms = 86400000 }}\n\
+             [fleet]\nagents = {agents}\n\
+             [task]\n[[task.steps]]\ncalls = [{{ tool = \"search\" }}, {{ tool = \"fetch\" }}]\n[[task.steps]]\ntool = \"search\"\nargs = {{ q = 2 }}\n\
+             [[faults]]\ntarget = \"*\"\nprobability = {p}\nhttp = 503\n\
+             [[faults]]\ntarget = \"provider\"\nprobability = {}\nhttp = 529\n",
+            p / 3.0
+        );
+        let sc = load(&src);
+        #[derive(Default)]
+        struct Firsts(u64);
+        impl Observer for Firsts {
+            fn event(&mut self, e: &Event<'_>) {
+                if let Event::Attempt { by: By::Model, .. } = *e {
+                    self.0 += 1;
+                }
+            }
+        }
+        let mut f = Firsts::default();
+        let m = run_one(&sc, 0, run, &mut f);
+        let bound = (ratio * f.0 as f64).max(1.0);
+        prop_assert!(m.orchestrator_retries as f64 <= bound + 1e-9, "{} retries > {bound} ({} first attempts)\n{}", m.orchestrator_retries, f.0, src);
+    }
+}
