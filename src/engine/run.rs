@@ -215,13 +215,20 @@ impl Queue {
 /// Buffers reused across runs, so a run allocates nothing once they have grown.
 #[derive(Default)]
 pub struct Workspace {
-    queue: Queue,
     agents: Vec<Agent>,
+    starts: Vec<u64>,
+    arrivals: LazyStream,
+    sh: Shared,
+}
+
+/// What every agent of a run shares: the event queue, the tools' state, the fleet's breakers
+/// and retry budget, and the rendering of results.
+#[derive(Default)]
+struct Shared {
+    queue: Queue,
     tools: Vec<ToolState>,
     fleet_breakers: Vec<FleetBreaker>,
     budget: Option<RetryBudget>,
-    starts: Vec<u64>,
-    arrivals: LazyStream,
     renderer: Renderer,
     seen: ResultCache,
 }
@@ -230,9 +237,9 @@ impl Workspace {
     /// Runs `f` with what the model reads in each result cached across the runs `f` simulates
     /// of `sc` (`sc` is borrowed throughout, so no other scenario can take its place).
     pub fn caching_for<R>(&mut self, sc: &Scenario, f: impl FnOnce(&mut Workspace) -> R) -> R {
-        self.seen.pin(std::ptr::from_ref(sc) as usize);
+        self.sh.seen.pin(std::ptr::from_ref(sc) as usize);
         let r = f(self);
-        self.seen.unpin();
+        self.sh.seen.unpin();
         r
     }
 }
@@ -358,16 +365,16 @@ fn drive<O: Observer, const SHARED: bool>(
 ) -> TerminatedBy {
     let n = sc.fleet.agents as usize;
     let fleet = SHARED && n > 1;
-    ws.queue.clear();
-    ws.seen.serve(std::ptr::from_ref(sc) as usize);
+    ws.sh.queue.clear();
+    ws.sh.seen.serve(std::ptr::from_ref(sc) as usize);
     let shared_breaker = SHARED && strat.breaker && (strat.fleet_breaker || sc.policy.breaker.fleet);
     if SHARED {
-        ws.tools.resize_with(sc.loads.len(), ToolState::default);
-        for (t, load) in ws.tools.iter_mut().zip(&sc.loads) {
+        ws.sh.tools.resize_with(sc.loads.len(), ToolState::default);
+        for (t, load) in ws.sh.tools.iter_mut().zip(&sc.loads) {
             t.reset(load);
         }
-        ws.fleet_breakers.resize_with(sc.loads.len(), FleetBreaker::default);
-        ws.fleet_breakers.iter_mut().for_each(FleetBreaker::reset);
+        ws.sh.fleet_breakers.resize_with(sc.loads.len(), FleetBreaker::default);
+        ws.sh.fleet_breakers.iter_mut().for_each(FleetBreaker::reset);
     }
     ws.starts.clear();
     if fleet {
@@ -381,33 +388,20 @@ fn drive<O: Observer, const SHARED: bool>(
     }
     for (k, (agent, &start)) in ws.agents.iter_mut().zip(&ws.starts).enumerate() {
         agent.reset(sc, root, run, k as u32, start);
-        ws.queue.push(start, k as u32, Ev::TurnStart);
+        ws.sh.queue.push(start, k as u32, Ev::TurnStart);
     }
 
     let retry = strat.retry.as_ref().unwrap_or(&sc.policy.retry);
     // A fleet shares one retry budget (a lone agent keeps its own count of the whole run).
-    ws.budget = retry.budget_ratio.filter(|_| fleet).map(|r| RetryBudget::new(r, 1, retry.budget_window_ms));
-    let Workspace { queue, agents, tools, fleet_breakers, budget, renderer, seen, .. } = ws;
+    if SHARED {
+        ws.sh.budget = retry.budget_ratio.filter(|_| fleet).map(|r| RetryBudget::new(r, 1, retry.budget_window_ms));
+    }
+    let Workspace { agents, sh, .. } = ws;
     let time_budget = sc.policy.max_virtual_ms.filter(|_| strat.budgets);
     // One event of agent `a` at `now`, over what the fleet shares.
     macro_rules! sim {
         ($ag:expr, $a:expr, $now:expr) => {
-            Sim::<O, SHARED> {
-                sc,
-                strat,
-                retry,
-                obs,
-                queue,
-                tools,
-                fleet_breakers,
-                shared_breaker,
-                budget: &mut *budget,
-                renderer,
-                seen,
-                ag: $ag,
-                a: $a,
-                now: $now,
-            }
+            Sim::<O, SHARED> { sc, strat, retry, obs, sh: &mut *sh, shared_breaker, ag: $ag, a: $a, now: $now }
         };
     }
     let mut live = n;
@@ -415,7 +409,7 @@ fn drive<O: Observer, const SHARED: bool>(
     let mut last_t = 0;
     while live > 0 {
         events += 1;
-        let popped = queue.pop().filter(|_| events <= MAX_EVENTS_PER_AGENT * n as u64);
+        let popped = sh.queue.pop().filter(|_| events <= MAX_EVENTS_PER_AGENT * n as u64);
         let Some((t, a, ev)) = popped else {
             // Nothing left to happen (or far too much): whoever is still running is stuck.
             for (k, ag) in agents[..n].iter_mut().enumerate().filter(|(_, ag)| ag.end.is_none()) {
@@ -429,7 +423,7 @@ fn drive<O: Observer, const SHARED: bool>(
         last_t = t;
         let ag = &mut agents[a as usize];
         if SHARED && ag.end.is_some() {
-            abandon(sc, queue, tools, ag, t, ev);
+            abandon(sc, sh, ag, t, ev);
             continue;
         }
         if fleet {
@@ -444,7 +438,7 @@ fn drive<O: Observer, const SHARED: bool>(
                 sim.now = deadline;
                 sim.finish(TerminatedBy::TimeBudget);
                 if SHARED {
-                    abandon(sc, queue, tools, &mut agents[a as usize], t, ev);
+                    abandon(sc, sh, &mut agents[a as usize], t, ev);
                 }
                 live -= 1;
                 continue;
@@ -463,12 +457,12 @@ fn drive<O: Observer, const SHARED: bool>(
     }
     if SHARED {
         // Calls the ended agents left at the tools end there; then every tool is idle again.
-        while let Some((t, a, ev)) = queue.pop() {
-            abandon(sc, queue, tools, &mut agents[a as usize], t, ev);
+        while let Some((t, a, ev)) = sh.queue.pop() {
+            abandon(sc, sh, &mut agents[a as usize], t, ev);
         }
-        debug_assert!(tools.iter().all(ToolState::idle), "a call kept its place at a tool");
+        debug_assert!(sh.tools.iter().all(ToolState::idle), "a call kept its place at a tool");
         // Counted only where something is shared (a lone agent's tools are not tracked).
-        let peak_in_flight = tools.iter().map(ToolState::peak).max().unwrap_or(0);
+        let peak_in_flight = sh.tools.iter().map(ToolState::peak).max().unwrap_or(0);
         obs.event(&Event::Done { peak_in_flight });
     }
     agents[0].end.unwrap_or(TerminatedBy::ProtocolError)
@@ -476,7 +470,8 @@ fn drive<O: Observer, const SHARED: bool>(
 
 /// An event of an agent that has ended: a call it left at a tool still ends there, giving its
 /// place to the next waiting call (and committing its write, which reached the tool).
-fn abandon(sc: &Scenario, queue: &mut Queue, tools: &mut [ToolState], ag: &mut Agent, t: u64, ev: Ev) {
+fn abandon(sc: &Scenario, sh: &mut Shared, ag: &mut Agent, t: u64, ev: Ev) {
+    let Shared { queue, tools, .. } = sh;
     let i = match ev {
         Ev::ToolServe(i) | Ev::ToolDone(i) => i as usize,
         _ => return,
@@ -504,15 +499,9 @@ struct Sim<'a, O, const SHARED: bool> {
     strat: &'a Strategy,
     retry: &'a RetryPolicy,
     obs: &'a mut O,
-    queue: &'a mut Queue,
-    tools: &'a mut [ToolState],
-    fleet_breakers: &'a mut [FleetBreaker],
-    /// The strategy's breaker is the fleet's (one per tool, `fleet_breakers`).
+    sh: &'a mut Shared,
+    /// The strategy's breaker is the fleet's (one per tool, `Shared::fleet_breakers`).
     shared_breaker: bool,
-    /// The fleet's retry budget, when the retry policy has one and the run is a fleet.
-    budget: &'a mut Option<RetryBudget>,
-    renderer: &'a mut Renderer,
-    seen: &'a mut ResultCache,
     ag: &'a mut Agent,
     a: u32,
     now: u64,
@@ -520,7 +509,7 @@ struct Sim<'a, O, const SHARED: bool> {
 
 impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
     fn schedule(&mut self, t: u64, ev: Ev) {
-        self.queue.push(t, self.a, ev);
+        self.sh.queue.push(t, self.a, ev);
     }
 
     fn finish(&mut self, by: TerminatedBy) {
@@ -536,10 +525,10 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
     /// Whether the retry budget allows one more retry now (a fleet's shared budget counts it);
     /// `first_attempts` is what a lone agent's budget weighs its retries against.
     fn budget_allows(&mut self, first_attempts: u32) -> bool {
-        match self.budget.as_mut() {
-            Some(b) if SHARED => b.try_retry(self.now),
-            _ => self.retry.budget_allows(self.ag.orchestrator_retries, first_attempts),
+        if SHARED && let Some(b) = self.sh.budget.as_mut() {
+            return b.try_retry(self.now);
         }
+        self.retry.budget_allows(self.ag.orchestrator_retries, first_attempts)
     }
 
     /// When the strategy's virtual-time budget runs out for this agent, if it has one.
@@ -813,7 +802,7 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
             let shared = SHARED && self.shared_breaker;
             let cfg = &sc.policy.breaker;
             let admit = if shared {
-                self.fleet_breakers[tool].admit(cfg, now, self.a)
+                self.sh.fleet_breakers[tool].admit(cfg, now, self.a)
             } else {
                 self.ag.breakers[tool].admit(cfg, now)
             };
@@ -832,13 +821,14 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
                     self.obs.event(&Event::Rejected { call_id, tool: spec.tool });
                     let told = self.ag.told_open[tool];
                     // A fleet breaker that opened again since this agent was told is news.
-                    let same_opening = !shared || self.ag.told_opened_at[tool] == self.fleet_breakers[tool].opened_at;
+                    let same_opening =
+                        !shared || self.ag.told_opened_at[tool] == self.sh.fleet_breakers[tool].opened_at;
                     if told != NEVER && told < self.ag.turn && same_opening {
                         return self.finish(TerminatedBy::BreakerAbort);
                     }
                     self.ag.told_open[tool] = self.ag.turn;
                     if shared {
-                        self.ag.told_opened_at[tool] = self.fleet_breakers[tool].opened_at;
+                        self.ag.told_opened_at[tool] = self.sh.fleet_breakers[tool].opened_at;
                     }
                     return self.schedule(now, Ev::ToolDone(i as u32));
                 }
@@ -846,7 +836,7 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
         }
         if self.ag.slots[i].by == By::Model {
             self.ag.first_attempts += 1;
-            if let (true, Some(b)) = (SHARED, self.budget.as_mut()) {
+            if let (true, Some(b)) = (SHARED, self.sh.budget.as_mut()) {
                 b.first(now);
             }
         }
@@ -857,7 +847,7 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
         s.probe = probe;
         s.wasted = wasted;
         if SHARED && sc.loaded {
-            match self.tools[tool].admit(now, (self.a, i as u32)) {
+            match self.sh.tools[tool].admit(now, (self.a, i as u32)) {
                 Admission::Served { place } => s.place = place,
                 Admission::Queued => return,
                 Admission::Refused(load, wait) => {
@@ -941,7 +931,7 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
         s.served_ms = now;
         if SHARED {
             s.serving = true;
-            s.read = self.tools[tool].start();
+            s.read = self.sh.tools[tool].start();
         }
         if !(SHARED && sc.loads[tool].occ) {
             self.attempt_event(i);
@@ -982,7 +972,7 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
         if SHARED && std::mem::take(&mut s.serving) {
             let occ = self.sc.loads[tool].occ;
             let write = (occ && s.outcome.class.is_none()).then_some(s.read);
-            if !self.tools[tool].end(write) {
+            if !self.sh.tools[tool].end(write) {
                 s.outcome =
                     Outcome { class: Some(ErrorClass::Transient), load: Some(LoadFault::Conflict), ..s.outcome };
             }
@@ -991,7 +981,7 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
             }
         }
         if SHARED && std::mem::take(&mut self.ag.slots[i].place) {
-            hand_on(self.queue, &mut self.tools[tool], now);
+            hand_on(&mut self.sh.queue, &mut self.sh.tools[tool], now);
         }
         let s = self.ag.slots[i];
         let o = s.outcome;
@@ -1003,7 +993,7 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
                 matches!(o.class, Some(ErrorClass::Transient | ErrorClass::RateLimited | ErrorClass::Terminal));
             let cfg = &self.sc.policy.breaker;
             let tripped = if SHARED && self.shared_breaker {
-                self.fleet_breakers[tool].record(cfg, now, failed, o.probe, self.a)
+                self.sh.fleet_breakers[tool].record(cfg, now, failed, o.probe, self.a)
             } else {
                 self.ag.breakers[tool].record(cfg, now, failed, o.probe)
             };
@@ -1044,7 +1034,7 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
         let sc = self.sc;
         let strat = self.strat;
         let Agent { slots, guard, context_tokens, .. } = &mut *self.ag;
-        let (renderer, seen) = (&mut *self.renderer, &mut *self.seen);
+        let Shared { renderer, seen, .. } = &mut *self.sh;
         let s = &mut slots[i];
         let o = s.outcome;
         let spec = &sc.task.calls[s.call as usize];
