@@ -259,5 +259,8 @@ mod tests {
         // Without sync_ms everyone hears at once.
         let now = BreakerConfig { sync_ms: 0, ..cfg };
         assert_eq!(b.admit(&now, 101, 3), Admit::Reject { remaining_ms: 29_999 });
+        // A new run starts closed, with no opening on record.
+        b.reset();
+        assert_eq!((b.admit(&cfg, 101, 3), b.opened_at, b.opened_by), (Admit::Yes, 0, 0));
     }
 }

@@ -83,6 +83,10 @@ mod tests {
         };
         let many = poisson(5000);
         assert!(many.windows(2).all(|w| w[0] <= w[1]));
+        // The gaps are exponential: agent 1 starts −ln(1 − u₁)·1000 / per_s ms after agent 0.
+        let mut a = LazyStream::default();
+        a.reset(7);
+        assert_eq!(many[1], (-libm::log(1.0 - a.unit(1)) * 1000.0 / 20.0).round() as u64);
         assert_eq!(poisson(10)[..], many[..10]);
         let mean_gap = many[4999] as f64 / 4999.0;
         assert!((mean_gap - 50.0).abs() < 3.0, "mean gap {mean_gap}");
@@ -91,6 +95,9 @@ mod tests {
     #[test]
     fn agent_zero_keeps_the_key() {
         assert_eq!(agent_key(42, 0), 42);
+        // Agent k's key is the key with k as one more part.
+        use super::super::rng::key;
+        assert_eq!(agent_key(key(&[1, 2]), 3), key(&[1, 2, 3]));
         assert_ne!(agent_key(42, 1), agent_key(42, 2));
     }
 }
