@@ -177,6 +177,8 @@ mod tests {
         assert_eq!(Service::Constant(7).sample(0.3, 0.9), 7);
         let u = Service::Uniform { min: 5, max: 6 };
         assert_eq!([u.sample(0.0, 0.0), u.sample(0.49, 0.0), u.sample(0.5, 0.0), u.sample(0.999, 0.0)], [5, 5, 6, 6]);
+        let wide = Service::Uniform { min: 10, max: 19 };
+        assert_eq!([wide.sample(0.0, 0.0), wide.sample(0.55, 0.0), wide.sample(0.999, 0.0)], [10, 15, 19]);
         // The Box–Muller draw at u2 = 0 is sqrt(-2 ln(1 - u1)): u1 = 1 - e^-2 gives z = 2.
         let u1 = 1.0 - (-2.0f64).exp();
         assert_eq!(Service::Normal { mean: 10.0, sd: 2.0, floor: 0.0 }.sample(u1, 0.0), 14);
