@@ -6,6 +6,12 @@ use super::{Exporter, Report, VERSION, gate_bounds};
 
 pub struct ReportMd;
 
+/// A summary column of `row` as written in `summary.csv`.
+fn cell(row: &crate::metrics::summary::SummaryRow, metric: &str) -> String {
+    let i = crate::metrics::summary::SUMMARY_COLUMNS[2..].iter().position(|c| *c == metric).unwrap_or(0);
+    row.formatted(i)
+}
+
 impl Exporter for ReportMd {
     fn file_name(&self) -> &'static str {
         "report.md"
@@ -38,10 +44,7 @@ impl Exporter for ReportMd {
             );
             let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
             for row in r.rows.iter().chain(r.recorded.as_ref().map(|x| &x.0)) {
-                let f = |m: &str| {
-                    let i = crate::metrics::summary::SUMMARY_COLUMNS[2..].iter().position(|c| *c == m).unwrap_or(0);
-                    row.formatted(i)
-                };
+                let f = |m: &str| cell(row, m);
                 let _ = writeln!(
                     s,
                     "| {} | {} | {} ({} – {}) | {} | {} | {} | {} | {} | {} ({} – {}) |",
@@ -59,6 +62,30 @@ impl Exporter for ReportMd {
                     f("calls_delta_lo"),
                     f("calls_delta_hi"),
                 );
+            }
+            if sc.fleet.agents > 1 || sc.loaded {
+                let _ = writeln!(
+                    s,
+                    "\nFleet: {} agent{} per run.\n\n| strategy | agents answered | makespan ms | agent ms p50 | agent ms p99 | peak in flight | calls ÷ first attempts | load refusals / run |",
+                    sc.fleet.agents,
+                    if sc.fleet.agents == 1 { "" } else { "s" }
+                );
+                let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|");
+                for row in &r.rows {
+                    let f = |m: &str| cell(row, m);
+                    let _ = writeln!(
+                        s,
+                        "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                        row.strategy,
+                        f("agents_succeeded_rate"),
+                        f("makespan_ms_mean"),
+                        f("agent_ms_p50"),
+                        f("agent_ms_p99"),
+                        f("peak_in_flight"),
+                        f("retry_amplification"),
+                        f("load_rejections_per_run"),
+                    );
+                }
             }
             if r.recorded.is_some() {
                 let _ = writeln!(
