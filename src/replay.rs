@@ -193,6 +193,7 @@ fn rule(target: Target, attempt: u32, fault: Fault, name: &str) -> FaultRule {
         trigger: Trigger { at: Some(vec![attempt]), ..Trigger::default() },
         label: format!("{name} at [{attempt}]: {} (recorded)", fault.label()),
         fault,
+        fleet: false,
     }
 }
 

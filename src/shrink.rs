@@ -61,6 +61,7 @@ pub fn with_schedule(sc: &Scenario, schedule: &[Met]) -> Scenario {
             trigger: Trigger { at: Some(vec![m.attempt]), ..Trigger::default() },
             fault: m.fault.clone(),
             label: String::new(),
+            fleet: false,
         })
         .collect();
     Scenario { faults: FaultPlan::new(rules, sc.task.tools.len()), ..sc.clone() }

@@ -46,6 +46,9 @@ pub struct FaultRule {
     pub fault: Fault,
     /// A description for reports, e.g. `search at [1, 2]: http 503`.
     pub label: String,
+    /// `scope = "fleet"`: its triggers count the whole fleet's attempts and successes on the
+    /// target, and a rate limit is the fleet's (a lone agent's are the fleet's).
+    pub fleet: bool,
 }
 
 /// The fault plan of a scenario, plus its per-run state.
@@ -55,8 +58,13 @@ pub struct FaultPlan {
     /// Number of targets: tools, then the provider at index `tools`.
     targets: usize,
     /// For each target, the rules that apply to it: a decision looks at no other rule,
-    /// however many the plan holds.
+    /// however many the plan holds. A lone agent's decisions read every rule in file order
+    /// (its counts are the fleet's); a fleet's read the rules with `scope = "fleet"` on the
+    /// fleet's counts, then the agent's own.
     by_target: Vec<TargetRules>,
+    by_target_agent: Vec<TargetRules>,
+    by_target_fleet: Vec<TargetRules>,
+    has_fleet_rules: bool,
     /// For each rule with a rate limit, its place among them (its bucket per target).
     bucket_of: Vec<Option<u32>>,
     rate_rules: usize,
@@ -138,15 +146,19 @@ pub struct Injector {
 impl FaultPlan {
     pub fn new(rules: Vec<FaultRule>, tools: usize) -> Self {
         let targets = tools + 1;
-        let mut mine = vec![Vec::new(); targets];
-        for (i, rule) in rules.iter().enumerate() {
-            match rule.target {
-                Target::Provider => mine[tools].push(i as u16),
-                Target::Tool(t) => mine[usize::from(t)].push(i as u16),
-                Target::AnyTool => mine[..tools].iter_mut().for_each(|l| l.push(i as u16)),
+        let index = |scope: Option<bool>| {
+            let mut mine = vec![Vec::new(); targets];
+            for (i, rule) in rules.iter().enumerate().filter(|(_, r)| scope.is_none_or(|f| r.fleet == f)) {
+                match rule.target {
+                    Target::Provider => mine[tools].push(i as u16),
+                    Target::Tool(t) => mine[usize::from(t)].push(i as u16),
+                    Target::AnyTool => mine[..tools].iter_mut().for_each(|l| l.push(i as u16)),
+                }
             }
-        }
-        let by_target = mine.into_iter().map(|m| TargetRules::new(&rules, m)).collect();
+            mine.into_iter().map(|m| TargetRules::new(&rules, m)).collect::<Vec<_>>()
+        };
+        let (by_target, by_target_agent, by_target_fleet) = (index(None), index(Some(false)), index(Some(true)));
+        let has_fleet_rules = rules.iter().any(|r| r.fleet);
         let mut rate_rules = 0;
         let bucket_of = rules
             .iter()
@@ -158,7 +170,43 @@ impl FaultPlan {
             })
             .collect();
         let full_buckets = rules.iter().filter_map(|r| r.trigger.rate_limit).map(|l| (l.burst, 0)).collect();
-        FaultPlan { rules, targets, by_target, bucket_of, rate_rules: rate_rules as usize, full_buckets }
+        FaultPlan {
+            rules,
+            targets,
+            by_target,
+            by_target_agent,
+            by_target_fleet,
+            has_fleet_rules,
+            bucket_of,
+            rate_rules: rate_rules as usize,
+            full_buckets,
+        }
+    }
+
+    /// Whether any rule counts the fleet's attempts (`scope = "fleet"`).
+    pub fn has_fleet_rules(&self) -> bool {
+        self.has_fleet_rules
+    }
+
+    /// [`FaultPlan::decide`] for an agent of a fleet over the rules of one scope: with
+    /// `fleet`, the rules with `scope = "fleet"` (`attempt` and `successes` are then the
+    /// fleet's on the target, `inj` the fleet's injector), else the agent's own rules.
+    pub fn decide_scoped(
+        &self,
+        fleet: bool,
+        inj: &mut Injector,
+        target: usize,
+        attempt: u32,
+        now_ms: u64,
+        successes: u32,
+    ) -> Option<Fired> {
+        let at = Attempt { target, attempt, now_ms, successes };
+        let rules = if fleet { &self.by_target_fleet[target] } else { &self.by_target_agent[target] };
+        let mut fired = None;
+        for i in rules.for_attempt(attempt) {
+            fired = self.check(inj, i, &at, fired);
+        }
+        fired
     }
 
     pub fn provider_target(&self) -> usize {
@@ -182,9 +230,9 @@ impl FaultPlan {
         }
     }
 
-    /// Decides attempt `attempt` (1-based) on `target` at `now_ms`. Every rate-limit bucket
-    /// of a matching rule is charged, as a real server counts every request; the first rule
-    /// (in file order) whose triggers all hold wins.
+    /// Decides a lone agent's attempt `attempt` (1-based) on `target` at `now_ms`. Every
+    /// rate-limit bucket of a matching rule is charged, as a real server counts every request;
+    /// the first rule (in file order) whose triggers all hold wins.
     pub fn decide(
         &self,
         inj: &mut Injector,
@@ -271,7 +319,7 @@ mod tests {
     use super::*;
 
     fn rule(target: Target, trigger: Trigger, fault: Fault) -> FaultRule {
-        FaultRule { target, trigger, fault, label: String::new() }
+        FaultRule { target, trigger, fault, label: String::new(), fleet: false }
     }
 
     fn http(status: u16) -> Fault {

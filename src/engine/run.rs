@@ -8,7 +8,7 @@ use std::collections::BinaryHeap;
 
 use super::breaker::{Admit, Breaker, FleetBreaker};
 use super::events::{By, Event, Observer, TerminatedBy};
-use super::faults::Injector;
+use super::faults::{FaultPlan, Fired, Injector};
 use super::fleet::{MAX_AGENTS, agent_key};
 use super::load::{Admission, LoadFault, ToolState};
 use super::loop_guard::LoopGuard;
@@ -111,6 +111,8 @@ struct Slot {
     /// The attempt number at the tool of the latest attempt, and whether the breaker let it
     /// through as a probe (kept while it waits for a place).
     attempt: u32,
+    /// The attempt's number on the tool across the fleet (for `scope = "fleet"` rules).
+    fleet_attempt: u32,
     probe: bool,
     /// The latest attempt holds a place at a concurrency-limited tool / is being served (since
     /// `served_ms`, having read `read` under optimistic concurrency).
@@ -144,6 +146,7 @@ impl Slot {
             signal: Signal::Unmarked,
             more_available: false,
             attempt: 0,
+            fleet_attempt: 0,
             probe: false,
             place: false,
             serving: false,
@@ -229,6 +232,11 @@ struct Shared {
     tools: Vec<ToolState>,
     fleet_breakers: Vec<FleetBreaker>,
     budget: Option<RetryBudget>,
+    /// The fleet's view of every target for rules with `scope = "fleet"`: its injector, and
+    /// its attempts and successes on each target.
+    fleet_injector: Injector,
+    fleet_attempts: Vec<u32>,
+    fleet_successes: Vec<u32>,
     renderer: Renderer,
     seen: ResultCache,
 }
@@ -375,6 +383,14 @@ fn drive<O: Observer, const SHARED: bool>(
         }
         ws.sh.fleet_breakers.resize_with(sc.loads.len(), FleetBreaker::default);
         ws.sh.fleet_breakers.iter_mut().for_each(FleetBreaker::reset);
+        if sc.faults.has_fleet_rules() {
+            // Keyed as agent 0: a fleet of one meets the faults a lone agent meets.
+            sc.faults.reset(&mut ws.sh.fleet_injector, root, sc.name_hash, run, 0, &sc.target_hashes);
+            for v in [&mut ws.sh.fleet_attempts, &mut ws.sh.fleet_successes] {
+                v.clear();
+                v.resize(sc.task.tools.len() + 1, 0);
+            }
+        }
     }
     ws.starts.clear();
     if fleet {
@@ -486,6 +502,37 @@ fn abandon(sc: &Scenario, sh: &mut Shared, ag: &mut Agent, t: u64, ev: Ev) {
     }
 }
 
+/// One attempt to decide: its target, its number there by this agent and by the fleet, and
+/// the agent's successes there.
+#[derive(Clone, Copy)]
+struct Attempt {
+    target: usize,
+    attempt: u32,
+    fleet_attempt: u32,
+    successes: u32,
+}
+
+/// Decides an attempt by the agent's injector `inj`. A lone agent reads every rule in file
+/// order; an agent of a fleet (`SHARED` with fleet rules) reads the rules with
+/// `scope = "fleet"` first, on the fleet's counts, then its own.
+#[inline(always)]
+fn decide_fault<const SHARED: bool>(
+    plan: &FaultPlan,
+    sh: &mut Shared,
+    inj: &mut Injector,
+    at: Attempt,
+    now: u64,
+) -> Option<Fired> {
+    if !(SHARED && plan.has_fleet_rules()) {
+        return plan.decide(inj, at.target, at.attempt, now, at.successes);
+    }
+    let t = at.target;
+    // Both are decided (every matching rate limit counts the request); a fleet rule wins.
+    let fleet = plan.decide_scoped(true, &mut sh.fleet_injector, t, at.fleet_attempt, now, sh.fleet_successes[t]);
+    let own = plan.decide_scoped(false, inj, t, at.attempt, now, at.successes);
+    fleet.or(own)
+}
+
 /// A place at `tool` is free at `t`: the first waiting call takes it.
 fn hand_on(queue: &mut Queue, tool: &mut ToolState, t: u64) {
     if let Some((agent, slot)) = tool.release() {
@@ -520,6 +567,24 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
         };
         self.ag.end = Some(by);
         self.obs.event(&Event::End { by, t_ms: self.now, started_ms: self.ag.start_ms, text });
+    }
+
+    /// Counts an attempt on `target` across the fleet; returns its number there (0 where no
+    /// rule counts the fleet's attempts, or for a lone agent, whose own count is the fleet's).
+    #[inline(always)]
+    fn count_fleet_attempt(&mut self, target: usize) -> u32 {
+        if !(SHARED && self.sc.faults.has_fleet_rules()) {
+            return 0;
+        }
+        self.sh.fleet_attempts[target] += 1;
+        self.sh.fleet_attempts[target]
+    }
+
+    #[inline(always)]
+    fn count_fleet_success(&mut self, target: usize) {
+        if SHARED && self.sc.faults.has_fleet_rules() {
+            self.sh.fleet_successes[target] += 1;
+        }
     }
 
     /// Whether the retry budget allows one more retry now (a fleet's shared budget counts it);
@@ -571,6 +636,7 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
         let prov = plan.provider_target();
         self.ag.attempts[prov] += 1;
         let attempt = self.ag.attempts[prov];
+        let fleet_attempt = self.count_fleet_attempt(prov);
         let is_retry = self.ag.provider_chain > 0;
         let refusal = self.ag.refusals[prov];
         // (rule, the wait the answer announces, whether the injector decided it now rather than
@@ -578,7 +644,8 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
         let fired = if sc.task.script.is_none() && self.now < refusal.until_ms {
             Some((refusal.rule, Some(refusal.until_ms - self.now), false))
         } else {
-            plan.decide(&mut self.ag.injector, prov, attempt, self.now, self.ag.successes[prov])
+            let at = Attempt { target: prov, attempt, fleet_attempt, successes: self.ag.successes[prov] };
+            decide_fault::<SHARED>(plan, self.sh, &mut self.ag.injector, at, self.now)
                 .map(|f| (f.rule, f.retry_after_ms, true))
         };
         if let Some((rule, retry_after_ms, fresh)) = fired {
@@ -630,6 +697,7 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
             return;
         }
         self.ag.successes[prov] += 1;
+        self.count_fleet_success(prov);
         self.ag.provider_chain = 0;
         self.ag.provider_prev_delay = 0;
         self.ag.turn += 1;
@@ -841,9 +909,13 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
             }
         }
         self.ag.attempts[tool] += 1;
+        let fleet_attempt = self.count_fleet_attempt(tool);
         let wasted = self.hopeless(i);
         let s = &mut self.ag.slots[i];
         s.attempt = self.ag.attempts[tool];
+        if SHARED {
+            s.fleet_attempt = fleet_attempt;
+        }
         s.probe = probe;
         s.wasted = wasted;
         if SHARED && sc.loaded {
@@ -898,7 +970,8 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
         } else if let (true, Some(r)) = (memory, s.partial_rule) {
             (Some(r), false, None, false)
         } else {
-            match plan.decide(injector, tool, attempt, now, successes[tool]) {
+            let at = Attempt { target: tool, attempt, fleet_attempt: s.fleet_attempt, successes: successes[tool] };
+            match decide_fault::<SHARED>(plan, self.sh, injector, at, now) {
                 Some(f) => (Some(f.rule), true, f.retry_after_ms, f.retry_after_ms.is_some()),
                 None => (None, false, None, false),
             }
@@ -1004,6 +1077,7 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
         }
         if !o.class.is_some_and(ErrorClass::is_failure) && !o.circuit {
             self.ag.successes[tool] += 1;
+            self.count_fleet_success(tool);
         }
         if let Some(c) = o.class
             && !o.circuit

@@ -247,6 +247,7 @@ pub struct FaultDto {
     pub message: Option<String>,
     pub fault: Option<String>,
     pub after_ms: Option<u64>,
+    pub scope: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -442,7 +442,13 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &mut Task) -> Result<Faul
         return Err(ctx.err(field("fault"), "an http status, \"timeout\" or \"reset\" on the provider"));
     }
     let label = format!("{} {}: {}", f.target, trigger_label(&trigger), fault.label());
-    Ok(FaultRule { target, trigger, fault, label })
+    let fleet = match f.scope.as_deref().unwrap_or("agent") {
+        "agent" => false,
+        "fleet" => true,
+        s => return Err(ctx.err(format!("faults[{i}].scope"), format!("\"agent\" or \"fleet\", got {s:?}"))),
+    };
+    let label = if fleet { format!("{label} (fleet)") } else { label };
+    Ok(FaultRule { target, trigger, fault, label, fleet })
 }
 
 fn trigger_label(t: &Trigger) -> String {

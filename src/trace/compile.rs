@@ -280,6 +280,7 @@ fn at_rule(target: Target, name: &str, attempt: u32, fault: Fault) -> FaultRule 
         trigger: Trigger { at: Some(vec![attempt]), ..Trigger::default() },
         label: format!("{name} at [{attempt}]: {} (recorded)", fault.label()),
         fault,
+        fleet: false,
     }
 }
 

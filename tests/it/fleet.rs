@@ -135,6 +135,7 @@ fn fleet_keys_that_make_no_sense_are_named() {
             "tools.search.service_ms.dist: expected constant, uniform",
         ),
         ("[policy]\nbreaker = { sync_ms = 50 }\n", "policy.breaker.sync_ms: expected a fleet breaker"),
+        ("scope = \"region\"\n", "faults[0].scope: expected \"agent\" or \"fleet\", got \"region\""),
         ("[policy]\nretry = { budget_window_ms = 5000 }\n", "policy.retry.budget_window_ms: expected a `budget_ratio`"),
         ("[policy]\nbreaker = { scope = \"region\" }\n", "policy.breaker.scope: expected \"agent\" or \"fleet\""),
         (
@@ -172,4 +173,33 @@ fn trace_out_writes_one_trace_per_agent() {
     let inspected = tracefault().arg("inspect").arg(&out).output().unwrap();
     let stdout = String::from_utf8_lossy(&inspected.stdout);
     assert_eq!(stdout.matches("ended: answer").count(), 10, "{stdout}");
+}
+
+/// `at` counts the agent's attempts on the target, or with `scope = "fleet"` the fleet's: the
+/// first attempt of each of 8 agents meets the agent rule, only the fleet's first meets the
+/// fleet rule; a lone agent meets both scopes alike.
+#[test]
+fn a_fleet_rule_counts_the_fleets_attempts() {
+    use tracefault::scenario::load::load_str;
+    use tracefault::suite::run_one;
+    let src = |agents: u32, scope: &str| {
+        format!(
+            "name = \"scopes\"\nruns = 1\nstrategies = [\"five-field\"]\n[fleet]\nagents = {agents}\n\
+             [task]\n[[task.steps]]\ntool = \"search\"\n[[task.steps]]\ntool = \"fetch\"\n\
+             [[faults]]\ntarget = \"search\"\nat = [1]\nhttp = 503\nscope = \"{scope}\"\n\
+             [[faults]]\ntarget = \"fetch\"\nat = [2]\nhttp = 503\nscope = \"fleet\"\n"
+        )
+    };
+    let fired = |agents: u32, scope: &str| {
+        let sc = load_str(&src(agents, scope), std::path::Path::new("s.toml")).unwrap();
+        run_one(&sc, 0, 0, &mut ()).rule_fired
+    };
+    // 8 agents: the agent rule fires for each agent's first search; the fleet rule on fetch
+    // fires once, on the fleet's second fetch.
+    assert_eq!(fired(8, "agent"), [8, 1]);
+    assert_eq!(fired(8, "fleet"), [1, 1]);
+    // One agent: its attempts are the fleet's. The fetch rule never fires (one fetch, and its
+    // retry after no failure never happens).
+    assert_eq!(fired(1, "agent"), fired(1, "fleet"));
+    assert_eq!(fired(1, "fleet"), [1, 0]);
 }
