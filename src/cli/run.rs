@@ -108,6 +108,13 @@ pub fn shrink(args: super::ShrinkArgs) -> Result<i32> {
     if args.run >= sc.runs {
         return Err(Error::Usage(format!("--run {}: {} has runs 0 to {}", args.run, sc.name, sc.runs - 1)));
     }
+    if sc.fleet.agents > 1 || sc.loaded {
+        // A fault schedule is one agent's attempts; a fleet's faults also come from the others.
+        return Err(Error::Usage(format!(
+            "{}: shrink replays one agent's fault schedule; a scenario with [fleet] or [tools.NAME] limits is not supported yet",
+            args.scenario.display()
+        )));
+    }
     let (ended, met, min) = crate::shrink::shrink(&sc, s, args.run);
     if !ended.is_loop() {
         println!(

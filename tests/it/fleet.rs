@@ -203,3 +203,12 @@ fn a_fleet_rule_counts_the_fleets_attempts() {
     assert_eq!(fired(1, "agent"), fired(1, "fleet"));
     assert_eq!(fired(1, "fleet"), [1, 0]);
 }
+
+#[test]
+fn shrink_says_it_does_not_take_fleets() {
+    tracefault()
+        .args(["shrink", "scenarios/16-aws-backoff-10.toml", "--strategy", "none", "--run", "0"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("16-aws-backoff-10.toml: shrink replays one agent's fault schedule"));
+}
