@@ -200,13 +200,8 @@ impl FaultPlan {
         now_ms: u64,
         successes: u32,
     ) -> Option<Fired> {
-        let at = Attempt { target, attempt, now_ms, successes };
         let rules = if fleet { &self.by_target_fleet[target] } else { &self.by_target_agent[target] };
-        let mut fired = None;
-        for i in rules.for_attempt(attempt) {
-            fired = self.check(inj, i, &at, fired);
-        }
-        fired
+        self.decide_by(rules, inj, Attempt { target, attempt, now_ms, successes })
     }
 
     pub fn provider_target(&self) -> usize {
@@ -241,8 +236,12 @@ impl FaultPlan {
         now_ms: u64,
         successes: u32,
     ) -> Option<Fired> {
-        let at = Attempt { target, attempt, now_ms, successes };
-        let rules = &self.by_target[target];
+        self.decide_by(&self.by_target[target], inj, Attempt { target, attempt, now_ms, successes })
+    }
+
+    /// Decides `at` by `rules`, the rules of its target.
+    #[inline(always)]
+    fn decide_by(&self, rules: &TargetRules, inj: &mut Injector, at: Attempt) -> Option<Fired> {
         let mut fired = None;
         // Plain loops, not a closure that writes `fired`: the answer stays in registers.
         if rules.by_attempt.is_empty() {
@@ -250,7 +249,7 @@ impl FaultPlan {
                 fired = self.check(inj, i, &at, fired);
             }
         } else {
-            for i in rules.for_attempt(attempt) {
+            for i in rules.for_attempt(at.attempt) {
                 fired = self.check(inj, i, &at, fired);
             }
         }
