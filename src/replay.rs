@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::engine::events::{By, Event, Observer, TerminatedBy};
 use crate::engine::faults::{FaultPlan, FaultRule, Target, Trigger};
 use crate::engine::fleet::Fleet;
-use crate::engine::load::ToolLoad;
+use crate::engine::load::{ProviderLoad, ToolLoad};
 use crate::engine::profile::Profile;
 use crate::engine::rng::fnv1a64;
 use crate::engine::strategy::{Partials, Routing, Strategy};
@@ -74,6 +74,7 @@ fn scenario(
         faults: FaultPlan::new(rules, task.tools.len()),
         loads: vec![ToolLoad::default(); task.tools.len()],
         loaded: false,
+        provider_load: ProviderLoad::default(),
         fleet: Fleet::default(),
         task,
         policy: Policy::default(),

@@ -28,25 +28,52 @@ impl TokenBucket {
     /// A full bucket at t = 0. `per_s` is rounded down to 0.001; the bucket holds at least one
     /// token (a burst of 0 is read as 1).
     pub fn new(per_s: f64, burst: u32) -> TokenBucket {
+        TokenBucket::holding(per_s, u64::from(burst))
+    }
+
+    /// A full bucket of `capacity` tokens (at least one) refilled at `per_s` a second.
+    pub fn holding(per_s: f64, capacity: u64) -> TokenBucket {
         // The epsilon keeps 0.57 × 1000 = 569.999… at 570.
         let refill_per_ms = (per_s.max(0.0) * 1000.0 + 1e-6).floor() as u64;
-        let capacity = u64::from(burst.max(1)) * MICRO;
+        let capacity = capacity.max(1).saturating_mul(MICRO);
         TokenBucket { refill_per_ms, capacity, tokens: capacity, last_ms: 0 }
     }
 
     /// Takes a token at `now_ms` (times never go back), or says how long until one is there.
     pub fn take(&mut self, now_ms: u64) -> Result<(), RetryAfter> {
+        self.refill(now_ms);
+        match self.wait(1) {
+            None => {
+                self.spend(1);
+                Ok(())
+            }
+            Some(w) => Err(w),
+        }
+    }
+
+    /// Adds what has dripped in since the last look (times never go back).
+    pub fn refill(&mut self, now_ms: u64) {
         let elapsed = now_ms.saturating_sub(self.last_ms);
         self.tokens = self.capacity.min(self.tokens.saturating_add(elapsed.saturating_mul(self.refill_per_ms)));
         self.last_ms = self.last_ms.max(now_ms);
-        if self.tokens >= MICRO {
-            self.tokens -= MICRO;
-            return Ok(());
+    }
+
+    /// `None` when `n` tokens are there now, else how long until they are (never, when `n` is
+    /// more than the bucket holds or it does not refill).
+    pub fn wait(&self, n: u64) -> Option<RetryAfter> {
+        let need = n.saturating_mul(MICRO);
+        if self.tokens >= need {
+            return None;
         }
-        if self.refill_per_ms == 0 {
-            return Err(RetryAfter(None));
+        if self.refill_per_ms == 0 || need > self.capacity {
+            return Some(RetryAfter(None));
         }
-        Err(RetryAfter(Some((MICRO - self.tokens).div_ceil(self.refill_per_ms))))
+        Some(RetryAfter(Some((need - self.tokens).div_ceil(self.refill_per_ms))))
+    }
+
+    /// Spends `n` tokens, or all there are when fewer (a cost known only after admission).
+    pub fn spend(&mut self, n: u64) {
+        self.tokens = self.tokens.saturating_sub(n.saturating_mul(MICRO));
     }
 }
 
@@ -160,6 +187,22 @@ mod tests {
         let mut slow = TokenBucket::new(0.5, 1);
         assert_eq!(slow.take(10), Ok(()));
         assert_eq!(slow.take(10), Err(RetryAfter(Some(2000))));
+    }
+
+    #[test]
+    fn a_bucket_of_many_tokens_waits_for_all_a_request_needs() {
+        // 600 a minute (10 a second), holding 600: a request of 500 passes, the next of 500
+        // waits for the 400 missing, 40 s; one larger than the bucket never passes.
+        let mut b = TokenBucket::holding(10.0, 600);
+        assert_eq!(b.wait(500), None);
+        b.spend(500);
+        assert_eq!(b.wait(500), Some(RetryAfter(Some(40_000))));
+        b.refill(40_000);
+        assert_eq!(b.wait(500), None);
+        assert_eq!(b.wait(601), Some(RetryAfter(None)));
+        // Spending more than there is empties the bucket, never below zero.
+        b.spend(10_000);
+        assert_eq!(b.wait(1), Some(RetryAfter(Some(100))));
     }
 
     #[test]

@@ -74,6 +74,8 @@ pub enum Event<'a> {
         fired: bool,
         /// A retry refused because it came before the provider's announced wait.
         wasted: bool,
+        /// A 429 from the fleet's `rpm` / `tpm` rather than a rule.
+        load: bool,
         ends: bool,
     },
     /// The model asks for a tool call.

@@ -88,6 +88,69 @@ impl LoadFault {
     }
 }
 
+/// `[provider] rpm`, `tpm`: the fleet's limits at the model provider, per minute, as the real
+/// APIs set them per organisation. Each is a token bucket that holds a minute's allowance and
+/// refills continuously (Anthropic's documented algorithm); a request needs one request token
+/// and its input tokens, and its output tokens are charged when the answer is made.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ProviderLoad {
+    pub rpm: Option<f64>,
+    pub tpm: Option<f64>,
+}
+
+impl ProviderLoad {
+    pub fn is_limited(&self) -> bool {
+        self.rpm.is_some() || self.tpm.is_some()
+    }
+}
+
+/// The provider's limits in one run, shared by every agent.
+#[derive(Clone, Debug, Default)]
+pub struct ProviderState {
+    requests: Option<TokenBucket>,
+    tokens: Option<TokenBucket>,
+}
+
+impl ProviderState {
+    pub fn reset(&mut self, load: &ProviderLoad) {
+        let per_minute = |n: f64| TokenBucket::holding(n / 60.0, n.ceil() as u64);
+        self.requests = load.rpm.map(per_minute);
+        self.tokens = load.tpm.map(per_minute);
+    }
+
+    /// Admits a request carrying `tokens_in` at `now_ms`, or refuses it (a 429) with the wait
+    /// until both limits would let it through (`None`: never, a request larger than `tpm`).
+    pub fn admit(&mut self, now_ms: u64, tokens_in: u64) -> Result<(), Option<u64>> {
+        let mut wait = Some(0);
+        for (b, n) in [(&mut self.requests, 1), (&mut self.tokens, tokens_in)] {
+            if let Some(b) = b {
+                b.refill(now_ms);
+                if let Some(RetryAfter(w)) = b.wait(n) {
+                    wait = wait.zip(w).map(|(a, b)| a.max(b));
+                }
+            }
+        }
+        match wait {
+            Some(0) => {
+                for (b, n) in [(&mut self.requests, 1), (&mut self.tokens, tokens_in)] {
+                    if let Some(b) = b {
+                        b.spend(n);
+                    }
+                }
+                Ok(())
+            }
+            w => Err(w),
+        }
+    }
+
+    /// Charges the output tokens of an answer just made.
+    pub fn charge(&mut self, tokens_out: u64) {
+        if let Some(b) = &mut self.tokens {
+            b.spend(tokens_out);
+        }
+    }
+}
+
 /// Who waits for a place: (agent, slot).
 pub type Waiter = (u32, u32);
 
@@ -171,6 +234,27 @@ impl ToolState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_provider_admits_within_both_limits_and_waits_for_the_slower() {
+        // 3 requests and 600 tokens a minute: 1 request per 20 s, 10 tokens per second.
+        let mut p = ProviderState::default();
+        p.reset(&ProviderLoad { rpm: Some(3.0), tpm: Some(600.0) });
+        assert_eq!(p.admit(0, 100), Ok(()));
+        assert_eq!(p.admit(0, 100), Ok(()));
+        p.charge(350);
+        // 50 tokens left: a request of 100 waits 5 s for tokens, though a request token is there.
+        assert_eq!(p.admit(0, 100), Err(Some(5_000)));
+        assert_eq!(p.admit(5_000, 100), Ok(()));
+        // No request token now: the wait is the request bucket's (20 s for one more).
+        assert_eq!(p.admit(5_000, 1), Err(Some(15_000)));
+        // Larger than the minute's allowance: never.
+        assert_eq!(p.admit(60_000, 601), Err(None));
+        // Only a request limit: tokens do not matter.
+        let mut r = ProviderState::default();
+        r.reset(&ProviderLoad { rpm: Some(60.0), tpm: None });
+        assert_eq!(r.admit(0, u64::MAX), Ok(()));
+    }
 
     #[test]
     fn service_times_follow_their_distribution() {

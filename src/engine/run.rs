@@ -10,7 +10,7 @@ use super::breaker::{Admit, Breaker, FleetBreaker};
 use super::events::{By, Event, Observer, TerminatedBy};
 use super::faults::{FaultPlan, Fired, Injector};
 use super::fleet::{MAX_AGENTS, agent_key};
-use super::load::{Admission, LoadFault, ToolState};
+use super::load::{Admission, LoadFault, ProviderState, ToolState};
 use super::loop_guard::LoopGuard;
 use super::model::{Action, CallHistory, Perceived, act, perceive_failure};
 use super::retry::{MAX_ATTEMPTS_LIMIT, RetryPolicy};
@@ -237,6 +237,7 @@ struct Shared {
     fleet_injector: Injector,
     fleet_attempts: Vec<u32>,
     fleet_successes: Vec<u32>,
+    provider: ProviderState,
     renderer: Renderer,
     seen: ResultCache,
 }
@@ -261,6 +262,8 @@ struct Agent {
     successes: Vec<u32>,
     terminal: Vec<Option<u16>>,
     refusals: Vec<Refusal>,
+    /// Until when each target's shared rate limit said it would refuse this agent (fleets).
+    load_until: Vec<u64>,
     breakers: Vec<Breaker>,
     told_open: Vec<u32>,
     /// When the fleet breaker this agent was told about had opened.
@@ -299,6 +302,10 @@ impl Agent {
         self.terminal.resize(targets, None);
         self.refusals.clear();
         self.refusals.resize(targets, Refusal::default());
+        if sc.loaded {
+            self.load_until.clear();
+            self.load_until.resize(targets, 0);
+        }
         self.told_open.clear();
         self.told_open.resize(targets, NEVER);
         // Read only beside a `told_open` set in this run, which writes it too.
@@ -381,6 +388,7 @@ fn drive<O: Observer, const SHARED: bool>(
         for (t, load) in ws.sh.tools.iter_mut().zip(&sc.loads) {
             t.reset(load);
         }
+        ws.sh.provider.reset(&sc.provider_load);
         ws.sh.fleet_breakers.resize_with(sc.loads.len(), FleetBreaker::default);
         ws.sh.fleet_breakers.iter_mut().for_each(FleetBreaker::reset);
         if sc.faults.has_fleet_rules() {
@@ -639,22 +647,32 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
         let fleet_attempt = self.count_fleet_attempt(prov);
         let is_retry = self.ag.provider_chain > 0;
         let refusal = self.ag.refusals[prov];
-        // (rule, the wait the answer announces, whether the injector decided it now rather than
-        // the provider refusing a call that came back before its announced wait)
+        // A retry sent before the wait the fleet's rate limit announced is refused again.
+        let early = SHARED && sc.loaded && is_retry && self.now < self.ag.load_until[prov];
+        // (the fault, its rule if scheduled, the wait the answer announces, whether it was
+        // decided now rather than the provider refusing a call that came back before its wait)
         let fired = if sc.task.script.is_none() && self.now < refusal.until_ms {
-            Some((refusal.rule, Some(refusal.until_ms - self.now), false))
+            let fault = &plan.rules[usize::from(refusal.rule)].fault;
+            Some((fault, Some(refusal.rule), Some(refusal.until_ms - self.now), false))
+        } else if let (true, Err(wait)) =
+            (SHARED && sc.loaded, self.sh.provider.admit(self.now, self.ag.context_tokens))
+        {
+            Some((LoadFault::RateLimited.fault(), None, wait, true))
         } else {
             let at = Attempt { target: prov, attempt, fleet_attempt, successes: self.ag.successes[prov] };
             decide_fault::<SHARED>(plan, self.sh, &mut self.ag.injector, at, self.now)
-                .map(|f| (f.rule, f.retry_after_ms, true))
+                .map(|f| (&plan.rules[usize::from(f.rule)].fault, Some(f.rule), f.retry_after_ms, true))
         };
-        if let Some((rule, retry_after_ms, fresh)) = fired {
-            let fault = &plan.rules[usize::from(rule)].fault;
+        if let Some((fault, rule, retry_after_ms, fresh)) = fired {
             self.ag.provider_chain += 1;
             let latency = if let Fault::Timeout { after_ms } = fault { *after_ms } else { 0 };
             let answered = self.now.saturating_add(latency);
-            if let (true, Some(ms)) = (fresh, retry_after_ms) {
-                self.ag.refusals[prov] = Refusal { until_ms: answered.saturating_add(ms), rule };
+            match (fresh, retry_after_ms, rule) {
+                (true, Some(ms), Some(rule)) => {
+                    self.ag.refusals[prov] = Refusal { until_ms: answered.saturating_add(ms), rule };
+                }
+                (true, Some(ms), None) => self.ag.load_until[prov] = answered.saturating_add(ms),
+                _ => {}
             }
             let mut retry = sc.task.script.is_some()
                 || (self.retry.may_retry(fault.class(), self.ag.provider_chain, retry_after_ms)
@@ -676,9 +694,10 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
                 tokens_in: 0,
                 tokens_out: 0,
                 retry: is_retry,
-                rule: Some(rule),
-                fired: fresh,
-                wasted: !fresh && is_retry,
+                rule,
+                fired: fresh && rule.is_some(),
+                wasted: (!fresh && is_retry) || early,
+                load: rule.is_none(),
                 ends: !retry,
             });
             if retry {
@@ -725,6 +744,9 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
         }
         self.ag.tokens_used += tokens_in + tokens_out;
         self.ag.context_tokens += tokens_out;
+        if SHARED && sc.loaded {
+            self.sh.provider.charge(tokens_out);
+        }
         self.obs.event(&Event::ModelCall {
             turn: self.ag.turn,
             t_ms: self.now,
@@ -735,6 +757,7 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
             rule: None,
             fired: false,
             wasted: false,
+            load: false,
             ends: ending.is_some(),
         });
         self.now = self.now.saturating_add(sc.profile.model_latency_ms);
@@ -910,7 +933,9 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
         }
         self.ag.attempts[tool] += 1;
         let fleet_attempt = self.count_fleet_attempt(tool);
-        let wasted = self.hopeless(i);
+        // A retry before the wait the tool's shared rate limit announced is refused again.
+        let early = SHARED && sc.loaded && self.ag.slots[i].by != By::Model && now < self.ag.load_until[tool];
+        let wasted = self.hopeless(i) || early;
         let s = &mut self.ag.slots[i];
         s.attempt = self.ag.attempts[tool];
         if SHARED {
@@ -923,6 +948,9 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
                 Admission::Served { place } => s.place = place,
                 Admission::Queued => return,
                 Admission::Refused(load, wait) => {
+                    if let Some(w) = wait {
+                        self.ag.load_until[tool] = now.saturating_add(w);
+                    }
                     s.outcome = Outcome {
                         class: Some(load.class()),
                         load: Some(load),

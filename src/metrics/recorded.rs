@@ -59,6 +59,7 @@ pub fn recorded_metrics(trace: &Trace, compiled: &Compiled) -> RunMetrics {
                     rule,
                     fired: rule.is_some(),
                     wasted: false,
+                    load: false,
                     ends: *stop == Stop::End,
                 });
                 previous_failed = *status != 200;

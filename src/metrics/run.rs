@@ -86,7 +86,7 @@ impl Observer for RunMetrics {
     #[inline(always)]
     fn event(&mut self, e: &Event<'_>) {
         match *e {
-            Event::ModelCall { status, tokens_in, tokens_out, retry, rule, fired, wasted, .. } => {
+            Event::ModelCall { status, tokens_in, tokens_out, retry, rule, fired, wasted, load, .. } => {
                 self.model_calls += 1;
                 self.first_attempts += u64::from(!retry);
                 self.tokens += tokens_in + tokens_out;
@@ -96,7 +96,10 @@ impl Observer for RunMetrics {
                 if wasted {
                     self.wasted_retries += 1;
                 }
-                if let Some(r) = rule {
+                if load {
+                    self.load_rejections += 1;
+                    self.met_fault = true;
+                } else if let Some(r) = rule {
                     self.faults_injected += 1;
                     if fired {
                         self.rule_fired[usize::from(r)] += 1;

@@ -13,7 +13,8 @@ pub struct ScenarioDto {
     pub description: String,
     pub seed: Option<u64>,
     pub runs: Option<u64>,
-    pub provider: Option<String>,
+    /// `provider = "format"`, or `[provider]` with `format` and the fleet's `rpm` / `tpm`.
+    pub provider: Option<ProviderChoice>,
     pub strategies: Option<StrategiesDto>,
     pub baseline: Option<String>,
     pub trace: Option<String>,
@@ -391,3 +392,37 @@ impl<'de> Deserialize<'de> for BreakerChoiceDto {
         d.deserialize_any(V)
     }
 }
+
+/// `provider = "openai-chat"`, or a table: `[provider] format = "anthropic", rpm = 50, tpm = 40000`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderDto {
+    pub format: Option<String>,
+    pub rpm: Option<f64>,
+    pub tpm: Option<f64>,
+    /// Accepted only to be refused with a clear message: conflicts are a tool's.
+    pub conflict: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for ProviderChoice {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ProviderChoice;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a provider format, or a table with `format`, `rpm` and `tpm`")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(ProviderChoice(ProviderDto { format: Some(s.to_owned()), ..ProviderDto::default() }))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                ProviderDto::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(ProviderChoice)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Either form of `provider`, read into the table form.
+#[derive(Debug)]
+pub struct ProviderChoice(pub ProviderDto);

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use crate::engine::faults::FaultPlan;
 use crate::engine::fleet::Fleet;
-use crate::engine::load::ToolLoad;
+use crate::engine::load::{ProviderLoad, ToolLoad};
 use crate::engine::profile::Profile;
 use crate::engine::strategy::Strategy;
 use crate::engine::task::{Policy, Task};
@@ -51,6 +51,8 @@ pub struct Scenario {
     /// than "everything".
     pub loads: Vec<ToolLoad>,
     pub loaded: bool,
+    /// `[provider] rpm`, `tpm`: the fleet's limits at the provider.
+    pub provider_load: ProviderLoad,
     /// FNV-1a of each tool name, then of "provider": targets' parts of fault-stream keys.
     pub target_hashes: Vec<u64>,
     /// For a scenario that replays a trace: what the recorded model did, as one run (the

@@ -85,7 +85,9 @@ pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scen
         return Err(ctx.err("task.steps", "at least one step"));
     }
 
-    let format = match dto.provider.as_deref().or(trace_format.as_deref()) {
+    let provider = dto.provider.as_ref().map(|p| &p.0);
+    let provider_load = fleet::provider_from_dto(&ctx, provider)?;
+    let format = match provider.and_then(|p| p.format.as_deref()).or(trace_format.as_deref()) {
         None => Format::OpenAiChat,
         Some(p) => {
             Format::parse(p).ok_or_else(|| ctx.err("provider", format!("one of {}, got {p:?}", format_names())))?
@@ -154,8 +156,9 @@ pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scen
     let mut target_hashes: Vec<u64> = task.tools.iter().map(|t| fnv1a64(t.as_bytes())).collect();
     target_hashes.push(fnv1a64(b"provider"));
     Ok(Scenario {
-        loaded: loads.iter().any(|l| *l != ToolLoad::default()),
+        loaded: provider_load.is_limited() || loads.iter().any(|l| *l != ToolLoad::default()),
         loads,
+        provider_load,
         fleet,
         name_hash: fnv1a64(dto.name.as_bytes()),
         name: dto.name,

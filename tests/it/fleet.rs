@@ -147,6 +147,17 @@ fn fleet_keys_that_make_no_sense_are_named() {
         let err = broken("f.toml", &format!("{MINIMAL}{extra}"));
         assert!(err.contains("DIR/f.toml:") && err.contains(want), "{extra}: {err}");
     }
+    // Top-level keys go before the file's tables.
+    let provider = [
+        ("provider = { conflict = \"occ\" }\n", "provider.conflict: expected no write conflicts at the provider"),
+        ("provider = { rpm = 0 }\n", "provider.rpm: expected a limit per minute from 1 to 1e9, got 0"),
+        ("provider = { tpm = -5 }\n", "provider.tpm: expected a limit per minute from 1 to 1e9, got -5"),
+        ("provider = { format = \"cohere\" }\n", "provider: expected one of"),
+    ];
+    for (first, want) in provider {
+        let err = broken("f.toml", &format!("{first}{MINIMAL}"));
+        assert!(err.contains("DIR/f.toml:") && err.contains(want), "{first}: {err}");
+    }
 }
 
 #[test]
@@ -211,4 +222,51 @@ fn shrink_says_it_does_not_take_fleets() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("16-aws-backoff-10.toml: shrink replays one agent's fault schedule"));
+}
+
+/// `[provider] rpm = 3`: the bucket holds three requests and gains one every 20 s. Three agents
+/// start together; each makes a model call (admitted, the bucket is now empty), a search
+/// (100 ms) and a second model call at t = 100, refused with the wait to the next request,
+/// 19 900 ms. Honouring it, all three come back at t = 20 000: one is admitted, two are refused
+/// again (20 000 ms); at 40 000 one more, at 60 000 the last. Rejections 3 + 2 + 1 = 6, none
+/// wasted, the last agent done at 60 000. Retrying at once instead (no backoff, `retry-after`
+/// ignored, 3 attempts) every retry comes before the announced wait: each agent's two
+/// retries are wasted and it gives up.
+#[test]
+fn the_providers_rpm_is_shared_by_the_fleet() {
+    use tracefault::scenario::load::load_str;
+    use tracefault::suite::run_one;
+    let src = |retry: &str| {
+        format!(
+            "name = \"rpm\"\nruns = 1\nprovider = {{ format = \"anthropic\", rpm = 3 }}\n\
+             [strategies.s]\nencoding = \"envelope\"\nrouting = \"orchestrator\"\nretry = {retry}\n\
+             [fleet]\nagents = 3\n[profile]\nmodel_latency_ms = 0\ntool_latency_ms = 100\n\
+             [task]\n[[task.steps]]\ntool = \"search\"\n"
+        )
+    };
+    let run = |retry: &str| {
+        let sc = load_str(&src(retry), std::path::Path::new("s.toml")).unwrap();
+        run_one(&sc, 0, 0, &mut ())
+    };
+    let honour = run("{ max_attempts = 10, backoff = \"none\" }");
+    assert_eq!(
+        (honour.load_rejections, honour.wasted_retries, honour.agents_succeeded, honour.virtual_ms),
+        (6, 0, 3, 60_000)
+    );
+    assert_eq!(honour.model_calls, 6 + 6);
+    let hammer = run("{ max_attempts = 3, backoff = \"none\", honor_retry_after = false }");
+    assert_eq!((hammer.load_rejections, hammer.wasted_retries, hammer.agents_succeeded), (9, 6, 0));
+}
+
+/// `tpm` counts a request's input tokens at the door and its output tokens when answered.
+#[test]
+fn a_request_larger_than_the_providers_tpm_never_passes() {
+    use tracefault::scenario::load::load_str;
+    use tracefault::suite::run_one;
+    let src = "name = \"tpm\"\nruns = 1\nprovider = { tpm = 100 }\nstrategies = [\"five-field\"]\n\
+               [profile]\nprompt_tokens = 500\n[task]\n[[task.steps]]\ntool = \"search\"\n";
+    let sc = load_str(src, std::path::Path::new("s.toml")).unwrap();
+    let m = run_one(&sc, 0, 0, &mut ());
+    assert_eq!((m.agents_succeeded, m.tool_calls), (0, 0));
+    assert!(m.load_rejections >= 1);
 }

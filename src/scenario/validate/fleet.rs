@@ -1,13 +1,14 @@
 //! Validates what a fleet shares: `[fleet]` (how many agents, how they start) and
-//! `[tools.NAME]` (concurrency, rate, service time, write conflicts).
+//! `[tools.NAME]` (concurrency, rate, service time, write conflicts) and the provider's
+//! `rpm` / `tpm`.
 
 use std::collections::BTreeMap;
 
 use super::{Ctx, MAX_MS, ms};
 use crate::engine::fleet::{Fleet, MAX_AGENTS, Start};
-use crate::engine::load::{Service, ToolLoad};
+use crate::engine::load::{ProviderLoad, Service, ToolLoad};
 use crate::error::Result;
-use crate::scenario::dto::{FleetDto, ServiceDistDto, ServiceDto, StartDto, ToolDto};
+use crate::scenario::dto::{FleetDto, ProviderDto, ServiceDistDto, ServiceDto, StartDto, ToolDto};
 
 pub(super) fn fleet_from_dto(ctx: &Ctx, d: Option<&FleetDto>) -> Result<Fleet> {
     let Some(d) = d else { return Ok(Fleet::default()) };
@@ -34,6 +35,21 @@ pub(super) fn fleet_from_dto(ctx: &Ctx, d: Option<&FleetDto>) -> Result<Fleet> {
         },
     };
     Ok(Fleet { agents, start })
+}
+
+/// `[provider] rpm`, `tpm`: limits per minute above 0 (a zero limit would never answer).
+pub(super) fn provider_from_dto(ctx: &Ctx, d: Option<&ProviderDto>) -> Result<ProviderLoad> {
+    let Some(d) = d else { return Ok(ProviderLoad::default()) };
+    if d.conflict.is_some() {
+        return Err(ctx.err("provider.conflict", "no write conflicts at the provider (`conflict` is a tool's key)"));
+    }
+    let per_minute = |key: &str, v: Option<f64>| match v {
+        Some(v) if !(v.is_finite() && (1.0..=1e9).contains(&v)) => {
+            Err(ctx.err(format!("provider.{key}"), format!("a limit per minute from 1 to 1e9, got {v}")))
+        }
+        v => Ok(v),
+    };
+    Ok(ProviderLoad { rpm: per_minute("rpm", d.rpm)?, tpm: per_minute("tpm", d.tpm)? })
 }
 
 /// `[tools.NAME]` by the task's tool index (tools it does not name take everything).
