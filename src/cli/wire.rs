@@ -30,6 +30,10 @@ pub struct ServeArgs {
     /// 60 s outage last 0.6 s).
     #[arg(long, default_value_t = 1.0, value_parser = time_scale)]
     pub time_scale: f64,
+    /// Agents served at once, each under its own prefix `/agents/K/` (K from 0) with its own
+    /// fault draws and conversations; the plain paths are agent 0. 1 to 10000.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub agents: u32,
 }
 
 #[derive(Debug, Args)]
@@ -51,6 +55,10 @@ pub struct ExecArgs {
     /// Real seconds per virtual second for time-based faults and announced waits.
     #[arg(long, default_value_t = 1.0, value_parser = time_scale)]
     pub time_scale: f64,
+    /// Copies of the agent started at once against one set of mocks, agent K at base URLs under
+    /// `/agents/K/`, sharing the tools' and the provider's limits. 1 to 1000.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub agents: u32,
     /// The agent's command line.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub cmd: Vec<String>,
@@ -71,11 +79,12 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .map_err(|e| Error::Usage(format!("cannot start the async runtime: {e}")))
 }
 
-/// The environment an agent gets: every base-URL variable the SDKs and frameworks read, pointed
-/// at the mocks (so none can bypass them), placeholder keys, known telemetry switched off, and
-/// the proxy variables pointed at the mock server, which refuses and records any request for
-/// another host.
-pub fn agent_env(base: &str) -> Vec<(&'static str, String)> {
+/// The environment agent `agent` of `agents` gets: every base-URL variable the SDKs and
+/// frameworks read, pointed at the mocks (so none can bypass them; under `/agents/K/` in a
+/// fleet), placeholder keys, known telemetry switched off, and the proxy variables pointed at
+/// the mock server, which refuses and records any request for another host.
+pub fn agent_env(server: &str, agent: u32, agents: u32) -> Vec<(&'static str, String)> {
+    let base = &if agents > 1 { format!("{server}/agents/{agent}") } else { server.to_owned() };
     let v1 = format!("{base}/v1");
     let mut env = vec![
         ("OPENAI_BASE_URL", v1.clone()),
@@ -99,9 +108,10 @@ pub fn agent_env(base: &str) -> Vec<(&'static str, String)> {
         ("DO_NOT_TRACK", "1".into()),
         ("NO_PROXY", "127.0.0.1,localhost,::1".into()),
         ("no_proxy", "127.0.0.1,localhost,::1".into()),
+        ("TRACEFAULT_AGENT", agent.to_string()),
     ];
     for k in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"] {
-        env.push((k, base.to_owned()));
+        env.push((k, server.to_owned()));
     }
     env
 }
@@ -109,11 +119,12 @@ pub fn agent_env(base: &str) -> Vec<(&'static str, String)> {
 pub fn serve(args: ServeArgs) -> Result<i32> {
     let sc = load_file(&args.scenario)?;
     runtime()?.block_on(async {
-        let server = WireServer::start(sc, args.addr, args.time_scale).await?;
-        server.reset(args.run);
+        let server = WireServer::start(sc, args.addr, args.time_scale, args.agents).await?;
         // A long serve keeps no trace: memory stays flat.
-        server.world().record_trace = false;
-        for (k, v) in agent_env(&server.uri()).into_iter().filter(|(k, _)| !k.to_ascii_lowercase().contains("proxy")) {
+        server.reset(args.run, false);
+        for (k, v) in
+            agent_env(&server.uri(), 0, 1).into_iter().filter(|(k, _)| !k.to_ascii_lowercase().contains("proxy"))
+        {
             println!("export {k}={v}");
         }
         println!(
@@ -122,11 +133,20 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
             args.run,
             args.time_scale
         );
+        if args.agents > 1 {
+            println!(
+                "# agents 0 to {} each have their own mocks under {}/agents/K/ (e.g. {}/agents/1/v1)",
+                args.agents - 1,
+                server.uri(),
+                server.uri()
+            );
+        }
         let _ = std::io::stdout().flush();
         let _ = tokio::signal::ctrl_c().await;
         {
-            let w = server.world();
-            eprintln!("served {} model calls and {} tool calls", w.model_calls, w.tool_calls);
+            let m = server.mocks();
+            let (model, tool) = m.worlds().fold((0, 0), |(a, b), w| (a + w.model_calls, b + w.tool_calls));
+            eprintln!("served {model} model calls and {tool} tool calls");
         }
         server.stop().await;
         Ok(exit::OK)
@@ -144,18 +164,32 @@ pub const CHECKS: [&str; 7] = [
     "7. the agent exits with status 0",
 ];
 
-struct RunRecord {
+/// What one agent left in its world in one run.
+struct AgentRecord {
     trace: Trace,
     ended: String,
     exit: Option<i32>,
+    /// When it ended (its process exited), in virtual ms since the run started.
+    ended_ms: u64,
     findings: Vec<(u8, String)>,
-    row: [String; 25],
     http: [u64; 3],
     counted: (u64, u64),
+    wasted_retries: u64,
+    /// Tool attempts the model did not ask for (the agent's own retries).
+    agent_retries: u64,
+    faults_injected: u64,
+    load_rejections: u64,
+    tokens: u64,
     /// Formats whose conversations made the round trip (a result read, or an ending).
     round_trips: Vec<String>,
     unknown_paths: Vec<String>,
     elsewhere: Vec<String>,
+}
+
+/// One run: every agent's record and the fleet's `runs.csv` row.
+struct RunRecord {
+    agents: Vec<AgentRecord>,
+    row: [String; 25],
 }
 
 /// Values on an agent's command line that look like credentials, replaced before they are
@@ -210,8 +244,9 @@ fn longest_identical_repeat(trace: &Trace) -> u32 {
     if calls.is_empty() { 0 } else { best }
 }
 
-/// What one run of the agent left in the mocks' world.
-fn record(world: &World, run: u64, exit: Option<i32>, timed_out: bool, timeout_s: u64) -> RunRecord {
+/// What one agent left in its world in one run.
+fn record(world: &World, ran: Ran, timeout_s: u64) -> AgentRecord {
+    let Ran { exit, timed_out, ended_ms } = ran;
     let sc = &world.scenario;
     let mut findings = world.findings.clone();
     // The conversation that went furthest is the run's.
@@ -281,55 +316,93 @@ fn record(world: &World, run: u64, exit: Option<i32>, timed_out: bool, timeout_s
         .filter(|c| c.ended.is_some() || c.turns > 1)
         .map(|c| c.format.name().to_owned())
         .collect();
-    let row = [
-        sc.name.clone(),
-        "agent".into(),
-        run.to_string(),
-        sc.seed.to_string(),
-        ended.clone(),
-        (model_calls + world.tool_calls).to_string(),
-        model_calls.to_string(),
-        world.tool_calls.to_string(),
-        world.wasted_retries.to_string(),
-        world.tool_calls.saturating_sub(model_issued).to_string(),
-        "0".into(),
-        "0".into(),
-        world.faults_injected.to_string(),
-        tokens.to_string(),
-        world.clock.now_ms().to_string(),
-        findings.iter().filter(|f| f.0 == 1).count().to_string(),
-        findings.iter().filter(|f| f.0 == 5).count().to_string(),
-        // One agent per run; peaks in flight and first attempts are not counted on the wire.
-        "1".into(),
-        u8::from(ended == "answer").to_string(),
-        world.clock.now_ms().to_string(),
-        world.clock.now_ms().to_string(),
-        world.clock.now_ms().to_string(),
-        String::new(),
-        String::new(),
-        "0".into(),
-    ];
-    RunRecord {
+    AgentRecord {
         trace,
         ended,
         exit,
-        findings,
-        row,
+        ended_ms,
         http: world.http_requests,
         counted: (model_calls, world.tool_calls),
+        wasted_retries: world.wasted_retries,
+        agent_retries: world.tool_calls.saturating_sub(model_issued),
+        faults_injected: world.faults_injected,
+        load_rejections: world.load_rejections,
+        tokens,
+        findings,
         round_trips,
         unknown_paths: world.unknown_paths.iter().cloned().collect(),
         elsewhere: world.elsewhere.iter().cloned().collect(),
     }
 }
 
-/// Runs the agent once against the mocks: its own process group (killed whole on timeout,
-/// Ctrl-C or SIGTERM), its output in `log`.
-async fn run_agent(args: &ExecArgs, server: &WireServer, run: u64, log: std::fs::File) -> Result<(Option<i32>, bool)> {
-    let err_log = log.try_clone().map_err(|e| Error::io(&args.out, e))?;
-    let mut child = tokio::process::Command::new(&args.cmd[0])
-        .args(&args.cmd[1..])
-        .envs(agent_env(&server.uri()))
+/// The fleet's `runs.csv` row: totals over the agents; the run ends as its first agent to end
+/// without an answer did (as in the engine), and lasts until its last agent ends. First
+/// attempts are not counted on the wire, so `retry_amplification` stays empty.
+fn run_row(sc: &crate::scenario::Scenario, run: u64, agents: &[AgentRecord], peak_in_flight: u32) -> [String; 25] {
+    let sum = |f: fn(&AgentRecord) -> u64| agents.iter().map(f).sum::<u64>();
+    let ended = agents
+        .iter()
+        .filter(|a| a.ended != "answer")
+        .min_by_key(|a| a.ended_ms)
+        .map_or("answer", |a| a.ended.as_str())
+        .to_owned();
+    let mut times: Vec<u64> = agents.iter().map(|a| a.ended_ms).collect();
+    times.sort_unstable();
+    let rank = |q: f64| times[((q * times.len() as f64).ceil() as usize).clamp(1, times.len()) - 1];
+    let makespan = times.last().copied().unwrap_or(0);
+    let (model_calls, tool_calls) = (sum(|a| a.counted.0), sum(|a| a.counted.1));
+    let count = |item: u8| agents.iter().flat_map(|a| &a.findings).filter(|f| f.0 == item).count().to_string();
+    [
+        sc.name.clone(),
+        "agent".into(),
+        run.to_string(),
+        sc.seed.to_string(),
+        ended,
+        (model_calls + tool_calls).to_string(),
+        model_calls.to_string(),
+        tool_calls.to_string(),
+        sum(|a| a.wasted_retries).to_string(),
+        sum(|a| a.agent_retries).to_string(),
+        "0".into(),
+        "0".into(),
+        sum(|a| a.faults_injected).to_string(),
+        sum(|a| a.tokens).to_string(),
+        makespan.to_string(),
+        count(1),
+        count(5),
+        agents.len().to_string(),
+        agents.iter().filter(|a| a.ended == "answer").count().to_string(),
+        makespan.to_string(),
+        rank(0.5).to_string(),
+        rank(0.99).to_string(),
+        peak_in_flight.to_string(),
+        String::new(),
+        sum(|a| a.load_rejections).to_string(),
+    ]
+}
+
+/// How one agent's process ended.
+#[derive(Clone, Copy, Debug)]
+struct Ran {
+    exit: Option<i32>,
+    timed_out: bool,
+    ended_ms: u64,
+}
+
+/// Runs one copy of the agent against the mocks: its own process group (killed whole on
+/// timeout, Ctrl-C or SIGTERM), its output in `log`, its end read on the mocks' `clock`.
+async fn run_agent(
+    cmd: Vec<String>,
+    env: Vec<(&'static str, String)>,
+    run: u64,
+    timeout_s: u64,
+    clock: crate::wire::world::Clock,
+    log: std::fs::File,
+) -> Result<Ran> {
+    let err_log = log.try_clone().map_err(|e| Error::Usage(format!("cannot share the agent's log: {e}")))?;
+    let mut child = tokio::process::Command::new(&cmd[0])
+        .args(&cmd[1..])
+        .envs(env)
         .env("TRACEFAULT_RUN", run.to_string())
         .stdin(std::process::Stdio::null())
         .stdout(log)
@@ -337,16 +410,17 @@ async fn run_agent(args: &ExecArgs, server: &WireServer, run: u64, log: std::fs:
         .process_group(0)
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| Error::Usage(format!("cannot start `{}`: {e}", redact(&args.cmd).join(" "))))?;
+        .map_err(|e| Error::Usage(format!("cannot start `{}`: {e}", redact(&cmd).join(" "))))?;
     let group = child.id().map(|p| p as i32);
     if let Some(g) = group {
         crate::interrupt::kill_on_interrupt(g);
     }
-    let waited = tokio::time::timeout(Duration::from_secs(args.timeout_s), child.wait()).await;
+    let waited = tokio::time::timeout(Duration::from_secs(timeout_s), child.wait()).await;
+    let ended_ms = clock.now_ms();
     let result = match waited {
-        Ok(Ok(s)) => Ok((s.code(), false)),
+        Ok(Ok(s)) => Ok(Ran { exit: s.code(), timed_out: false, ended_ms }),
         Ok(Err(e)) => Err(Error::Usage(format!("waiting for the agent: {e}"))),
-        Err(_) => Ok((None, true)),
+        Err(_) => Ok(Ran { exit: None, timed_out: true, ended_ms }),
     };
     // Whatever happened, nothing the agent started outlives its run.
     if let Some(g) = group {
@@ -357,42 +431,74 @@ async fn run_agent(args: &ExecArgs, server: &WireServer, run: u64, log: std::fs:
     result
 }
 
+/// One run: every copy of the agent started at once, each awaited to its end; then what each
+/// left in its world.
+async fn exec_run(args: &ExecArgs, server: &WireServer, run: u64) -> Result<RunRecord> {
+    server.reset(run, true);
+    let clock = server.mocks().clock;
+    let mut agents = tokio::task::JoinSet::new();
+    for k in 0..args.agents {
+        let name =
+            if args.agents > 1 { format!("agent-run-{run}-agent-{k}.log") } else { format!("agent-run-{run}.log") };
+        let log_path = args.out.join(name);
+        let log = std::fs::File::create(&log_path).map_err(|e| Error::io(&log_path, e))?;
+        let env = agent_env(&server.uri(), k, args.agents);
+        let launch = run_agent(args.cmd.clone(), env, run, args.timeout_s, clock, log);
+        agents.spawn(async move { (k, launch.await) });
+    }
+    let mut ran = vec![None; args.agents as usize];
+    while let Some(done) = agents.join_next().await {
+        let (k, r) = done.map_err(|e| Error::Usage(format!("an agent's task failed: {e}")))?;
+        ran[k as usize] = Some(r?);
+    }
+    let mut m = server.mocks();
+    let mut records = Vec::with_capacity(ran.len());
+    for (k, r) in ran.into_iter().enumerate() {
+        let r = r.expect("every agent's task reported");
+        let world = m.world(k as u32).expect("an agent of the fleet");
+        records.push(record(world, r, args.timeout_s));
+    }
+    let row = run_row(m.scenario(), run, &records, m.limits.peak_in_flight());
+    Ok(RunRecord { agents: records, row })
+}
+
 pub fn exec(args: ExecArgs) -> Result<i32> {
     let sc = load_file(&args.scenario)?;
     std::fs::create_dir_all(&args.out).map_err(|e| Error::io(&args.out, e))?;
     let rt = runtime()?;
     let records = rt.block_on(async {
-        let server = WireServer::start(sc.clone(), args.addr, args.time_scale).await?;
+        let server = WireServer::start(sc.clone(), args.addr, args.time_scale, args.agents).await?;
         let mut records = Vec::new();
         for run in 0..args.runs {
-            server.reset(run);
-            let log_path = args.out.join(format!("agent-run-{run}.log"));
-            let log = std::fs::File::create(&log_path).map_err(|e| Error::io(&log_path, e))?;
-            let (exit, timed_out) = run_agent(&args, &server, run, log).await?;
-            records.push(record(&server.world(), run, exit, timed_out, args.timeout_s));
+            records.push(exec_run(&args, &server, run).await?);
         }
         server.stop().await;
         Ok::<_, Error>(records)
     })?;
 
-    // The checklist over all runs.
+    // The checklist over all runs and agents ("run 2" alone, "run 2 agent 5" in a fleet).
+    let fleet = args.agents > 1;
+    let who = |run: usize, k: usize| if fleet { format!("run {run} agent {k}") } else { format!("run {run}") };
+    let every =
+        || records.iter().enumerate().flat_map(|(i, r)| r.agents.iter().enumerate().map(move |(k, a)| (i, k, a)));
     let mut results: Vec<(bool, Vec<String>)> = vec![(true, Vec::new()); CHECKS.len()];
     let mut notes = Vec::new();
-    for (i, r) in records.iter().enumerate() {
+    for (i, k, r) in every() {
         for (item, detail) in &r.findings {
             match item {
-                0 => notes.push(format!("run {i}: {detail}")),
-                k => {
-                    let k = usize::from(*k).clamp(1, 6) - 1;
-                    results[k].0 = false;
-                    results[k].1.push(format!("run {i}: {detail}"));
+                0 => notes.push(format!("{}: {detail}", who(i, k))),
+                item => {
+                    let item = usize::from(*item).clamp(1, 6) - 1;
+                    results[item].0 = false;
+                    results[item].1.push(format!("{}: {detail}", who(i, k)));
                 }
             }
         }
         if r.exit != Some(0) {
             results[6].0 = false;
             results[6].1.push(format!(
-                "run {i}: the agent exited with {}",
+                "{}: the agent exited with {}",
+                who(i, k),
                 r.exit.map_or("no status (killed)".to_owned(), |c| c.to_string())
             ));
         }
@@ -404,22 +510,23 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
                     && serde_json::from_str::<serde_json::Value>(content).map_or(true, |v| !v.is_object())
                 {
                     results[3].0 = false;
-                    results[3].1.push(format!("run {i}: the result of {call_id} is not a JSON object"));
+                    results[3].1.push(format!("{}: the result of {call_id} is not a JSON object", who(i, k)));
                 }
             }
         }
     }
-    let mut used: Vec<&str> = records.iter().filter_map(|r| r.trace.header.provider.as_deref()).collect();
+    let mut used: Vec<&str> = every().filter_map(|(_, _, r)| r.trace.header.provider.as_deref()).collect();
     used.sort_unstable();
     used.dedup();
     for f in &used {
-        if !records.iter().any(|r| r.round_trips.iter().any(|t| t == f)) {
+        if !every().any(|(_, _, r)| r.round_trips.iter().any(|t| t == f)) {
             results[0].0 = false;
             results[0].1.push(format!("no conversation through {f} got a tool result back to the model or an ending"));
         }
     }
 
-    // Reports: runs.csv, one native trace per run, exec.json, report.md.
+    // Reports: runs.csv (one row per run, fleet totals), one native trace per run and agent,
+    // exec.json, report.md.
     let mut csv = RUNS_COLUMNS.join(",") + "\n";
     for r in &records {
         let mut w = ::csv::WriterBuilder::new().has_headers(false).from_writer(Vec::new());
@@ -427,8 +534,9 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
         csv.push_str(&String::from_utf8_lossy(&w.into_inner().map_err(|e| Error::Usage(e.to_string()))?));
     }
     output::write_file(&args.out.join("runs.csv"), csv.as_bytes())?;
-    for (i, r) in records.iter().enumerate() {
-        output::write_file(&args.out.join("traces").join(format!("run-{i}.jsonl")), r.trace.to_jsonl().as_bytes())?;
+    for (i, k, r) in every() {
+        let name = if fleet { format!("run-{i}-agent-{k}.jsonl") } else { format!("run-{i}.jsonl") };
+        output::write_file(&args.out.join("traces").join(name), r.trace.to_jsonl().as_bytes())?;
     }
     let agent = redact(&args.cmd);
     let checks: Vec<_> = CHECKS
@@ -436,13 +544,30 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
         .zip(&results)
         .map(|(name, (ok, details))| json!({"check": name, "passed": ok, "details": details}))
         .collect();
+    let describe = |r: &AgentRecord| {
+        json!({"ended": r.ended, "agent_exit_code": r.exit, "provider": r.trace.header.provider,
+        "http_requests": {"provider": r.http[0], "tools": r.http[1], "other": r.http[2]},
+        "counted": {"model_calls": r.counted.0, "tool_calls": r.counted.1},
+        "unknown_paths": r.unknown_paths, "requests_elsewhere": r.elsewhere})
+    };
     let runs: Vec<_> = records
         .iter()
-        .map(|r| {
-            json!({"ended": r.ended, "agent_exit_code": r.exit, "provider": r.trace.header.provider,
-            "http_requests": {"provider": r.http[0], "tools": r.http[1], "other": r.http[2]},
-            "counted": {"model_calls": r.counted.0, "tool_calls": r.counted.1},
-            "unknown_paths": r.unknown_paths, "requests_elsewhere": r.elsewhere})
+        .map(|r| match r.agents.as_slice() {
+            [one] if !fleet => describe(one),
+            agents => {
+                let each: Vec<_> = agents
+                    .iter()
+                    .enumerate()
+                    .map(|(k, a)| {
+                        let mut d = describe(a);
+                        d["agent"] = json!(k);
+                        d["ended_ms"] = json!(a.ended_ms);
+                        d
+                    })
+                    .collect();
+                json!({"agents": each, "agents_succeeded": r.row[18], "makespan_ms": r.row[19],
+                    "peak_in_flight": r.row[22], "load_rejections": r.row[24]})
+            }
         })
         .collect();
     let passed = results.iter().all(|r| r.0);
@@ -453,8 +578,9 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
     let mut text = serde_json::to_string_pretty(&doc).expect("serializes");
     text.push('\n');
     output::write_file(&args.out.join("exec.json"), text.as_bytes())?;
+    let copies = if fleet { format!(" × {} agents", args.agents) } else { String::new() };
     let mut md = format!(
-        "# tracefault exec: {}\n\nAgent: `{}` · {} run(s) · seed {} · timing: wall clock × {}\n\n| check | result |\n|---|---|\n",
+        "# tracefault exec: {}\n\nAgent: `{}`{copies} · {} run(s) · seed {} · timing: wall clock × {}\n\n| check | result |\n|---|---|\n",
         sc.name,
         agent.join(" "),
         records.len(),
@@ -475,9 +601,10 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
     }
     output::write_file(&args.out.join("report.md"), md.as_bytes())?;
 
-    for (i, r) in records.iter().enumerate() {
+    for (i, k, r) in every() {
         println!(
-            "run {i}: {} after {} model calls and {} tool calls (agent exit {})",
+            "{}: {} after {} model calls and {} tool calls (agent exit {})",
+            who(i, k),
             r.ended,
             r.counted.0,
             r.counted.1,

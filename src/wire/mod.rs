@@ -8,6 +8,7 @@
 //! conversation; [`respond`] and [`validate`] the providers' shapes and checks; [`schema`] tool
 //! schemas and argument matching; [`reply`] what goes back over HTTP.
 
+pub mod mocks;
 pub mod model;
 pub mod provider;
 pub mod reply;

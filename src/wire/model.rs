@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::schema::{canonical_args, correct};
 use super::world::World;
+use crate::engine::fleet::agent_key;
 use crate::engine::model::{Action, CallHistory, Perceived, act, perceive_failure};
 use crate::engine::rng::{LazyStream, domain, fnv1a64, key};
 use crate::envelope::Format;
@@ -79,7 +80,7 @@ impl Conversation {
         if index > 0 {
             parts.push(index as u64);
         }
-        draws.reset(key(&parts));
+        draws.reset(agent_key(key(&parts), world.agent));
         Conversation {
             index,
             format,

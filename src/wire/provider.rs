@@ -10,6 +10,7 @@ use super::respond::{Shape, provider_error, reply};
 use super::schema::declared_tools;
 use super::validate::{not_json, validate};
 use super::world::World;
+use crate::engine::load::ProviderState;
 use crate::envelope::Format;
 use crate::trace::import::conversation::Item;
 use crate::trace::import::{anthropic, gemini, openai_chat, openai_responses};
@@ -31,9 +32,17 @@ fn items(format: Format, body: &Value) -> Vec<Item> {
     .unwrap_or_default()
 }
 
-/// Answers one provider request; `agent` is the K of an `/agents/K/` base-URL prefix, which
-/// keeps the conversations of agents that run at once apart where call ids cannot.
-pub fn respond(world: &mut World, agent: Option<u32>, format: Format, gemini_stream: bool, raw: &[u8]) -> Reply {
+/// Answers one provider request of agent `world`, within the fleet's `limits` (`rpm`, `tpm`);
+/// `agent` is the K of an `/agents/K/` base-URL prefix, which keeps the conversations of agents
+/// apart where call ids cannot.
+pub fn respond(
+    world: &mut World,
+    limits: &mut ProviderState,
+    agent: Option<u32>,
+    format: Format,
+    gemini_stream: bool,
+    raw: &[u8],
+) -> Reply {
     let n = world.model_calls as u32 + 1;
     let request_id = format!("req_tracefault_{n:06}");
     let bad_request = |body: Value| {
@@ -73,13 +82,29 @@ pub fn respond(world: &mut World, agent: Option<u32>, format: Format, gemini_str
                  base URL prefix /agents/K/ (e.g. OPENAI_BASE_URL=…/agents/2/v1).", ids.join(", "))}}),
         );
     };
-    // The provider's faults come before the model: they never reach it.
+    // The fleet's limits, then the provider's faults, come before the model: they never reach it.
     let prov = world.provider_target();
-    if let Some(d) = world.decide(prov) {
-        let fault = world.fault(d.rule).clone();
-        world.faults_injected += 1;
+    let tokens_in = raw.len() as u64 / 4;
+    let now = world.clock.now_ms();
+    if now < world.load_until[prov] {
+        world.wasted_retries += 1;
+    }
+    // (status, the wait announced in virtual ms)
+    let refusal = match limits.admit(now, tokens_in) {
+        Err(wait) => {
+            world.load_rejections += 1;
+            if let Some(w) = wait {
+                world.load_until[prov] = now.saturating_add(w);
+            }
+            Some((429, wait))
+        }
+        Ok(()) => world.decide(prov).map(|d| {
+            world.faults_injected += 1;
+            (world.fault(d.rule).status().unwrap_or(503), d.retry_after_ms)
+        }),
+    };
+    if let Some((status, wait)) = refusal {
         world.model_calls += 1;
-        let status = fault.status().unwrap_or(503);
         let turn = world.conversation(c).turns + 1;
         world.record(TraceEvent::ModelCall {
             turn,
@@ -90,20 +115,20 @@ pub fn respond(world: &mut World, agent: Option<u32>, format: Format, gemini_str
             stop: Stop::Error,
             text: None,
         });
-        let real = d.retry_after_ms.map(|ms| world.clock.real_ms(ms));
-        return provider_error(format, status, real, n);
+        return provider_error(format, status, wait.map(|ms| world.clock.real_ms(ms)), n);
     }
     world.succeeded(prov);
     let ask = Ask {
         tools: declared_tools(format, &body),
         one_call_per_turn: body.get("parallel_tool_calls") == Some(&Value::Bool(false)),
-        tokens_in: raw.len() as u64 / 4,
+        tokens_in,
     };
     let turn = next_turn(world, c, &conversation, &ask);
     let tokens_out = match &turn {
         Turn::Calls(calls) => calls.iter().map(|(_, _, a)| a.to_string().len() as u64 / 4 + 8).sum(),
         Turn::Final { text } => text.len() as u64 / 4 + 8,
     };
+    limits.charge(tokens_out);
     let response_id = if format == Format::OpenAiResponses { world.new_id("resp_tf", c) } else { String::new() };
     let shape = Shape {
         model: body.get("model").and_then(Value::as_str).unwrap_or("tracefault-mock").to_owned(),

@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::body::{Body as AxumBody, Bytes};
 use axum::extract::{Request, State};
@@ -16,9 +17,10 @@ use axum::http::{HeaderValue, Method, StatusCode};
 use axum::response::Response;
 use serde_json::{Value, json};
 
+use super::mocks::{Door, Mocks};
 use super::reply::{Body, Reply};
-use super::world::World;
 use super::{provider, tools};
+use crate::engine::load::LoadFault;
 use crate::envelope::Format;
 use crate::error::Error;
 use crate::scenario::Scenario;
@@ -123,15 +125,15 @@ fn agent_prefix(path: &str) -> (Option<u32>, &str) {
 
 /// The mocks' state, shared by every request.
 pub struct Shared {
-    pub world: Mutex<World>,
+    pub mocks: Mutex<Mocks>,
     /// Time scale for new runs' clocks.
     pub time_scale: f64,
 }
 
 impl Shared {
-    pub fn lock(&self) -> MutexGuard<'_, World> {
+    pub fn lock(&self) -> MutexGuard<'_, Mocks> {
         // A panic in one request must not take the mock down for the rest of the run.
-        self.world.lock().unwrap_or_else(|p| p.into_inner())
+        self.mocks.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -144,8 +146,14 @@ pub struct WireServer {
 }
 
 impl WireServer {
-    /// Binds `addr` (127.0.0.1 unless told otherwise) and serves the scenario's mocks.
-    pub async fn start(scenario: Scenario, addr: SocketAddr, time_scale: f64) -> Result<WireServer, Error> {
+    /// Binds `addr` (127.0.0.1 unless told otherwise) and serves the scenario's mocks to
+    /// `agents` agents (`/agents/K/` with K below it; the plain paths are agent 0).
+    pub async fn start(
+        scenario: Scenario,
+        addr: SocketAddr,
+        time_scale: f64,
+        agents: u32,
+    ) -> Result<WireServer, Error> {
         let listener = std::net::TcpListener::bind(addr).map_err(|e| {
             let what = if e.kind() == std::io::ErrorKind::AddrInUse {
                 "is in use (pick another --addr, or port 0 for any free one)".to_owned()
@@ -158,7 +166,8 @@ impl WireServer {
         let addr = listener.local_addr().map_err(|e| Error::Usage(format!("cannot listen on {addr}: {e}")))?;
         let listener = tokio::net::TcpListener::from_std(listener)
             .map_err(|e| Error::Usage(format!("cannot listen on {addr}: {e}")))?;
-        let shared = Arc::new(Shared { world: Mutex::new(World::new(scenario, 0, time_scale)), time_scale });
+        let mocks = Mocks::new(scenario, 0, agents, time_scale, true);
+        let shared = Arc::new(Shared { mocks: Mutex::new(mocks), time_scale });
         let app = axum::Router::new()
             .fallback(handle)
             .layer(tower_http::limit::RequestBodyLimitLayer::new(MAX_BODY_BYTES))
@@ -173,14 +182,14 @@ impl WireServer {
         format!("http://{}", self.addr)
     }
 
-    /// Fresh mock state for run `run`.
-    pub fn reset(&self, run: u64) {
-        let mut w = self.shared.lock();
-        let scenario = w.scenario.clone();
-        *w = World::new(scenario, run, self.shared.time_scale);
+    /// Fresh mock state for run `run` (traffic recorded as traces when `record_trace`).
+    pub fn reset(&self, run: u64, record_trace: bool) {
+        let mut m = self.shared.lock();
+        let (scenario, agents) = (m.scenario().clone(), m.agents());
+        *m = Mocks::new(scenario, run, agents, self.shared.time_scale, record_trace);
     }
 
-    pub fn world(&self) -> MutexGuard<'_, World> {
+    pub fn mocks(&self) -> MutexGuard<'_, Mocks> {
         self.shared.lock()
     }
 
@@ -198,11 +207,13 @@ impl WireServer {
 /// Every request comes here.
 async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let (prefix, inner) = agent_prefix(&path);
+    let agent = prefix.unwrap_or(0);
     // A request meant for another host (through the proxy variables exec sets, or CONNECT).
     if method == Method::CONNECT || req.uri().authority().is_some() {
         let host = req.uri().authority().map_or_else(|| req.uri().to_string(), |a| a.to_string());
-        {
-            let mut w = shared.lock();
+        if let Some(w) = shared.lock().world(agent) {
             w.elsewhere.insert(host.clone());
             w.bound_memory();
         }
@@ -212,12 +223,21 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         ))
         .await;
     }
-    let path = req.uri().path().to_owned();
-    let (agent, inner) = agent_prefix(&path);
+    let agents = shared.lock().agents();
+    if agent >= agents {
+        return respond(Reply::text(
+            404,
+            format!(
+                "tracefault: no agent {agent} here: this mock serves agents 0 to {} (/agents/K/ with K below \
+                 --agents {agents})",
+                agents - 1
+            ),
+        ))
+        .await;
+    }
     let Some(route) = route(&method, inner) else {
         let near = nearest(inner);
-        {
-            let mut w = shared.lock();
+        if let Some(w) = shared.lock().world(agent) {
             w.http_requests[2] += 1;
             w.unknown_paths.insert(format!("{method} {path} (nearest served path: {near})"));
             w.bound_memory();
@@ -246,24 +266,115 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             .await;
         }
     };
-    let reply = {
-        let mut w = shared.lock();
-        match route {
-            Route::Provider { format, gemini_stream } => {
-                w.http_requests[0] += 1;
-                provider::respond(&mut w, agent, format, gemini_stream, &body)
-            }
-            Route::ToolList => {
-                w.http_requests[1] += 1;
-                tools::list(&w)
-            }
-            Route::Tool(name) => {
-                w.http_requests[1] += 1;
-                tools::call(&mut w, name, &body)
-            }
+    let reply = match route {
+        Route::Provider { format, gemini_stream } => {
+            let mut m = shared.lock();
+            let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
+            w.http_requests[0] += 1;
+            provider::respond(w, &mut limits.provider, prefix, format, gemini_stream, &body)
         }
+        Route::ToolList => {
+            let mut m = shared.lock();
+            let w = m.world(agent).expect("an agent of the fleet, checked above");
+            w.http_requests[1] += 1;
+            tools::list(w)
+        }
+        Route::Tool(name) => tool_call(&shared, agent, name, &body).await,
     };
     respond(reply).await
+}
+
+/// A call at a mock tool: through the fleet's door (rate and concurrency limits, a queue),
+/// served for its service time, and under optimistic concurrency committed at its end. A
+/// client that goes away while it waits or is served gives its place back.
+async fn tool_call(shared: &Arc<Shared>, agent: u32, name: &str, body: &[u8]) -> Reply {
+    let door = {
+        let mut m = shared.lock();
+        let now = m.clock.now_ms();
+        let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
+        w.http_requests[1] += 1;
+        let Some(tool) = tools::index(w, name) else { return tools::call(w, name, body).0 };
+        tools::arrive(w, tool);
+        match limits.admit(agent, tool, now) {
+            Door::Refused(load, wait) => return tools::refused(w, name, load, wait),
+            door => (tool, door, m.epoch),
+        }
+    };
+    let (tool, door, epoch) = door;
+    let mut held = Held { shared: shared.clone(), epoch, tool, place: false, serving: false };
+    match door {
+        Door::Served { place } => held.place = place,
+        Door::Queued(rx) => {
+            if rx.await.is_err() {
+                return Reply::text(503, "tracefault: the run ended while this call waited for a place");
+            }
+            held.place = true;
+        }
+        Door::Refused(..) => unreachable!("answered above"),
+    }
+    let (mut reply, faulted, read, occ) = {
+        let mut m = shared.lock();
+        let service = m.scenario().loads[tool].service;
+        let occ = m.scenario().loads[tool].occ;
+        let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
+        let read = limits.tools[tool].start();
+        held.serving = true;
+        let (mut reply, faulted) = tools::call(w, name, body);
+        // A timeout keeps its own delay; anything else takes the tool's service time.
+        if let (None, Some(dist)) = (reply.delay, service) {
+            let slot = (tool as u64) << 40 | w.tool_calls << 1;
+            let ms = dist.sample(w.service.unit(slot), w.service.unit(slot + 1));
+            reply.delay = Some(Duration::from_millis(w.clock.real_ms(ms).min(tools::MAX_DELAY_MS)));
+        }
+        (reply, faulted, read, occ)
+    };
+    if let Some(d) = reply.delay.take() {
+        tokio::time::sleep(d).await;
+    }
+    let mut m = shared.lock();
+    if m.epoch != epoch {
+        held.place = false;
+        held.serving = false;
+        return reply;
+    }
+    let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
+    held.serving = false;
+    if !limits.tools[tool].end((occ && !faulted).then_some(read)) {
+        reply = tools::refused(w, name, LoadFault::Conflict, None);
+    }
+    if std::mem::take(&mut held.place) {
+        limits.hand_on(tool);
+    }
+    reply
+}
+
+/// A place or a service a tool call holds, given back if the call is dropped before its end
+/// (the client went away).
+struct Held {
+    shared: Arc<Shared>,
+    epoch: u64,
+    tool: usize,
+    place: bool,
+    serving: bool,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if !(self.place || self.serving) {
+            return;
+        }
+        let mut m = self.shared.lock();
+        // A call of a run the mocks were reset from holds nothing in the new one.
+        if m.epoch != self.epoch {
+            return;
+        }
+        if self.serving {
+            m.limits.tools[self.tool].end(None);
+        }
+        if self.place {
+            m.limits.hand_on(self.tool);
+        }
+    }
 }
 
 /// Sends a reply, after its delay.

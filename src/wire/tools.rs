@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::reply::Reply;
 use super::schema::{canonical_args, tool_list};
 use super::world::World;
+use crate::engine::load::LoadFault;
 use crate::envelope::render::{MORE_AVAILABLE, sentence, truncated};
 use crate::envelope::{ErrorKind, ToolError};
 use crate::fault::{ErrorClass, Fault};
@@ -22,32 +23,51 @@ pub fn list(world: &World) -> Reply {
     Reply::json(200, &tool_list(&world.scenario.task))
 }
 
-/// `POST /tools/{tool}` with the raw request body.
-pub fn call(world: &mut World, tool: &str, body: &[u8]) -> Reply {
-    let Some(tool_idx) = world.scenario.task.tools.iter().position(|t| t == tool) else {
+/// The index of a tool of the scenario.
+pub fn index(world: &World, tool: &str) -> Option<usize> {
+    world.scenario.task.tools.iter().position(|t| t == tool)
+}
+
+/// A call the fleet's shared limits refused at the tool's door: 429 with the bucket's wait,
+/// 503 past the concurrency limit, 409 for a write that conflicted. A call sent before the
+/// wait this agent was last told is a wasted retry.
+pub fn refused(world: &mut World, tool: &str, load: LoadFault, wait_ms: Option<u64>) -> Reply {
+    world.load_rejections += 1;
+    let reply = fault_reply(world, tool, load.fault(), wait_ms, &Value::Null);
+    if let (Some(i), Some(w)) = (index(world, tool), wait_ms) {
+        world.load_until[i] = world.clock.now_ms().saturating_add(w);
+    }
+    reply
+}
+
+/// Counts a call to `tool` that comes before the wait its shared rate limit announced to
+/// this agent (refused again by construction: a wasted retry).
+pub fn arrive(world: &mut World, tool: usize) {
+    world.tool_calls += 1;
+    if world.clock.now_ms() < world.load_until[tool] {
+        world.wasted_retries += 1;
+    }
+}
+
+/// `POST /tools/{tool}` with the raw request body: the reply, and whether a fault shaped it.
+pub fn call(world: &mut World, tool: &str, body: &[u8]) -> (Reply, bool) {
+    let Some(tool_idx) = index(world, tool) else {
         let known = world.scenario.task.tools.join(", ");
-        return Reply::json(
-            404,
-            &json!({"error": {"code": 404, "message": format!("no tool named {tool:?} in this scenario (it has {known})")}}),
-        );
+        let body = json!({"error": {"code": 404, "message": format!("no tool named {tool:?} in this scenario (it has {known})")}});
+        return (Reply::json(404, &body), true);
     };
     let args: Value = match serde_json::from_slice(body) {
         Ok(v @ Value::Object(_)) => v,
         Ok(_) => {
-            return Reply::json(
-                400,
-                &json!({"error": {"code": 400, "message": "the body must be a JSON object of arguments"}}),
-            );
+            let body = json!({"error": {"code": 400, "message": "the body must be a JSON object of arguments"}});
+            return (Reply::json(400, &body), true);
         }
         Err(e) => {
-            return Reply::json(
-                400,
-                &json!({"error": {"code": 400, "message": format!("the body is not JSON arguments: {e}")}}),
-            );
+            let body = json!({"error": {"code": 400, "message": format!("the body is not JSON arguments: {e}")}});
+            return (Reply::json(400, &body), true);
         }
     };
     let canon = canonical_args(&args);
-    world.tool_calls += 1;
     let call_key = (tool.to_owned(), canon.clone());
     // An identical call right after a non-retryable failure, with no model turn between: the
     // agent's own retry of something retrying cannot fix.
@@ -112,7 +132,7 @@ pub fn call(world: &mut World, tool: &str, body: &[u8]) -> Reply {
     world.outcomes.insert(call_key, class);
     world.last_outcome.insert(tool.to_owned(), class);
     world.bound_memory();
-    reply
+    (reply, class.is_some())
 }
 
 /// A failure the way a real HTTP tool sends it.

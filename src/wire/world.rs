@@ -7,6 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use crate::engine::faults::{Fired, Injector};
+use crate::engine::fleet::agent_key;
+use crate::engine::rng::{LazyStream, domain, key};
 use crate::fault::{ErrorClass, Fault};
 use crate::scenario::Scenario;
 use crate::trace::{Header, TRACE_VERSION, ToolDef, Trace};
@@ -72,6 +74,9 @@ pub struct Decision {
 pub struct World {
     pub scenario: Scenario,
     pub run: u64,
+    /// Which agent of the fleet this world is (0 for a lone agent): its fault and model draws
+    /// are that agent's in the engine.
+    pub agent: u32,
     pub clock: Clock,
     injector: Injector,
     /// Per target (tools, then the provider): attempts, successes, a sticky terminal fault, an
@@ -111,6 +116,12 @@ pub struct World {
     pub tool_calls: u64,
     pub faults_injected: u64,
     pub wasted_retries: u64,
+    /// Calls the fleet's shared limits refused (tool rate and concurrency, provider rpm/tpm).
+    pub load_rejections: u64,
+    /// Until when each target's shared rate limit said it would refuse this agent.
+    pub load_until: Vec<u64>,
+    /// Service-time draws, like the engine's.
+    pub service: LazyStream,
     /// Requests as the HTTP layer counted them, apart from the mocks' own counts: provider,
     /// tools, anything else.
     pub http_requests: [u64; 3],
@@ -121,10 +132,13 @@ pub struct World {
 }
 
 impl World {
-    pub fn new(scenario: Scenario, run: u64, time_scale: f64) -> World {
+    /// Agent `agent`'s world in run `run`, on the fleet's `clock`.
+    pub fn new(scenario: Scenario, run: u64, agent: u32, clock: Clock) -> World {
         let targets = scenario.task.tools.len() + 1;
         let mut injector = Injector::default();
-        scenario.faults.reset(&mut injector, scenario.seed, scenario.name_hash, run, 0, &scenario.target_hashes);
+        scenario.faults.reset(&mut injector, scenario.seed, scenario.name_hash, run, agent, &scenario.target_hashes);
+        let mut service = LazyStream::default();
+        service.reset(agent_key(key(&[scenario.seed, scenario.name_hash, run, domain::SERVICE]), agent));
         let header = Header {
             tracefault_trace: TRACE_VERSION,
             id: format!("{}/exec/run{run}", scenario.name),
@@ -141,7 +155,8 @@ impl World {
         };
         World {
             run,
-            clock: Clock::new(time_scale),
+            agent,
+            clock,
             injector,
             attempts: vec![0; targets],
             successes: vec![0; targets],
@@ -165,6 +180,9 @@ impl World {
             tool_calls: 0,
             faults_injected: 0,
             wasted_retries: 0,
+            load_rejections: 0,
+            load_until: vec![0; targets],
+            service,
             http_requests: [0; 3],
             unknown_paths: BTreeSet::new(),
             elsewhere: BTreeSet::new(),
@@ -282,7 +300,11 @@ impl World {
     /// A fresh id for something the mock gives out (`call_000001`, `toolu_000001`, …), owned by
     /// conversation `conv`.
     pub fn new_id(&mut self, prefix: &str, conv: usize) -> String {
-        let id = format!("{prefix}{:06}", self.next_id);
+        // Agents other than the first mark their ids, so one never passes for another's.
+        let id = match self.agent {
+            0 => format!("{prefix}{:06}", self.next_id),
+            k => format!("{prefix}a{k}_{:06}", self.next_id),
+        };
         self.next_id += 1;
         self.owner.insert(id.clone(), conv);
         if let Some(c) = self.conversations.get_mut(&conv) {

@@ -439,3 +439,72 @@ fn conversations_stay_apart_by_call_id_and_by_agent_prefix() {
         assert_eq!(body["candidates"][0]["content"]["parts"][0]["text"], "Done.", "agent {k}: {body}");
     }
 }
+
+/// A scenario for a fleet on the wire: one search, served for 200 ms, one call at a time.
+fn fleet_scenario(dir: &Path, tool: &str) -> PathBuf {
+    let p = dir.join("fleet.toml");
+    let text = format!(
+        "name = \"wire-fleet\"\nruns = 1\n[task]\nanswer = \"Done.\"\n[[task.steps]]\ntool = \"search\"\n\
+         args = {{ query = \"Paris\" }}\nresult = {{ temp_c = 18 }}\n[tools.search]\n{tool}\n"
+    );
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// `exec --agents 4`: four copies of the agent at once, each under its own `/agents/K/` base
+/// URLs with its own conversations and trace, sharing the tool's one place. Queued, they are
+/// served one after another (peak 1, no rejection, the last done after at least 4 × 200 ms);
+/// refused instead, some meet 503 and the peak is still 1.
+#[test]
+fn exec_agents_runs_copies_that_share_the_tools_limits() {
+    let agent = reference_agent();
+    let cmd = [agent.to_str().unwrap(), "--format", "openai-chat", "--strategy", "five-field"];
+    let dir = tempfile::tempdir().unwrap();
+    let queued = fleet_scenario(dir.path(), "concurrency = 1\nqueue = true\nservice_ms = 200");
+    let out = dir.path().join("queued");
+    let (code, report, stdout) = exec(queued.to_str().unwrap(), &out, &cmd, &["--agents", "4"]);
+    assert_eq!(code, 0, "{stdout} {:?}", failed_checks(&report));
+    let row = runs_row(&out);
+    assert_eq!((row["agents"], row["agents_succeeded"], row["peak_in_flight"], row["load_rejections"]), (4, 4, 1, 0));
+    assert!(row["makespan_ms"] >= 800, "{row:?}");
+    let run = &report["runs"][0];
+    let mut ids = std::collections::BTreeSet::new();
+    for k in 0..4 {
+        let a = &run["agents"][k];
+        assert_eq!((a["agent"].as_u64(), a["ended"].as_str()), (Some(k as u64), Some("answer")), "{run}");
+        let text = std::fs::read_to_string(out.join(format!("traces/run-0-agent-{k}.jsonl"))).unwrap();
+        let t = tracefault::trace::Trace::parse(&text, Path::new("t")).unwrap();
+        assert_eq!((t.header.agent, t.header.id.clone()), (Some(k as u32), format!("wire-fleet/exec/run0/agent{k}")));
+        // Each agent's calls are its own: no id appears in two agents' traces.
+        for e in &t.events {
+            if let tracefault::trace::TraceEvent::ToolCall { call_id, .. } = e {
+                assert!(ids.insert(call_id.clone()), "{call_id} in two traces");
+            }
+        }
+    }
+    assert!(out.join("agent-run-0-agent-3.log").exists());
+
+    let busy = fleet_scenario(dir.path(), "concurrency = 1\nservice_ms = 200");
+    let out = dir.path().join("busy");
+    let (_, report, stdout) = exec(busy.to_str().unwrap(), &out, &cmd, &["--agents", "4"]);
+    let row = runs_row(&out);
+    assert_eq!((row["agents"], row["peak_in_flight"]), (4, 1), "{stdout} {report}");
+    assert!(row["load_rejections"] >= 1, "{row:?}");
+}
+
+/// The first row of `runs.csv`, numeric columns by name.
+fn runs_row(out: &Path) -> std::collections::BTreeMap<String, u64> {
+    let mut r = csv::Reader::from_path(out.join("runs.csv")).unwrap();
+    let head: Vec<String> = r.headers().unwrap().iter().map(str::to_owned).collect();
+    let rec = r.records().next().unwrap().unwrap();
+    head.into_iter().zip(rec.iter()).filter_map(|(h, v)| Some((h, v.parse().ok()?))).collect()
+}
+
+#[test]
+fn serve_names_the_agents_it_serves() {
+    let s = Served::start("tests/fixtures/wire/plain.toml");
+    let r = ureq::post(&format!("{}/agents/16/v1/chat/completions", s.base)).send_json(json!({}));
+    let Err(ureq::Error::Status(404, r)) = r else { panic!("agent 16 of 16 is refused") };
+    let text = r.into_string().unwrap();
+    assert!(text.contains("no agent 16 here: this mock serves agents 0 to 15"), "{text}");
+}
