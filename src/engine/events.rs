@@ -134,9 +134,9 @@ pub enum Event<'a> {
         text: &'a str,
     },
     /// The run is over for every agent of a fleet (or of a run with tool limits): the most calls
-    /// any one tool served at once. A lone agent's run, which tracks no tool, has none.
+    /// each tool (by index) served at once. A lone agent's run, which tracks no tool, has none.
     Done {
-        peak_in_flight: u32,
+        peaks: &'a [u32],
     },
 }
 

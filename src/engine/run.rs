@@ -238,6 +238,8 @@ struct Shared {
     fleet_attempts: Vec<u32>,
     fleet_successes: Vec<u32>,
     provider: ProviderState,
+    /// Each tool's peak in flight at the end of a run, for [`Event::Done`].
+    peaks: Vec<u32>,
     renderer: Renderer,
     seen: ResultCache,
 }
@@ -486,8 +488,9 @@ fn drive<O: Observer, const SHARED: bool>(
         }
         debug_assert!(sh.tools.iter().all(ToolState::idle), "a call kept its place at a tool");
         // Counted only where something is shared (a lone agent's tools are not tracked).
-        let peak_in_flight = sh.tools.iter().map(ToolState::peak).max().unwrap_or(0);
-        obs.event(&Event::Done { peak_in_flight });
+        sh.peaks.clear();
+        sh.peaks.extend(sh.tools.iter().map(ToolState::peak));
+        obs.event(&Event::Done { peaks: &sh.peaks });
     }
     agents[0].end.unwrap_or(TerminatedBy::ProtocolError)
 }

@@ -45,10 +45,23 @@ pub struct Aggregate {
     pub agent_ms_p99_sum: u128,
     #[serde(default)]
     pub peak_in_flight: u64,
+    /// The largest peak in flight of each tool (by index), where tools were tracked.
+    #[serde(default)]
+    pub peak_by_tool: Vec<u64>,
     #[serde(default)]
     pub first_attempts: u64,
     #[serde(default)]
     pub load_rejections: u64,
+}
+
+/// `into[i] = max(into[i], from[i])`, growing `into` to `from`'s length.
+fn max_each(into: &mut Vec<u64>, from: &[u64]) {
+    if into.len() < from.len() {
+        into.resize(from.len(), 0);
+    }
+    for (a, b) in into.iter_mut().zip(from) {
+        *a = (*a).max(*b);
+    }
 }
 
 impl Aggregate {
@@ -80,6 +93,7 @@ impl Aggregate {
         self.agent_ms_p50_sum += u128::from(m.agent_ms_percentile(0.5));
         self.agent_ms_p99_sum += u128::from(m.agent_ms_percentile(0.99));
         self.peak_in_flight = self.peak_in_flight.max(m.peak_in_flight);
+        max_each(&mut self.peak_by_tool, &m.peak_by_tool);
         self.first_attempts += m.first_attempts;
         self.load_rejections += m.load_rejections;
         if self.rule_fired.len() < m.rule_fired.len() {
@@ -138,6 +152,7 @@ impl Aggregate {
         self.agent_ms_p50_sum += o.agent_ms_p50_sum;
         self.agent_ms_p99_sum += o.agent_ms_p99_sum;
         self.peak_in_flight = self.peak_in_flight.max(o.peak_in_flight);
+        max_each(&mut self.peak_by_tool, &o.peak_by_tool);
         self.first_attempts += o.first_attempts;
         self.load_rejections += o.load_rejections;
         if self.rule_fired.len() < o.rule_fired.len() {

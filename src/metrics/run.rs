@@ -33,8 +33,10 @@ pub struct RunMetrics {
     pub first_attempts: u64,
     /// Attempts a tool refused under load (rate, concurrency, write conflict).
     pub load_rejections: u64,
-    /// The most calls one tool served at once.
+    /// The most calls one tool served at once, and each tool's (by index; empty when no
+    /// tool was tracked).
     pub peak_in_flight: u64,
+    pub peak_by_tool: Vec<u64>,
     transient_pending: bool,
     /// In a fleet: whose events come now, and each agent's `transient_pending`.
     agent: usize,
@@ -50,7 +52,9 @@ impl RunMetrics {
         agent_ms.clear();
         let mut pending_by_agent = std::mem::take(&mut self.pending_by_agent);
         pending_by_agent.clear();
-        *self = RunMetrics { rule_fired, agent_ms, pending_by_agent, ..RunMetrics::default() };
+        let mut peak_by_tool = std::mem::take(&mut self.peak_by_tool);
+        peak_by_tool.clear();
+        *self = RunMetrics { rule_fired, agent_ms, pending_by_agent, peak_by_tool, ..RunMetrics::default() };
     }
 
     /// Nearest-rank percentile of the agents' times (`q` in (0, 1]); 0 before any ended.
@@ -157,8 +161,10 @@ impl Observer for RunMetrics {
                 self.virtual_ms = self.virtual_ms.max(t_ms);
                 self.agent_ms.push(t_ms - started_ms);
             }
-            Event::Done { peak_in_flight } => {
-                self.peak_in_flight = u64::from(peak_in_flight);
+            Event::Done { peaks } => {
+                self.peak_by_tool.clear();
+                self.peak_by_tool.extend(peaks.iter().map(|&p| u64::from(p)));
+                self.peak_in_flight = self.peak_by_tool.iter().copied().max().unwrap_or(0);
                 self.agent_ms.sort_unstable();
             }
             Event::ToolCall { .. } => {}

@@ -41,7 +41,7 @@ impl Exporter for ReportJson {
                     .enumerate()
                     .map(|(i, (row, agg))| {
                         let s = &sc.strategies[i];
-                        json!({
+                        let mut v = json!({
                             "strategy": s.name,
                             "encoding": s.encoding.name(),
                             "routing": format!("{:?}", s.routing).to_lowercase(),
@@ -56,7 +56,14 @@ impl Exporter for ReportJson {
                             "worst_run": agg.worst.map(|(calls, run)| json!({
                                 "run": run, "calls": calls, "repro": r.repro_line(i),
                             })),
-                        })
+                        });
+                        // Where tools were tracked (fleets, tool limits): each one's peak.
+                        if !agg.peak_by_tool.is_empty() {
+                            let peaks: Map<String, Value> =
+                                sc.task.tools.iter().zip(&agg.peak_by_tool).map(|(t, p)| (t.clone(), json!(p))).collect();
+                            v["peak_in_flight_by_tool"] = Value::Object(peaks);
+                        }
+                        v
                     })
                     .collect();
                 json!({

@@ -270,3 +270,36 @@ fn a_request_larger_than_the_providers_tpm_never_passes() {
     assert_eq!((m.agents_succeeded, m.tool_calls), (0, 0));
     assert!(m.load_rejections >= 1);
 }
+
+/// `report.json` gives each tool's peak in flight. Five agents call `search` at t = 0: two are
+/// served (concurrency 2), three wait; 100 ms later two more, then the last. Each then calls
+/// `fetch` (50 ms, no limit) as its search ends: two at a time, at 100, 200 and 300 ms, so its
+/// peak is 2 as well, without a limit. (The provider's 503 on each agent's last model call
+/// comes after both tools, so the scenario tests something without moving the peaks.)
+#[test]
+fn report_json_gives_each_tools_peak_in_flight() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "name = \"peaks\"\nruns = 3\nstrategies = [\"five-field\"]\n[fleet]\nagents = 5\n\
+                [profile]\nmodel_latency_ms = 0\n[task]\n[[task.steps]]\ntool = \"search\"\n\
+                [[task.steps]]\ntool = \"fetch\"\n[tools.search]\nconcurrency = 2\nqueue = true\n\
+                service_ms = 100\n[tools.fetch]\nservice_ms = 50\n\
+                [[faults]]\ntarget = \"provider\"\nat = [3]\nhttp = 503\n";
+    write(dir.path(), "peaks.toml", text);
+    let out = dir.path().join("out");
+    run_to(dir.path(), &out);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let s = &report["scenarios"][0]["strategies"][0];
+    assert_eq!(s["peak_in_flight_by_tool"], serde_json::json!({"search": 2, "fetch": 2}), "{s}");
+    assert_eq!(s["summary"]["peak_in_flight"].as_f64(), Some(2.0));
+    // A lone agent with no tool limits tracks no tool.
+    let lone = dir.path().join("lone");
+    std::fs::create_dir_all(&lone).unwrap();
+    let without_load = text.replace("[fleet]\nagents = 5\n", "");
+    let (head, faults) = without_load.split_once("[tools.search]").unwrap();
+    write(&lone, "l.toml", &format!("{head}{}", &faults[faults.find("[[faults]]").unwrap()..]));
+    run_to(&lone, &dir.path().join("lone-out"));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("lone-out/report.json")).unwrap()).unwrap();
+    assert!(report["scenarios"][0]["strategies"][0].get("peak_in_flight_by_tool").is_none());
+}
