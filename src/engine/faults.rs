@@ -141,6 +141,9 @@ pub struct Injector {
     buckets: Vec<(f64, u64)>,
     streams: Vec<LazyStream>,
     rules: usize,
+    /// (root, scenario, run, agent, targets) the streams are keyed for: the strategies of one
+    /// run share them, so only the first computes the keys.
+    keyed_for: Option<[u64; 5]>,
 }
 
 impl FaultPlan {
@@ -218,6 +221,11 @@ impl FaultPlan {
                 inj.buckets.extend_from_slice(&self.full_buckets);
             }
         }
+        let id = [root, scenario, run, u64::from(agent), self.targets as u64];
+        if inj.keyed_for == Some(id) {
+            return;
+        }
+        inj.keyed_for = Some(id);
         inj.streams.resize_with(self.targets, LazyStream::default);
         for (t, stream) in inj.streams.iter_mut().enumerate() {
             let name = target_names.get(t).copied().unwrap_or(fnv1a64(b"provider"));

@@ -275,6 +275,7 @@ struct Agent {
     model: LazyStream,
     jitter: LazyStream,
     service: LazyStream,
+    keyed_for: Option<(u64, u64, u64, u32)>,
     start_ms: u64,
     /// Model turns completed.
     turn: u32,
@@ -318,10 +319,15 @@ impl Agent {
         self.breakers.iter_mut().for_each(Breaker::reset);
         self.guard.reset();
         sc.faults.reset(&mut self.injector, root, sc.name_hash, run, agent, &sc.target_hashes);
-        let stream = |domain| agent_key(key(&[root, sc.name_hash, run, domain]), agent);
-        self.model.reset(stream(domain::MODEL));
-        self.jitter.reset(stream(domain::JITTER));
-        self.service.reset(stream(domain::SERVICE));
+        // The strategies of one run share the agent's streams: only the first keys them.
+        let id = (root, sc.name_hash, run, agent);
+        if self.keyed_for != Some(id) {
+            self.keyed_for = Some(id);
+            let stream = |domain| agent_key(key(&[root, sc.name_hash, run, domain]), agent);
+            self.model.reset(stream(domain::MODEL));
+            self.jitter.reset(stream(domain::JITTER));
+            self.service.reset(stream(domain::SERVICE));
+        }
         self.start_ms = start_ms;
         self.turn = 0;
         self.next_step = 0;
@@ -657,8 +663,9 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
         let fired = if sc.task.script.is_none() && self.now < refusal.until_ms {
             let fault = &plan.rules[usize::from(refusal.rule)].fault;
             Some((fault, Some(refusal.rule), Some(refusal.until_ms - self.now), false))
-        } else if let (true, Err(wait)) =
-            (SHARED && sc.loaded, self.sh.provider.admit(self.now, self.ag.context_tokens))
+        } else if SHARED
+            && sc.loaded
+            && let Err(wait) = self.sh.provider.admit(self.now, self.ag.context_tokens)
         {
             Some((LoadFault::RateLimited.fault(), None, wait, true))
         } else {

@@ -60,6 +60,10 @@ impl RunMetrics {
     /// Nearest-rank percentile of the agents' times (`q` in (0, 1]); 0 before any ended.
     pub fn agent_ms_percentile(&self, q: f64) -> u64 {
         let n = self.agent_ms.len();
+        if n <= 1 {
+            // A lone agent's time is every percentile (the common case, without the float work).
+            return self.agent_ms.first().copied().unwrap_or(0);
+        }
         let rank = ((q * n as f64).ceil() as usize).clamp(1, n.max(1));
         self.agent_ms.get(rank - 1).copied().unwrap_or(0)
     }
