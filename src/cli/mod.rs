@@ -5,6 +5,7 @@ pub mod envelopes;
 pub mod import;
 pub mod replay;
 pub mod run;
+pub mod validate;
 pub mod wire;
 
 use std::path::PathBuf;
@@ -46,6 +47,10 @@ pub enum Command {
     Serve(wire::ServeArgs),
     /// Run an agent against the mocks, record its traffic, report metrics and the checklist.
     Exec(wire::ExecArgs),
+    /// Check scenario files without running them: every problem listed; exit 0 or 2.
+    Validate(validate::ValidateArgs),
+    /// Print the JSON Schema of a scenario file (for editors: schema/scenario.schema.json).
+    Schema,
 }
 
 #[derive(Debug, Args)]
@@ -127,6 +132,8 @@ pub fn execute(cli: Cli) -> Result<i32> {
         Command::Shrink(args) => run::shrink(args),
         Command::Serve(args) => wire::serve(args),
         Command::Exec(args) => wire::exec(args),
+        Command::Validate(args) => validate::validate(args),
+        Command::Schema => validate::schema(),
     }
 }
 

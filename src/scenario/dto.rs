@@ -1,13 +1,17 @@
 //! The scenario file as written (TOML, or JSON of the same structure): a strict serde DTO.
 //! Unknown keys are errors; meaning and ranges are checked in [`super::validate`].
 
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioDto {
+    /// The JSON Schema this file follows (for editors; ignored).
+    #[serde(rename = "$schema")]
+    pub schema: Option<String>,
     pub name: String,
     #[serde(default)]
     pub description: String,
@@ -74,7 +78,7 @@ impl<'de> Deserialize<'de> for StrategiesDto {
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StrategyDto {
     pub encoding: Option<String>,
@@ -86,7 +90,7 @@ pub struct StrategyDto {
     pub retry: Option<RetryDto>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskDto {
     pub steps: Vec<StepDto>,
@@ -99,7 +103,7 @@ fn default_answer() -> String {
 }
 
 /// One model turn: `calls = [...]`, or the single-call shorthand `tool`/`args`/`result`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StepDto {
     pub calls: Option<Vec<CallDto>>,
@@ -111,7 +115,7 @@ pub struct StepDto {
     pub latency_ms: Option<u64>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CallDto {
     pub tool: String,
@@ -131,7 +135,7 @@ pub fn ok_result() -> Value {
     Value::String("ok".into())
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyDto {
     pub max_steps: Option<u32>,
@@ -142,7 +146,7 @@ pub struct PolicyDto {
     pub loop_guard: Option<LoopGuardDto>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetryDto {
     pub max_attempts: Option<u32>,
@@ -155,7 +159,7 @@ pub struct RetryDto {
     pub budget_window_ms: Option<u64>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BreakerDto {
     pub mode: Option<String>,
@@ -170,7 +174,7 @@ pub struct BreakerDto {
     pub sync_ms: Option<u64>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoopGuardDto {
     pub k: Option<u32>,
@@ -205,7 +209,7 @@ impl<'de> Deserialize<'de> for ProfileRefDto {
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProfileOverridesDto {
     pub base: Option<String>,
@@ -222,7 +226,7 @@ pub struct ProfileOverridesDto {
     pub perception: Option<PerceptionOverridesDto>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PerceptionOverridesDto {
     pub envelope: Option<f64>,
@@ -233,7 +237,7 @@ pub struct PerceptionOverridesDto {
     pub unmarked: Option<f64>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FaultDto {
     pub target: String,
@@ -251,14 +255,14 @@ pub struct FaultDto {
     pub scope: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RateLimitDto {
     pub per_s: f64,
     pub burst: f64,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GateDto {
     pub strategy: String,
@@ -267,7 +271,7 @@ pub struct GateDto {
     pub min: Option<f64>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FleetDto {
     pub agents: Option<u32>,
@@ -281,7 +285,7 @@ pub enum StartDto {
     Table(StartTableDto),
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartTableDto {
     pub every_ms: Option<u64>,
@@ -307,7 +311,7 @@ impl<'de> Deserialize<'de> for StartDto {
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolDto {
     pub concurrency: Option<u32>,
@@ -317,7 +321,7 @@ pub struct ToolDto {
     pub conflict: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolRateDto {
     pub per_s: f64,
@@ -331,7 +335,7 @@ pub enum ServiceDto {
     Dist(ServiceDistDto),
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServiceDistDto {
     pub dist: String,
@@ -394,7 +398,7 @@ impl<'de> Deserialize<'de> for BreakerChoiceDto {
 }
 
 /// `provider = "openai-chat"`, or a table: `[provider] format = "anthropic", rpm = 50, tpm = 40000`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderDto {
     pub format: Option<String>,
@@ -426,3 +430,68 @@ impl<'de> Deserialize<'de> for ProviderChoice {
 /// Either form of `provider`, read into the table form.
 #[derive(Debug)]
 pub struct ProviderChoice(pub ProviderDto);
+
+// The forms read by hand above, described for editors (`schema/scenario.schema.json`).
+
+impl JsonSchema for StrategiesDto {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Strategies".into()
+    }
+    fn json_schema(g: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "Preset names, or [strategies.NAME] tables in file order (an empty table names a preset)",
+            "anyOf": [
+                {"type": "array", "items": {"type": "string"}},
+                {"type": "object", "additionalProperties": g.subschema_for::<StrategyDto>()}
+            ]
+        })
+    }
+}
+
+impl JsonSchema for BreakerChoiceDto {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "BreakerChoice".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"anyOf": [{"type": "boolean"}, {"enum": ["agent", "fleet"]}]})
+    }
+}
+
+impl JsonSchema for ProfileRefDto {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ProfileRef".into()
+    }
+    fn json_schema(g: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "\"default\", \"calibrated\", a profile file, or a [profile] table of overrides",
+            "anyOf": [{"type": "string"}, g.subschema_for::<ProfileOverridesDto>()]
+        })
+    }
+}
+
+impl JsonSchema for StartDto {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Start".into()
+    }
+    fn json_schema(g: &mut SchemaGenerator) -> Schema {
+        json_schema!({"anyOf": [{"const": "together"}, g.subschema_for::<StartTableDto>()]})
+    }
+}
+
+impl JsonSchema for ServiceDto {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ServiceMs".into()
+    }
+    fn json_schema(g: &mut SchemaGenerator) -> Schema {
+        json_schema!({"anyOf": [{"type": "integer", "minimum": 0}, g.subschema_for::<ServiceDistDto>()]})
+    }
+}
+
+impl JsonSchema for ProviderChoice {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Provider".into()
+    }
+    fn json_schema(g: &mut SchemaGenerator) -> Schema {
+        json_schema!({"anyOf": [{"type": "string"}, g.subschema_for::<ProviderDto>()]})
+    }
+}

@@ -1,9 +1,10 @@
 //! Scenarios: the file format ([`dto`]), its validation into the domain type ([`Scenario`]),
-//! and finding the scenario files of a suite ([`load`]).
+//! finding the scenario files of a suite ([`load`]), and the file's JSON Schema ([`schema`]).
 
 pub mod dto;
 pub mod load;
 pub mod locate;
+pub mod schema;
 pub mod validate;
 
 use std::path::PathBuf;

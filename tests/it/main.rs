@@ -15,6 +15,7 @@ mod properties;
 mod replay;
 mod scenarios;
 mod trace_schema;
+mod validate;
 mod wire;
 
 use std::path::{Path, PathBuf};

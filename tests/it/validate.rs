@@ -1,0 +1,96 @@
+//! `tracefault validate` and the scenario schema: every bundled scenario is sound and follows
+//! `schema/scenario.schema.json`; the committed schema is what `tracefault schema` prints; the
+//! schema rejects what `validate` rejects for unknown keys and wrong types; `validate` lists
+//! every problem and exits 2.
+
+use crate::{MINIMAL, root, tracefault, write};
+
+fn schema() -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(root().join("schema/scenario.schema.json")).unwrap()).unwrap()
+}
+
+fn as_json(text: &str) -> serde_json::Value {
+    toml::from_str(text).unwrap()
+}
+
+#[test]
+fn the_committed_schema_is_the_one_the_dto_gives() {
+    let out = tracefault().arg("schema").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let committed = std::fs::read_to_string(root().join("schema/scenario.schema.json")).unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout) == committed,
+        "schema/scenario.schema.json is stale: run `cargo run -- schema > schema/scenario.schema.json`"
+    );
+}
+
+#[test]
+fn every_bundled_scenario_is_sound_and_follows_the_schema() {
+    let v = jsonschema::validator_for(&schema()).unwrap();
+    let mut n = 0;
+    for e in std::fs::read_dir(root().join("scenarios")).unwrap() {
+        let p = e.unwrap().path();
+        let value = as_json(&std::fs::read_to_string(&p).unwrap());
+        let errors: Vec<String> = v.iter_errors(&value).map(|e| format!("{}: {e}", e.instance_path())).collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", p.display());
+        n += 1;
+    }
+    assert!(n >= 20);
+    let out = tracefault().args(["validate", "scenarios/"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("{n} file(s) checked: all sound")));
+}
+
+/// Unknown keys and wrong types, wherever they are: the schema rejects each, and `validate`
+/// lists all of them at once with file, line and field.
+#[test]
+fn the_schema_and_validate_reject_the_same_structure() {
+    let cases = [
+        ("colour = 1\n", "faults[0].colour: unknown key"),
+        ("retry_after_s = \"5\"\n", "faults[0].retry_after_s: \"5\" is not of type \"number\""),
+        ("[policy]\nmax_stepz = 3\n", "policy.max_stepz: unknown key"),
+        ("[policy.retry]\nmax_attempts = -1\n", "policy.retry.max_attempts: -1 is less than the minimum of 0"),
+        ("[fleet]\nagents = \"many\"\n", "fleet.agents: \"many\" is not of type \"integer\""),
+        (
+            "[tools.search]\nconcurrency = 2\nqueue = \"yes\"\n",
+            "tools.search.queue: \"yes\" is not of type \"boolean\"",
+        ),
+        ("[strategies.x]\nencoding = 5\n", "strategies"),
+        ("[[gates]]\nstrategy = \"*\"\n", "gates[0]: \"metric\" is a required property"),
+    ];
+    let v = jsonschema::validator_for(&schema()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (i, (extra, _)) in cases.iter().enumerate() {
+        let text = format!("{MINIMAL}{extra}");
+        assert!(!v.is_valid(&as_json(&text)), "the schema takes {extra:?}");
+        write(dir.path(), &format!("case{i}.toml"), &text.replace("name = \"minimal\"", &format!("name = \"c{i}\"")));
+    }
+    let out = tracefault().arg("validate").arg(dir.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr).replace(&*dir.path().to_string_lossy(), "DIR");
+    for (i, (_, want)) in cases.iter().enumerate() {
+        assert!(err.contains(&format!("DIR/case{i}.toml:")) && err.contains(want), "case {i}: {want}\n{err}");
+    }
+    assert!(!err.contains("panicked"));
+    // Every problem of one file, not just the first.
+    let many = write(dir.path(), "many.toml", &format!("{MINIMAL}colour = 1\nsize = 2\n").replace("minimal", "many"));
+    let out = tracefault().arg("validate").arg(&many).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("faults[0].colour: unknown key") && err.contains("faults[0].size: unknown key"), "{err}");
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// Meaning (not structure): the checks `run` makes, per file, and names unique in the suite.
+#[test]
+fn validate_reports_what_run_would_refuse() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.toml", &MINIMAL.replace("http = 503", "http = 418").replace("minimal", "a"));
+    write(dir.path(), "b.toml", MINIMAL);
+    write(dir.path(), "c.toml", MINIMAL);
+    let out = tracefault().arg("validate").arg(dir.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr).replace(&*dir.path().to_string_lossy(), "DIR");
+    assert!(err.contains("DIR/a.toml:") && err.contains("faults[0].http: expected one of 400"), "{err}");
+    assert!(err.contains("DIR/c.toml: name: expected a name unique within the suite"), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("3 file(s) checked: 2 problem(s)"));
+}
