@@ -18,6 +18,7 @@
 //! strategies meet the same faults at the same attempts. Aggregates are exact integer sums,
 //! so `--jobs` changes speed, never bytes.
 
+pub mod baseline;
 pub mod calibrate;
 pub mod cli;
 pub mod engine;

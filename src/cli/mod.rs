@@ -51,6 +51,8 @@ pub enum Command {
     Validate(validate::ValidateArgs),
     /// Print the JSON Schema of a scenario file (for editors: schema/scenario.schema.json).
     Schema,
+    /// Compare two reports folders as `run --baseline` does.
+    Diff(DiffArgs),
 }
 
 #[derive(Debug, Args)]
@@ -88,6 +90,25 @@ pub struct RunArgs {
     /// Run only slice K of N (1-based) of the suite's work units; `merge` combines the slices.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<crate::shard::Shard>,
+    /// Compare with a previous reports folder (its report.json and runs.csv): writes
+    /// comparison.md and comparison.json; a mismatched baseline or a failed change gate fails.
+    #[arg(long, value_name = "DIR")]
+    pub baseline: Option<PathBuf>,
+    /// Fail on any significant regression against --baseline (success, loop rate, wasted
+    /// retries per run, calls, breaker trips per run).
+    #[arg(long, requires = "baseline")]
+    pub fail_on_regression: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The baseline reports folder.
+    pub old: PathBuf,
+    /// The reports folder to compare with it.
+    pub new: PathBuf,
+    /// Exit 1 on any significant regression (a mismatched baseline always does).
+    #[arg(long)]
+    pub fail_on_regression: bool,
 }
 
 #[derive(Debug, Args)]
@@ -134,6 +155,7 @@ pub fn execute(cli: Cli) -> Result<i32> {
         Command::Exec(args) => wire::exec(args),
         Command::Validate(args) => validate::validate(args),
         Command::Schema => validate::schema(),
+        Command::Diff(args) => run::diff(args),
     }
 }
 

@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::RunArgs;
+use std::collections::BTreeMap;
+
+use crate::baseline;
 use crate::engine::rng::fnv1a64;
 use crate::error::{Error, Result, exit};
 use crate::metrics::summary::SUMMARY_COLUMNS;
@@ -92,7 +95,95 @@ pub fn execute(args: RunArgs) -> Result<i32> {
         }
     }
     report_outcome(&rep);
+    let cmp = against_baseline(&suite, &out, args.baseline.as_deref(), args.fail_on_regression)?;
+    if let Some(cmp) = &cmp {
+        print!("{}", baseline::markdown(cmp, args.fail_on_regression));
+        if !cmp.passed(args.fail_on_regression) {
+            code = exit::FAILED;
+        }
+    }
+    step_summary(&rep, cmp.as_ref(), args.fail_on_regression);
     Ok(code)
+}
+
+/// The comparison with `--baseline` (written beside the reports), or, without one, the change
+/// gates the suite has, each failed for want of a baseline.
+fn against_baseline(
+    suite: &[Scenario],
+    out: &Path,
+    dir: Option<&Path>,
+    fail_on_regression: bool,
+) -> Result<Option<baseline::Comparison>> {
+    let gates: BTreeMap<String, Vec<crate::scenario::Gate>> =
+        suite.iter().map(|sc| (sc.name.clone(), sc.gates.clone())).collect();
+    let Some(dir) = dir else {
+        let strategies =
+            suite.iter().map(|sc| (sc.name.clone(), sc.strategies.iter().map(|s| s.name.clone()).collect())).collect();
+        let gates = baseline::gates_without_baseline(&gates, &strategies);
+        if gates.is_empty() {
+            return Ok(None);
+        }
+        return Ok(Some(baseline::Comparison { baseline: "(none)".into(), gates, ..Default::default() }));
+    };
+    let cmp = baseline::compare(&baseline::read_folder(dir)?, &baseline::read_folder(out)?, &gates)?;
+    output::write_file(&out.join("comparison.md"), baseline::markdown(&cmp, fail_on_regression).as_bytes())?;
+    let mut json = serde_json::to_string_pretty(&baseline::json(&cmp, fail_on_regression)).expect("serializes");
+    json.push('\n');
+    output::write_file(&out.join("comparison.json"), json.as_bytes())?;
+    Ok(Some(cmp))
+}
+
+/// `tracefault diff OLD NEW`: the comparison `run --baseline` makes, for two folders.
+pub fn diff(args: super::DiffArgs) -> Result<i32> {
+    let cmp =
+        baseline::compare(&baseline::read_folder(&args.old)?, &baseline::read_folder(&args.new)?, &BTreeMap::new())?;
+    print!("{}", baseline::markdown(&cmp, args.fail_on_regression));
+    Ok(if cmp.passed(args.fail_on_regression) { exit::OK } else { exit::FAILED })
+}
+
+/// With `GITHUB_STEP_SUMMARY` set (GitHub Actions), appends a short Markdown summary to that
+/// file: the verdict, failed gates with their worst runs' repro lines, and the comparison.
+fn step_summary(rep: &Report<'_>, cmp: Option<&baseline::Comparison>, fail_on_regression: bool) {
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") else { return };
+    let passed = rep.passed() && cmp.is_none_or(|c| c.passed(fail_on_regression));
+    let gates: usize = rep.results.iter().map(|r| r.gates.len()).sum();
+    let mut md = format!("## tracefault: {}\n\n", if passed { "PASS" } else { "FAIL" });
+    md.push_str(&format!("{} scenario(s), {gates} gate(s).\n", rep.results.len()));
+    let failed: Vec<_> =
+        rep.results.iter().flat_map(|r| r.gates.iter().map(move |g| (r, g))).filter(|(_, g)| !g.passed).collect();
+    if !failed.is_empty() {
+        md.push_str("\n| scenario | strategy | metric | value | bound | worst run |\n|---|---|---|---|---|---|\n");
+        for (r, g) in failed {
+            let repro = r
+                .scenario
+                .strategies
+                .iter()
+                .position(|s| s.name == g.strategy)
+                .and_then(|i| r.repro_line(i))
+                .map(|l| format!("`{l}`"))
+                .unwrap_or_default();
+            md.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {repro} |\n",
+                g.scenario,
+                g.strategy,
+                g.metric,
+                g.value,
+                report::gate_bounds(g.min, g.max)
+            ));
+        }
+    }
+    for s in rep.silent_scenarios() {
+        md.push_str(&format!("\n- {s}: no fault fired in any run\n"));
+    }
+    if let Some(c) = cmp {
+        md.push('\n');
+        md.push_str(&baseline::markdown(c, fail_on_regression).replacen("# ", "### ", 1).replace("\n## ", "\n#### "));
+    }
+    let appended =
+        std::fs::OpenOptions::new().create(true).append(true).open(&path).and_then(|mut f| f.write_all(md.as_bytes()));
+    if let Err(e) = appended {
+        eprintln!("warning: cannot append to GITHUB_STEP_SUMMARY ({}): {e}", Path::new(&path).display());
+    }
 }
 
 /// `tracefault shrink`: print the smallest fault schedule under which the run still loops.

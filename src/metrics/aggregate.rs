@@ -52,6 +52,11 @@ pub struct Aggregate {
     pub first_attempts: u64,
     #[serde(default)]
     pub load_rejections: u64,
+    /// Σ of squares of each run's wasted retries and breaker trips (spreads for baselines).
+    #[serde(default)]
+    pub wasted_sq_sum: u128,
+    #[serde(default)]
+    pub trips_sq_sum: u128,
 }
 
 /// `into[i] = max(into[i], from[i])`, growing `into` to `from`'s length.
@@ -96,6 +101,8 @@ impl Aggregate {
         max_each(&mut self.peak_by_tool, &m.peak_by_tool);
         self.first_attempts += m.first_attempts;
         self.load_rejections += m.load_rejections;
+        self.wasted_sq_sum += u128::from(m.wasted_retries) * u128::from(m.wasted_retries);
+        self.trips_sq_sum += u128::from(m.breaker_trips) * u128::from(m.breaker_trips);
         if self.rule_fired.len() < m.rule_fired.len() {
             self.rule_fired.resize(m.rule_fired.len(), 0);
         }
@@ -155,6 +162,8 @@ impl Aggregate {
         max_each(&mut self.peak_by_tool, &o.peak_by_tool);
         self.first_attempts += o.first_attempts;
         self.load_rejections += o.load_rejections;
+        self.wasted_sq_sum += o.wasted_sq_sum;
+        self.trips_sq_sum += o.trips_sq_sum;
         if self.rule_fired.len() < o.rule_fired.len() {
             self.rule_fired.resize(o.rule_fired.len(), 0);
         }
@@ -164,6 +173,20 @@ impl Aggregate {
         if let Some((c, r)) = o.worst {
             self.note_worst(c, r);
         }
+    }
+
+    /// Sample standard deviations per run of calls, wasted retries and breaker trips.
+    pub fn spreads(&self) -> [f64; 3] {
+        let (mut sum, mut sq) = (0u128, 0u128);
+        for (c, &runs) in self.calls_hist.iter().enumerate() {
+            sum += c as u128 * u128::from(runs);
+            sq += (c * c) as u128 * u128::from(runs);
+        }
+        [
+            super::stats::sample_sd(sum, sq, self.runs),
+            super::stats::sample_sd(u128::from(self.wasted_retries), self.wasted_sq_sum, self.runs),
+            super::stats::sample_sd(u128::from(self.breaker_trips), self.trips_sq_sum, self.runs),
+        ]
     }
 
     pub fn count(&self, t: TerminatedBy) -> u64 {

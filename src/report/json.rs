@@ -8,6 +8,14 @@ use crate::metrics::summary::SUMMARY_COLUMNS;
 
 pub struct ReportJson;
 
+/// The version of `report.json`'s layout: a baseline with another version is not compared.
+pub const SCHEMA_VERSION: u64 = 1;
+
+/// A spread, to 4 decimals, as JSON.
+fn fixed(v: f64) -> Value {
+    number(&crate::metrics::summary::fixed(v, 4))
+}
+
 /// A number as written in the CSV (fixed precision), as JSON.
 fn number(text: &str) -> Value {
     text.parse::<f64>().ok().and_then(serde_json::Number::from_f64).map_or(Value::Null, Value::Number)
@@ -53,6 +61,11 @@ impl Exporter for ReportJson {
                             "terminated_by": terminated_of(agg),
                             "breaker_rejections": agg.breaker_rejections,
                             "faults_injected": agg.faults_injected,
+                            "sd_per_run": {
+                                "calls": fixed(agg.spreads()[0]),
+                                "wasted_retries": fixed(agg.spreads()[1]),
+                                "breaker_trips": fixed(agg.spreads()[2]),
+                            },
                             "worst_run": agg.worst.map(|(calls, run)| json!({
                                 "run": run, "calls": calls, "repro": r.repro_line(i),
                             })),
@@ -98,6 +111,7 @@ impl Exporter for ReportJson {
             })
             .collect();
         let doc = json!({
+            "schema_version": SCHEMA_VERSION,
             "tracefault_version": VERSION,
             "passed": report.passed(),
             "scenarios": scenarios,

@@ -269,6 +269,10 @@ pub struct GateDto {
     pub metric: String,
     pub max: Option<f64>,
     pub min: Option<f64>,
+    /// The most the metric may rise against the baseline (`run --baseline`), in its own units.
+    pub max_increase: Option<f64>,
+    /// The most the metric may rise against the baseline, in percent of the baseline's value.
+    pub max_increase_pct: Option<f64>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -25,6 +25,10 @@ pub struct Gate {
     pub metric: String,
     pub min: Option<f64>,
     pub max: Option<f64>,
+    /// Bounds on the change against a baseline (`run --baseline`): new − old, and the same in
+    /// percent of old.
+    pub max_increase: Option<f64>,
+    pub max_increase_pct: Option<f64>,
 }
 
 /// A validated scenario: everything the engine needs, nothing that can be invalid.

@@ -126,12 +126,14 @@ pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scen
                 format!("a numeric column of summary.csv ({}), got {:?}", SUMMARY_COLUMNS[2..].join(", "), g.metric),
             ));
         }
-        if g.min.is_none() && g.max.is_none() {
-            return Err(ctx.err(format!("gates[{i}]"), "`min`, `max` or both"));
+        if [g.min, g.max, g.max_increase, g.max_increase_pct].iter().all(Option::is_none) {
+            return Err(ctx.err(format!("gates[{i}]"), "`min`, `max`, `max_increase` or `max_increase_pct`"));
         }
-        for (k, v) in [("min", g.min), ("max", g.max)] {
-            if v.is_some_and(f64::is_nan) {
-                return Err(ctx.err(format!("gates[{i}].{k}"), "a number, got nan"));
+        for (k, v) in
+            [("min", g.min), ("max", g.max), ("max_increase", g.max_increase), ("max_increase_pct", g.max_increase_pct)]
+        {
+            if v.is_some_and(|v| !v.is_finite()) {
+                return Err(ctx.err(format!("gates[{i}].{k}"), format!("a finite number, got {}", v.unwrap_or(0.0))));
             }
         }
         if let (Some(lo), Some(hi)) = (g.min, g.max)
@@ -139,7 +141,14 @@ pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scen
         {
             return Err(ctx.err(format!("gates[{i}].min"), format!("at most `max` ({hi}), got {lo}")));
         }
-        gates.push(Gate { strategy: g.strategy.clone(), metric: g.metric.clone(), min: g.min, max: g.max });
+        gates.push(Gate {
+            strategy: g.strategy.clone(),
+            metric: g.metric.clone(),
+            min: g.min,
+            max: g.max,
+            max_increase: g.max_increase,
+            max_increase_pct: g.max_increase_pct,
+        });
     }
     let runs = dto.runs.unwrap_or(DEFAULT_RUNS);
     if !(1..=MAX_RUNS).contains(&runs) {

@@ -1,6 +1,7 @@
 //! Integration tests: one binary, one module per concern. CLI tests drive the real binary.
 
 mod analytic;
+mod baseline;
 mod cli;
 mod compile;
 mod determinism;

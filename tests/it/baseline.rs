@@ -1,0 +1,126 @@
+//! Release gates against a baseline, through the real binary, with expected values derived by
+//! hand. Every run of the scenario calls the model, meets a 503 on its first search and succeeds
+//! on the second: 4 calls. The "new release" also fails the second attempt: 5 calls in every
+//! run, so the paired change in calls is exactly +1 (interval [1, 1]) and success stays 1.
+
+use crate::{tracefault, write};
+
+fn scenario(faults: &str, gates: &str) -> String {
+    format!(
+        "name = \"release\"\nruns = 10\n[strategies.s]\nencoding = \"envelope\"\nrouting = \"orchestrator\"\n\
+         retry = {{ max_attempts = 3, backoff = \"none\" }}\n[task]\n[[task.steps]]\ntool = \"search\"\n\
+         [[faults]]\ntarget = \"search\"\nat = {faults}\nhttp = 503\n{gates}"
+    )
+}
+
+fn run(dir: &std::path::Path, text: &str, out: &str, extra: &[&str]) -> (i32, String) {
+    let sc = write(dir, "release.toml", text);
+    let o = tracefault().arg("run").arg(&sc).arg("--out").arg(dir.join(out)).args(extra).output().unwrap();
+    (o.status.code().unwrap(), String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+fn change(dir: &std::path::Path, out: &str, metric: &str) -> serde_json::Value {
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(out).join("comparison.json")).unwrap()).unwrap();
+    doc["changes"].as_array().unwrap().iter().find(|c| c["metric"] == metric).unwrap().clone()
+}
+
+#[test]
+fn a_paired_regression_is_found_and_fails_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("old");
+    assert_eq!(run(dir.path(), &scenario("[1]", ""), "old", &[]).0, 0);
+    let b = base.to_str().unwrap();
+    // Unchanged: every change is exactly 0, nothing regresses.
+    let (code, out) = run(dir.path(), &scenario("[1]", ""), "same", &["--baseline", b, "--fail-on-regression"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("**PASS**: 5 change(s) compared, 0 significant regression(s)"), "{out}");
+    // One more failed attempt per run: calls 4 -> 5 in every run.
+    let (code, out) = run(dir.path(), &scenario("[1, 2]", ""), "new", &["--baseline", b]);
+    assert_eq!(code, 0, "a regression alone does not fail without --fail-on-regression: {out}");
+    let calls = change(dir.path(), "new", "calls_mean");
+    assert_eq!((calls["old"].as_f64(), calls["new"].as_f64()), (Some(4.0), Some(5.0)), "{calls}");
+    assert_eq!(
+        (calls["change"].as_f64(), calls["lo"].as_f64(), calls["hi"].as_f64()),
+        (Some(1.0), Some(1.0), Some(1.0))
+    );
+    assert_eq!((calls["method"].as_str(), calls["regression"].as_bool()), (Some("paired"), Some(true)));
+    let success = change(dir.path(), "new", "success_rate");
+    assert_eq!((success["change"].as_f64(), success["regression"].as_bool()), (Some(0.0), Some(false)));
+    assert!(
+        out.contains("| release | s | calls_mean | 4.0000 | 5.0000 | +1.0000 | [+1.0000, +1.0000] | paired |"),
+        "{out}"
+    );
+    let (code, _) = run(dir.path(), &scenario("[1, 2]", ""), "new2", &["--baseline", b, "--fail-on-regression"]);
+    assert_eq!(code, 1);
+    // Without runs.csv on the new side the runs cannot be paired: Welch, spreads 0 on both sides.
+    let (_, _) = run(dir.path(), &scenario("[1, 2]", ""), "unpaired", &["--baseline", b, "--no-runs-csv"]);
+    let calls = change(dir.path(), "unpaired", "calls_mean");
+    assert_eq!(
+        (calls["method"].as_str(), calls["lo"].as_f64(), calls["regression"].as_bool()),
+        (Some("unpaired"), Some(1.0), Some(true))
+    );
+    // `diff` gives the same comparison for two folders.
+    let o =
+        tracefault().arg("diff").arg(&base).arg(dir.path().join("new")).arg("--fail-on-regression").output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("1 significant regression(s)"));
+}
+
+#[test]
+fn change_gates_bound_the_change_and_never_pass_without_a_baseline() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(run(dir.path(), &scenario("[1]", ""), "old", &[]).0, 0);
+    let b = dir.path().join("old");
+    let gate = |bound: &str| format!("[[gates]]\nstrategy = \"*\"\nmetric = \"calls_mean\"\n{bound}\n");
+    // +1 call on 4 is +25%.
+    let (code, out) =
+        run(dir.path(), &scenario("[1, 2]", &gate("max_increase_pct = 30")), "a", &["--baseline", b.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) =
+        run(dir.path(), &scenario("[1, 2]", &gate("max_increase = 0.5")), "b", &["--baseline", b.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("| release | s | calls_mean | +1.0000 | ≤ +0.5 | **FAIL** |"), "{out}");
+    let (code, out) = run(dir.path(), &scenario("[1]", &gate("max_increase = 0.5")), "c", &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("no --baseline given"), "{out}");
+}
+
+#[test]
+fn a_mismatched_baseline_says_so_and_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(run(dir.path(), &scenario("[1]", ""), "old", &[]).0, 0);
+    let b = dir.path().join("old");
+    let (code, out) =
+        run(dir.path(), &scenario("[1]", ""), "seed", &["--baseline", b.to_str().unwrap(), "--seed", "9"]);
+    assert_eq!(code, 1);
+    assert!(out.contains("release: the baseline ran seed 1, this run seed 9: not compared"), "{out}");
+    // A baseline from before report.json had a schema_version.
+    let report = b.join("report.json");
+    let text = std::fs::read_to_string(&report).unwrap().replace("\"schema_version\": 1,", "");
+    std::fs::write(&report, text).unwrap();
+    let (code, out) = run(dir.path(), &scenario("[1]", ""), "old-version", &["--baseline", b.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(out.contains("schema_version none (an older tracefault)"), "{out}");
+}
+
+#[test]
+fn github_step_summary_gets_the_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let summary = dir.path().join("summary.md");
+    std::fs::write(&summary, "earlier step\n").unwrap();
+    let gate = "[[gates]]\nstrategy = \"s\"\nmetric = \"calls_mean\"\nmax = 3\n";
+    let sc = write(dir.path(), "release.toml", &scenario("[1]", gate));
+    let o = tracefault()
+        .arg("run")
+        .arg(&sc)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let text = std::fs::read_to_string(&summary).unwrap();
+    assert!(text.starts_with("earlier step\n## tracefault: FAIL"), "{text}");
+    assert!(text.contains("| release | s | calls_mean | 4 | <= 3 | `tracefault run"), "{text}");
+}
