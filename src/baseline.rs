@@ -10,10 +10,13 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::engine::events::TerminatedBy;
 use crate::error::{Error, Result};
 use crate::metrics::stats::{newcombe, paired_mean_ci, welch};
+use crate::metrics::summary::SUMMARY_COLUMNS;
 use crate::report::json::SCHEMA_VERSION;
 use crate::scenario::Gate;
+use crate::suite::ScenarioResult;
 
 /// Which way is better for a compared metric.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,6 +91,33 @@ pub fn read_folder(dir: &Path) -> Result<Folder> {
     }
     let runs_csv = Some(dir.join("runs.csv")).filter(|p| p.exists());
     Ok(Folder { dir: dir.to_owned(), version: doc["schema_version"].as_u64(), scenarios, runs_csv })
+}
+
+/// The new side of a comparison, from results in memory: the values as `report.json` writes
+/// them (fixed precision), and the `runs.csv` about to be published.
+pub fn folder_of(results: &[ScenarioResult], runs_csv: Option<PathBuf>) -> Folder {
+    let mut scenarios = BTreeMap::new();
+    for r in results {
+        let mut strategies = BTreeMap::new();
+        for (row, agg) in r.rows.iter().zip(&r.aggregates) {
+            let summary = SUMMARY_COLUMNS[2..]
+                .iter()
+                .enumerate()
+                .filter_map(|(c, name)| Some(((*name).to_owned(), row.formatted(c).parse::<f64>().ok()?)))
+                .collect();
+            let spreads = agg.spreads().map(|v| crate::metrics::summary::fixed(v, 4).parse().unwrap_or(0.0));
+            let side = Side {
+                runs: agg.runs,
+                summary,
+                answered: agg.count(TerminatedBy::Answer),
+                looped: agg.loops(),
+                sd: Some(spreads),
+            };
+            strategies.insert(row.strategy.clone(), side);
+        }
+        scenarios.insert(r.scenario.name.clone(), (r.seed, strategies));
+    }
+    Folder { dir: PathBuf::from("(this run)"), version: Some(SCHEMA_VERSION), scenarios, runs_csv }
 }
 
 /// How a change was measured.

@@ -158,7 +158,7 @@ pub fn execute(args: ReplayArgs) -> Result<i32> {
         RunOptions { jobs: std::thread::available_parallelism().map_or(1, |n| n.get()), ..RunOptions::default() };
     let mut rows = report::csv::runs_header();
     let results = suite::run_suite(&suite, &opts, &mut rows, true, &|_| {}).map_err(|e| Error::io(&args.out, e))?;
-    for (name, bytes) in report::render_all(&Report { results: &results }).map_err(|e| Error::io(&args.out, e))? {
+    for (name, bytes) in report::render_all(&Report::new(&results)).map_err(|e| Error::io(&args.out, e))? {
         set.write(name, &bytes)?;
     }
     set.write("runs.csv", &rows)?;

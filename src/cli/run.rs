@@ -70,8 +70,10 @@ pub fn execute(args: RunArgs) -> Result<i32> {
     let results = suite::run_suite(&suite, &opts, &mut sink, with_rows, &progress).map_err(|e| Error::io(&out, e))?;
     bar.finish_and_clear();
     let runs_hash = sink.finish(&set)?;
-    let files = publish(&results, set)?;
-    let rep = Report { results: &results };
+    let runs_csv = Some(set.path("runs.csv")).filter(|p| p.exists());
+    let cmp = against_baseline(&suite, &results, runs_csv, args.baseline.as_deref())?;
+    let rep = Report { results: &results, comparison: cmp.as_ref(), fail_on_regression: args.fail_on_regression };
+    let files = publish(&rep, set)?;
 
     let mut code = if rep.passed() { exit::OK } else { exit::FAILED };
     if args.check_determinism {
@@ -80,7 +82,7 @@ pub fn execute(args: RunArgs) -> Result<i32> {
         let opts2 = RunOptions { jobs: other_jobs, ..opts };
         let results2 =
             suite::run_suite(&suite, &opts2, &mut again, with_rows, &|_| {}).map_err(|e| Error::io(&out, e))?;
-        let files2 = report::render_all(&Report { results: &results2 }).map_err(|e| Error::io(&out, e))?;
+        let files2 = report::render_all(&Report::new(&results2)).map_err(|e| Error::io(&out, e))?;
         let same_runs = Some(again.total) == runs_hash;
         let diff: Vec<&str> = files.iter().zip(&files2).filter(|(a, b)| a.1 != b.1).map(|(a, _)| a.0).collect();
         if diff.is_empty() && same_runs {
@@ -94,25 +96,22 @@ pub fn execute(args: RunArgs) -> Result<i32> {
             code = exit::FAILED;
         }
     }
-    report_outcome(&rep);
-    let cmp = against_baseline(&suite, &out, args.baseline.as_deref(), args.fail_on_regression)?;
     if let Some(cmp) = &cmp {
         print!("{}", baseline::markdown(cmp, args.fail_on_regression));
-        if !cmp.passed(args.fail_on_regression) {
-            code = exit::FAILED;
-        }
     }
-    step_summary(&rep, cmp.as_ref(), args.fail_on_regression);
+    report_outcome(&rep);
+    step_summary(&rep);
     Ok(code)
 }
 
-/// The comparison with `--baseline` (written beside the reports), or, without one, the change
-/// gates the suite has, each failed for want of a baseline.
+/// The comparison with `--baseline` (the new side read from the results and the runs.csv
+/// about to be published), or, without one, the change gates the suite has, each failed for
+/// want of a baseline.
 fn against_baseline(
     suite: &[Scenario],
-    out: &Path,
+    results: &[ScenarioResult],
+    runs_csv: Option<PathBuf>,
     dir: Option<&Path>,
-    fail_on_regression: bool,
 ) -> Result<Option<baseline::Comparison>> {
     let gates: BTreeMap<String, Vec<crate::scenario::Gate>> =
         suite.iter().map(|sc| (sc.name.clone(), sc.gates.clone())).collect();
@@ -125,12 +124,8 @@ fn against_baseline(
         }
         return Ok(Some(baseline::Comparison { baseline: "(none)".into(), gates, ..Default::default() }));
     };
-    let cmp = baseline::compare(&baseline::read_folder(dir)?, &baseline::read_folder(out)?, &gates)?;
-    output::write_file(&out.join("comparison.md"), baseline::markdown(&cmp, fail_on_regression).as_bytes())?;
-    let mut json = serde_json::to_string_pretty(&baseline::json(&cmp, fail_on_regression)).expect("serializes");
-    json.push('\n');
-    output::write_file(&out.join("comparison.json"), json.as_bytes())?;
-    Ok(Some(cmp))
+    let new = baseline::folder_of(results, runs_csv);
+    Ok(Some(baseline::compare(&baseline::read_folder(dir)?, &new, &gates)?))
 }
 
 /// `tracefault diff OLD NEW`: the comparison `run --baseline` makes, for two folders.
@@ -143,9 +138,9 @@ pub fn diff(args: super::DiffArgs) -> Result<i32> {
 
 /// With `GITHUB_STEP_SUMMARY` set (GitHub Actions), appends a short Markdown summary to that
 /// file: the verdict, failed gates with their worst runs' repro lines, and the comparison.
-fn step_summary(rep: &Report<'_>, cmp: Option<&baseline::Comparison>, fail_on_regression: bool) {
+fn step_summary(rep: &Report<'_>) {
     let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") else { return };
-    let passed = rep.passed() && cmp.is_none_or(|c| c.passed(fail_on_regression));
+    let passed = rep.passed();
     let gates: usize = rep.results.iter().map(|r| r.gates.len()).sum();
     let mut md = format!("## tracefault: {}\n\n", if passed { "PASS" } else { "FAIL" });
     md.push_str(&format!("{} scenario(s), {gates} gate(s).\n", rep.results.len()));
@@ -175,9 +170,11 @@ fn step_summary(rep: &Report<'_>, cmp: Option<&baseline::Comparison>, fail_on_re
     for s in rep.silent_scenarios() {
         md.push_str(&format!("\n- {s}: no fault fired in any run\n"));
     }
-    if let Some(c) = cmp {
+    if let Some(c) = rep.comparison {
         md.push('\n');
-        md.push_str(&baseline::markdown(c, fail_on_regression).replacen("# ", "### ", 1).replace("\n## ", "\n#### "));
+        md.push_str(
+            &baseline::markdown(c, rep.fail_on_regression).replacen("# ", "### ", 1).replace("\n## ", "\n#### "),
+        );
     }
     let appended =
         std::fs::OpenOptions::new().create(true).append(true).open(&path).and_then(|mut f| f.write_all(md.as_bytes()));
@@ -250,17 +247,18 @@ pub fn merge(args: super::MergeArgs) -> Result<i32> {
     let mut sink = RunsFile::create(&set, with_rows, false)?;
     let results = shard::merge(&suite, manifests, &mut sink)?;
     sink.finish(&set)?;
-    publish(&results, set)?;
-    let rep = Report { results: &results };
+    publish(&Report::new(&results), set)?;
+    let rep = Report::new(&results);
     report_outcome(&rep);
     Ok(if rep.passed() { exit::OK } else { exit::FAILED })
 }
 
 /// Writes the reports into the set (which may hold runs.csv already), puts the set in place,
 /// and prints the summary and warnings; returns the rendered reports.
-pub fn publish(results: &[ScenarioResult], set: FolderWriter) -> Result<Vec<(&'static str, Vec<u8>)>> {
+pub fn publish(rep: &Report<'_>, set: FolderWriter) -> Result<Vec<(&'static str, Vec<u8>)>> {
     let out = set.out().to_owned();
-    let files = report::render_all(&Report { results }).map_err(|e| Error::io(&out, e))?;
+    let results = rep.results;
+    let files = report::render_all(rep).map_err(|e| Error::io(&out, e))?;
     for (name, bytes) in &files {
         set.write(name, bytes)?;
     }

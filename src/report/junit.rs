@@ -1,8 +1,11 @@
-//! `junit.xml`: one test case per gate, plus one per scenario checking that its faults fired.
+//! `junit.xml`: one test case per gate, plus one per scenario checking that its faults fired;
+//! with a baseline, a `baseline` suite: a case per change gate and per significant regression
+//! (failures), and per mismatch (errors: what could not be compared is not a test result).
 
 use std::fmt::Write as _;
 
 use super::{Exporter, Report, gate_bounds, xml_escape};
+use crate::baseline::Comparison;
 
 pub struct Junit;
 
@@ -49,11 +52,73 @@ impl Exporter for Junit {
             }
             body.push_str("  </testsuite>\n");
         }
+        let mut errors = 0;
+        if let Some(c) = report.comparison {
+            let (t, f, e) = baseline_suite(&mut body, c, report.fail_on_regression);
+            (total, failures, errors) = (total + t, failures + f, e);
+        }
         let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-        let _ = writeln!(s, r#"<testsuites name="tracefault" tests="{total}" failures="{failures}">"#);
+        let _ =
+            writeln!(s, r#"<testsuites name="tracefault" tests="{total}" failures="{failures}" errors="{errors}">"#);
         s.push_str(&body);
         s.push_str("</testsuites>\n");
         out.extend_from_slice(s.as_bytes());
         Ok(())
     }
+}
+
+/// The `baseline` test suite; returns (cases, failures, errors).
+fn baseline_suite(body: &mut String, c: &Comparison, fail_on_regression: bool) -> (usize, usize, usize) {
+    let mut cases = String::new();
+    let (mut n, mut failures, mut errors) = (0, 0, 0);
+    let mut case = |name: &str, outcome: Option<(&str, String)>| {
+        n += 1;
+        let _ = write!(cases, r#"    <testcase classname="tracefault.baseline" name="{}""#, xml_escape(name));
+        match outcome {
+            None => cases.push_str("/>\n"),
+            Some((kind, message)) => {
+                match kind {
+                    "failure" => failures += 1,
+                    "error" => errors += 1,
+                    _ => {}
+                }
+                let _ = writeln!(cases, ">\n      <{kind} message=\"{}\"/>\n    </testcase>", xml_escape(&message));
+            }
+        }
+    };
+    for m in &c.mismatches {
+        case(&format!("matches the baseline: {m}"), Some(("error", m.clone())));
+    }
+    for g in &c.gates {
+        let name = format!("{} / {}: {} change", g.scenario, g.strategy, g.metric);
+        let outcome = match (&g.delta, g.passed) {
+            (Err(why), _) => Some(("error", format!("no change to check: {why}"))),
+            (Ok(_), true) => None,
+            (Ok(d), false) => Some(("failure", format!("{} rose by {d:+.4}, over its bound", g.metric))),
+        };
+        case(&name, outcome);
+    }
+    for r in c.regressions() {
+        let name = format!("{} / {}: {} regression", r.scenario, r.strategy, r.metric);
+        let message = format!(
+            "{} went from {:.4} to {:.4} ({:+.4}, 95% [{:+.4}, {:+.4}], {})",
+            r.metric,
+            r.old,
+            r.new,
+            r.delta,
+            r.lo,
+            r.hi,
+            r.method.name()
+        );
+        case(&name, Some((if fail_on_regression { "failure" } else { "skipped" }, message)));
+    }
+    let _ = writeln!(body, r#"  <testsuite name="baseline" tests="{n}" failures="{failures}" errors="{errors}">"#);
+    let _ = writeln!(
+        body,
+        "    <properties>\n      <property name=\"baseline\" value=\"{}\"/>\n    </properties>",
+        xml_escape(&c.baseline.display().to_string())
+    );
+    body.push_str(&cases);
+    body.push_str("  </testsuite>\n");
+    (n, failures, errors)
 }

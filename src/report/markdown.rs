@@ -129,6 +129,16 @@ impl Exporter for ReportMd {
             }
             s.push('\n');
         }
+        if let Some(c) = report.comparison {
+            // The comparison's own headings, one level down.
+            let _ = writeln!(
+                s,
+                "{}",
+                crate::baseline::markdown(c, report.fail_on_regression)
+                    .replace("\n## ", "\n### ")
+                    .replacen("# ", "## ", 1)
+            );
+        }
         out.extend_from_slice(s.as_bytes());
         Ok(())
     }

@@ -6,6 +6,7 @@ pub mod json;
 pub mod junit;
 pub mod markdown;
 
+use crate::baseline::Comparison;
 use crate::suite::ScenarioResult;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -13,9 +14,17 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// Everything a report needs.
 pub struct Report<'a> {
     pub results: &'a [ScenarioResult],
+    /// The comparison with `--baseline` (or the change gates that had none), and whether a
+    /// significant regression fails.
+    pub comparison: Option<&'a Comparison>,
+    pub fail_on_regression: bool,
 }
 
-impl Report<'_> {
+impl<'a> Report<'a> {
+    pub fn new(results: &'a [ScenarioResult]) -> Report<'a> {
+        Report { results, comparison: None, fail_on_regression: false }
+    }
+
     pub fn gates_passed(&self) -> bool {
         self.results.iter().all(|r| r.gates.iter().all(|g| g.passed))
     }
@@ -26,7 +35,9 @@ impl Report<'_> {
     }
 
     pub fn passed(&self) -> bool {
-        self.gates_passed() && self.silent_scenarios().is_empty()
+        self.gates_passed()
+            && self.silent_scenarios().is_empty()
+            && self.comparison.is_none_or(|c| c.passed(self.fail_on_regression))
     }
 }
 
@@ -41,16 +52,23 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
     vec![Box::new(csv::SummaryCsv), Box::new(json::ReportJson), Box::new(markdown::ReportMd), Box::new(junit::Junit)]
 }
 
-/// Renders every exporter's bytes.
+/// Renders every exporter's bytes, and with a comparison `comparison.md` and `comparison.json`.
 pub fn render_all(report: &Report<'_>) -> std::io::Result<Vec<(&'static str, Vec<u8>)>> {
-    exporters()
+    let mut files = exporters()
         .iter()
         .map(|e| {
             let mut buf = Vec::new();
             e.write(report, &mut buf)?;
             Ok((e.file_name(), buf))
         })
-        .collect()
+        .collect::<std::io::Result<Vec<_>>>()?;
+    if let Some(c) = report.comparison {
+        files.push(("comparison.md", crate::baseline::markdown(c, report.fail_on_regression).into_bytes()));
+        let mut json = serde_json::to_vec_pretty(&crate::baseline::json(c, report.fail_on_regression))?;
+        json.push(b'\n');
+        files.push(("comparison.json", json));
+    }
+    Ok(files)
 }
 
 /// Escapes text for XML attributes and content.

@@ -124,3 +124,25 @@ fn github_step_summary_gets_the_verdict() {
     assert!(text.starts_with("earlier step\n## tracefault: FAIL"), "{text}");
     assert!(text.contains("| release | s | calls_mean | 4 | <= 3 | `tracefault run"), "{text}");
 }
+
+/// With a baseline, junit.xml has a `baseline` suite: regressions are failures only under
+/// --fail-on-regression (else skipped), a failed change gate is a failure, what could not be
+/// compared is an error; report.md carries the comparison.
+#[test]
+fn junit_keeps_regressions_failures_and_errors_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(run(dir.path(), &scenario("[1]", ""), "old", &[]).0, 0);
+    let b = dir.path().join("old");
+    let gate = "[[gates]]\nstrategy = \"*\"\nmetric = \"calls_mean\"\nmax_increase = 0.5\n";
+    run(dir.path(), &scenario("[1, 2]", gate), "new", &["--baseline", b.to_str().unwrap(), "--fail-on-regression"]);
+    let junit = std::fs::read_to_string(dir.path().join("new/junit.xml")).unwrap();
+    assert!(junit.contains(r#"<testsuite name="baseline" tests="2" failures="2" errors="0">"#), "{junit}");
+    assert!(junit.contains("release / s: calls_mean regression"), "{junit}");
+    assert!(junit.contains("calls_mean went from 4.0000 to 5.0000 (+1.0000, 95% [+1.0000, +1.0000], paired)"));
+    let md = std::fs::read_to_string(dir.path().join("new/report.md")).unwrap();
+    assert!(md.contains("## Against the baseline") && md.contains("### Regressions"), "{md}");
+    run(dir.path(), &scenario("[1, 2]", gate), "seed", &["--baseline", b.to_str().unwrap(), "--seed", "3"]);
+    let junit = std::fs::read_to_string(dir.path().join("seed/junit.xml")).unwrap();
+    assert!(junit.contains(r#"<testsuite name="baseline" tests="2" failures="0" errors="2">"#), "{junit}");
+    assert!(junit.contains("<error message=\"release: the baseline ran seed 1, this run seed 3: not compared\"/>"));
+}

@@ -55,7 +55,7 @@ fn failing_gate_exits_one_and_junit_says_which() {
         .stdout(predicate::str::contains("GATE FAILED minimal / raw-exception: calls_mean"))
         .stdout(predicate::str::contains("  worst run of raw-exception: tracefault run "));
     let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
-    assert!(junit.contains(r#"<testsuites name="tracefault" tests="2" failures="1">"#), "{junit}");
+    assert!(junit.contains(r#"<testsuites name="tracefault" tests="2" failures="1" errors="0">"#), "{junit}");
     assert!(junit.contains("raw-exception: calls_mean &lt;= 1"), "{junit}");
     assert!(junit.contains(r#"<property name="seed" value="1"/>"#), "{junit}");
 }
