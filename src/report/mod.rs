@@ -2,6 +2,7 @@
 //! each producing bytes in a fixed order with fixed precision, written atomically.
 
 pub mod csv;
+pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;
@@ -46,10 +47,16 @@ pub trait Exporter {
     fn write(&self, report: &Report<'_>, out: &mut Vec<u8>) -> std::io::Result<()>;
 }
 
-/// The exporters behind `summary.csv`, `report.json`, `report.md` and `junit.xml`
-/// (`runs.csv` is streamed separately).
+/// The exporters behind `summary.csv`, `report.json`, `report.md`, `junit.xml` and
+/// `report.html` (`runs.csv` is streamed separately).
 pub fn exporters() -> Vec<Box<dyn Exporter>> {
-    vec![Box::new(csv::SummaryCsv), Box::new(json::ReportJson), Box::new(markdown::ReportMd), Box::new(junit::Junit)]
+    vec![
+        Box::new(csv::SummaryCsv),
+        Box::new(json::ReportJson),
+        Box::new(markdown::ReportMd),
+        Box::new(junit::Junit),
+        Box::new(html::ReportHtml),
+    ]
 }
 
 /// Renders every exporter's bytes, and with a comparison `comparison.md` and `comparison.json`.

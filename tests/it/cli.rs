@@ -22,7 +22,7 @@ fn good_suite_exits_zero_and_writes_every_report() {
         .code(0)
         .stdout(predicate::str::contains("minimal (seed 1, 20 runs)"))
         .stdout(predicate::str::contains("PASS: 1 gates passed"));
-    for f in ["summary.csv", "runs.csv", "report.json", "report.md", "junit.xml"] {
+    for f in ["summary.csv", "runs.csv", "report.json", "report.md", "junit.xml", "report.html"] {
         let meta = std::fs::metadata(out.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
         assert!(meta.len() > 0, "{f} is empty");
     }

@@ -29,7 +29,7 @@ fn a_fleet_of_one_gives_the_reports_of_a_lone_agent() {
         }
         run_to(&d, &dir.path().join(format!("out{k}")));
     }
-    for f in ["summary.csv", "runs.csv", "report.json", "report.md", "junit.xml"] {
+    for f in ["summary.csv", "runs.csv", "report.json", "report.md", "junit.xml", "report.html"] {
         let read = |k: usize| std::fs::read(dir.path().join(format!("out{k}")).join(f)).unwrap();
         assert!(read(0) == read(1), "{f} differs with agents = 1");
         assert!(read(0) == read(2), "{f} differs with one agent started by every_ms");

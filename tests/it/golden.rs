@@ -4,7 +4,7 @@
 
 use crate::{root, tracefault};
 
-pub const REPORTS: [&str; 5] = ["summary.csv", "runs.csv", "report.json", "report.md", "junit.xml"];
+pub const REPORTS: [&str; 6] = ["summary.csv", "runs.csv", "report.json", "report.md", "junit.xml", "report.html"];
 
 #[test]
 fn committed_reports_match_a_fresh_run() {

@@ -81,7 +81,7 @@ fn gate_bounds_and_windows_are_checked() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     for (name, gate, want) in [
-        ("nan.toml", "min = nan", "gates[0].min: expected a number, got nan"),
+        ("nan.toml", "min = nan", "gates[0].min: expected a finite number, got NaN"),
         ("order.toml", "min = 0.9\nmax = 0.1", "gates[0].min: expected at most `max` (0.1), got 0.9"),
     ] {
         write(d, name, &format!("{MINIMAL}[[gates]]\nstrategy = \"*\"\nmetric = \"success_rate\"\n{gate}\n"));
@@ -275,7 +275,7 @@ fn a_report_folder_never_mixes_two_runs() {
         v.sort();
         v
     };
-    assert_eq!(names(&d.join("o")), ["junit.xml", "report.json", "report.md", "summary.csv"], "the old set, whole");
+    assert_eq!(names(&d.join("o")), ["junit.xml", "report.html", "report.json", "report.md", "summary.csv"], "the old set, whole");
     assert!(names(d).iter().all(|n| !n.contains("tracefault-")), "{:?}", names(d));
 }
 

@@ -10,6 +10,7 @@ mod fleet;
 mod frameworks;
 mod golden;
 mod hostile;
+mod html;
 mod importers;
 mod oracles;
 mod properties;

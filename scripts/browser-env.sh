@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Chromium for the report.html tests (Debian's `chromium` package): they load the report in a
+# real headless browser. Idempotent; installs with apt-get (through sudo when not root).
+set -euo pipefail
+if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then
+  exit 0
+fi
+sudo=""
+if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q >/dev/null
+$sudo apt-get install -y -q --no-install-recommends chromium >/dev/null
+command -v chromium >/dev/null

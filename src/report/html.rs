@@ -1,0 +1,301 @@
+//! `report.html`: one self-contained page to look at (no CDN, no network: Vega and Vega-Lite are
+//! inlined from `assets/vega/`). Per scenario: success and loop rate per strategy with their
+//! intervals, the distribution of calls to termination, the change in calls against the
+//! baseline strategy as a forest plot, and with `--baseline` every metric's change against the
+//! previous reports, regressions marked; a sortable summary table; each worst run's repro line.
+//! The charts are Vega-Lite specs built here; each chart says how many marks it must draw.
+
+use std::fmt::Write as _;
+
+use serde_json::{Value, json};
+
+use super::{Exporter, Report, VERSION, xml_escape};
+use crate::engine::events::TerminatedBy;
+use crate::metrics::stats::wilson;
+use crate::suite::ScenarioResult;
+
+const VEGA: &str = include_str!("../../assets/vega/vega.min.js");
+const VEGA_LITE: &str = include_str!("../../assets/vega/vega-lite.min.js");
+
+pub struct ReportHtml;
+
+/// A chart: its Vega-Lite spec and the number of data marks (bars, rules, points) it draws.
+struct Chart {
+    title: String,
+    spec: Value,
+    marks: usize,
+}
+
+/// Success and loop rate per strategy, each with its 95% interval: a bar and a rule per rate.
+fn rates_chart(r: &ScenarioResult) -> Chart {
+    let mut values = Vec::new();
+    for (row, agg) in r.rows.iter().zip(&r.aggregates) {
+        let (lo, hi) = wilson(agg.count(TerminatedBy::Answer), agg.runs);
+        let get = |m: &str| row.get(m).unwrap_or(0.0);
+        values.push(
+            json!({"strategy": row.strategy, "rate": "success", "value": get("success_rate"), "lo": lo, "hi": hi}),
+        );
+        values.push(json!({"strategy": row.strategy, "rate": "loop", "value": get("loop_rate"),
+            "lo": get("loop_rate_lo"), "hi": get("loop_rate_hi")}));
+    }
+    let marks = values.len() * 2;
+    let spec = json!({
+        "data": {"values": values},
+        "width": 420,
+        "height": {"step": 14},
+        "encoding": {
+            "y": {"field": "strategy", "type": "nominal", "sort": null, "title": null},
+            "yOffset": {"field": "rate", "sort": ["success", "loop"]},
+            "color": {"field": "rate", "type": "nominal", "sort": ["success", "loop"],
+                "scale": {"range": ["#4c78a8", "#e45756"]}}
+        },
+        "layer": [
+            {"mark": "bar", "encoding": {"x": {"field": "value", "type": "quantitative",
+                "scale": {"domain": [0, 1]}, "title": "rate (95% interval)"}}},
+            {"mark": {"type": "rule", "color": "black"}, "encoding": {"x": {"field": "lo", "type": "quantitative"},
+                "x2": {"field": "hi"}}}
+        ]
+    });
+    Chart { title: "Success and loop rate".into(), spec, marks }
+}
+
+/// How many calls each strategy's runs took to terminate: a bar per (strategy, calls) seen.
+fn calls_chart(r: &ScenarioResult) -> Chart {
+    let mut values = Vec::new();
+    for (row, agg) in r.rows.iter().zip(&r.aggregates) {
+        for (calls, &runs) in agg.calls_hist.iter().enumerate().filter(|(_, n)| **n > 0) {
+            values
+                .push(json!({"strategy": row.strategy, "calls": calls, "share": runs as f64 / agg.runs.max(1) as f64}));
+        }
+    }
+    let marks = values.len();
+    let order: Vec<&str> = r.rows.iter().map(|row| row.strategy.as_str()).collect();
+    let spec = json!({
+        "data": {"values": values},
+        "facet": {"row": {"field": "strategy", "type": "nominal", "sort": order, "title": null,
+            "header": {"labelAngle": 0, "labelAlign": "left"}}},
+        "spec": {
+            "width": 420,
+            "height": 40,
+            "mark": "bar",
+            "encoding": {
+                "x": {"field": "calls", "type": "quantitative", "title": "calls to termination"},
+                "y": {"field": "share", "type": "quantitative", "title": "runs", "axis": {"format": "%", "tickCount": 2}}
+            }
+        }
+    });
+    Chart { title: "Calls to termination".into(), spec, marks }
+}
+
+/// Δ calls against the scenario's baseline strategy (paired over the same runs): a point and
+/// an interval per strategy, and the zero line.
+fn delta_chart(r: &ScenarioResult) -> Chart {
+    let values: Vec<Value> = r
+        .rows
+        .iter()
+        .map(|row| {
+            let get = |m: &str| row.get(m).unwrap_or(0.0);
+            json!({"strategy": row.strategy, "delta": get("calls_delta_vs_baseline"),
+                "lo": get("calls_delta_lo"), "hi": get("calls_delta_hi")})
+        })
+        .collect();
+    let marks = values.len() * 2 + 1;
+    let baseline = &r.scenario.strategies[r.scenario.baseline].name;
+    let spec = json!({
+        "width": 420,
+        "height": {"step": 18},
+        "layer": [
+            {"data": {"values": values}, "mark": {"type": "rule", "color": "black"},
+                "encoding": {"y": {"field": "strategy", "type": "nominal", "sort": null, "title": null},
+                    "x": {"field": "lo", "type": "quantitative", "title": format!("Δ calls vs {baseline} (95% interval)")},
+                    "x2": {"field": "hi"}}},
+            {"data": {"values": values}, "mark": {"type": "point", "filled": true, "size": 50},
+                "encoding": {"y": {"field": "strategy", "type": "nominal", "sort": null},
+                    "x": {"field": "delta", "type": "quantitative"}}},
+            {"data": {"values": [{}]}, "mark": {"type": "rule", "strokeDash": [4, 3], "color": "gray"},
+                "encoding": {"x": {"datum": 0}}}
+        ]
+    });
+    Chart { title: format!("Calls against {baseline}"), spec, marks }
+}
+
+/// With a baseline: each compared metric's change per strategy, regressions in red.
+fn baseline_chart(report: &Report<'_>, scenario: &str) -> Option<Chart> {
+    let c = report.comparison?;
+    let values: Vec<Value> = c
+        .changes
+        .iter()
+        .filter(|ch| ch.scenario == scenario)
+        .map(|ch| {
+            json!({"strategy": ch.strategy, "metric": ch.metric, "change": ch.delta, "lo": ch.lo, "hi": ch.hi,
+                "old": ch.old, "new": ch.new, "verdict": if ch.regression { "regression" } else { "no significant regression" }})
+        })
+        .collect();
+    if values.is_empty() {
+        return None;
+    }
+    let marks = values.len() * 2;
+    let spec = json!({
+        "data": {"values": values},
+        "facet": {"column": {"field": "metric", "type": "nominal", "title": null, "sort": null}},
+        "resolve": {"scale": {"x": "independent"}},
+        "spec": {
+            "width": 150,
+            "height": {"step": 16},
+            "encoding": {
+                "y": {"field": "strategy", "type": "nominal", "sort": null, "title": null},
+                "color": {"field": "verdict", "type": "nominal",
+                    "scale": {"domain": ["regression", "no significant regression"], "range": ["#d62728", "#4c78a8"]}},
+                "tooltip": [{"field": "old"}, {"field": "new"}, {"field": "change"}]
+            },
+            "layer": [
+                {"mark": "rule", "encoding": {"x": {"field": "lo", "type": "quantitative", "title": "new − old"}, "x2": {"field": "hi"}}},
+                {"mark": {"type": "point", "filled": true}, "encoding": {"x": {"field": "change", "type": "quantitative"}}}
+            ]
+        }
+    });
+    Some(Chart { title: "Against the baseline (new − old, 95% interval)".into(), spec, marks })
+}
+
+/// The columns of the sortable summary table.
+const TABLE: [(&str, &str); 8] = [
+    ("runs", "runs"),
+    ("success_rate", "success"),
+    ("loop_rate", "loops"),
+    ("calls_mean", "calls"),
+    ("wasted_retries_per_run", "wasted / run"),
+    ("breaker_trips_per_run", "trips / run"),
+    ("tokens_mean", "tokens"),
+    ("calls_delta_vs_baseline", "Δ calls"),
+];
+
+const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}\
+table{border-collapse:collapse;margin:1em 0}th,td{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right}\
+th{cursor:pointer;background:#f4f4f4}td:first-child,td:nth-child(2),th:first-child,th:nth-child(2){text-align:left}\
+.fail{color:#b00020;font-weight:600}.pass{color:#1b7f3b;font-weight:600}code{font-size:12px}\
+.chart{margin:.5em 0 1.5em}.charts{display:flex;flex-wrap:wrap;gap:2em}h3{font-size:15px;margin:.5em 0}";
+
+/// Draws every chart, counts each one's data marks, sorts tables; any error shows on the page.
+const SCRIPT: &str = r#"
+(function () {
+  var errors = document.getElementById('errors');
+  function fail(e) { errors.textContent += String(e) + '\n'; console.error(e); }
+  window.addEventListener('error', function (e) { fail(e.message); });
+  var charts = document.querySelectorAll('.chart');
+  var pending = charts.length;
+  charts.forEach(function (el) {
+    try {
+      var spec = JSON.parse(document.getElementById(el.dataset.spec).textContent);
+      var compiled = vegaLite.compile(spec).spec;
+      new vega.View(vega.parse(compiled), { renderer: 'svg', container: el, hover: true })
+        .runAsync()
+        .then(function () {
+          el.dataset.marks = el.querySelectorAll(
+            'g.mark-rect.role-mark > path, g.mark-rule.role-mark > line, g.mark-symbol.role-mark > path').length;
+          if (--pending === 0) { document.body.dataset.rendered = String(charts.length); }
+        })
+        .catch(fail);
+    } catch (e) { fail(e); }
+  });
+  if (charts.length === 0) { document.body.dataset.rendered = '0'; }
+  document.querySelectorAll('table.sortable th').forEach(function (th, i) {
+    th.addEventListener('click', function () {
+      var body = th.closest('table').tBodies[0];
+      var rows = Array.prototype.slice.call(body.rows);
+      var up = th.dataset.dir !== 'up';
+      th.dataset.dir = up ? 'up' : 'down';
+      rows.sort(function (a, b) {
+        var x = a.cells[i].dataset.v, y = b.cells[i].dataset.v;
+        var d = (x !== undefined && y !== undefined) ? x - y : a.cells[i].textContent.localeCompare(b.cells[i].textContent);
+        return up ? d : -d;
+      });
+      rows.forEach(function (r) { body.appendChild(r); });
+    });
+  });
+})();
+"#;
+
+impl Exporter for ReportHtml {
+    fn file_name(&self) -> &'static str {
+        "report.html"
+    }
+
+    fn write(&self, report: &Report<'_>, out: &mut Vec<u8>) -> std::io::Result<()> {
+        let mut h = String::new();
+        let _ = write!(
+            h,
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>tracefault report</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
+        );
+        let verdict =
+            if report.passed() { "<span class=\"pass\">PASS</span>" } else { "<span class=\"fail\">FAIL</span>" };
+        let _ = writeln!(
+            h,
+            "<h1>tracefault report</h1>\n<p>{verdict} · tracefault {VERSION} · {} scenario(s). Every figure is reproducible: same files, same seed, same bytes.</p>\n<pre id=\"errors\"></pre>",
+            report.results.len()
+        );
+        // The sortable summary.
+        let rows: usize = report.results.iter().map(|r| r.rows.len()).sum();
+        let _ = write!(
+            h,
+            "<details><summary><b>Summary table</b> ({rows} rows; click a column to sort)</summary>\n<table class=\"sortable\">\n<thead><tr><th>scenario</th><th>strategy</th>"
+        );
+        for (_, label) in TABLE {
+            let _ = write!(h, "<th>{label}</th>");
+        }
+        h.push_str("</tr></thead>\n<tbody>\n");
+        for r in report.results {
+            for row in &r.rows {
+                let _ =
+                    write!(h, "<tr><td>{}</td><td>{}</td>", xml_escape(&r.scenario.name), xml_escape(&row.strategy));
+                for (col, _) in TABLE {
+                    let i = crate::metrics::summary::SUMMARY_COLUMNS[2..].iter().position(|c| *c == col).unwrap_or(0);
+                    let text = row.formatted(i);
+                    let _ = write!(h, "<td data-v=\"{text}\">{text}</td>");
+                }
+                h.push_str("</tr>\n");
+            }
+        }
+        h.push_str("</tbody>\n</table>\n</details>\n");
+        let mut n = 0;
+        for r in report.results {
+            let sc = &r.scenario;
+            let _ = writeln!(h, "<h2>{}</h2>", xml_escape(&sc.name));
+            if !sc.description.is_empty() {
+                let _ = writeln!(h, "<p>{}</p>", xml_escape(&sc.description));
+            }
+            let _ = writeln!(h, "<p>seed {} · {} runs per strategy</p>\n<div class=\"charts\">", r.seed, r.runs);
+            let charts =
+                [Some(rates_chart(r)), Some(calls_chart(r)), Some(delta_chart(r)), baseline_chart(report, &sc.name)];
+            for chart in charts.into_iter().flatten() {
+                n += 1;
+                let spec = serde_json::to_string(&chart.spec).expect("serializes").replace("</", "<\\/");
+                let _ = writeln!(
+                    h,
+                    "<div><h3>{}</h3><div class=\"chart\" id=\"chart-{n}\" data-spec=\"spec-{n}\" data-expected-marks=\"{}\"></div>\n<script type=\"application/json\" id=\"spec-{n}\">{spec}</script></div>",
+                    xml_escape(&chart.title),
+                    chart.marks
+                );
+            }
+            h.push_str("</div>\n<h3>Worst runs</h3>\n<ul>\n");
+            for (i, s) in sc.strategies.iter().enumerate() {
+                if let Some(line) = r.repro_line(i) {
+                    let _ = writeln!(h, "<li>{}: <code>{}</code></li>", xml_escape(&s.name), xml_escape(&line));
+                }
+            }
+            h.push_str("</ul>\n");
+        }
+        if let Some(c) = report.comparison {
+            let _ = writeln!(
+                h,
+                "<h2>Against the baseline</h2>\n<pre>{}</pre>",
+                xml_escape(&crate::baseline::markdown(c, report.fail_on_regression))
+            );
+        }
+        let _ = write!(
+            h,
+            "<script>{VEGA}</script>\n<script>{VEGA_LITE}</script>\n<script>{SCRIPT}</script>\n</body>\n</html>\n"
+        );
+        out.extend_from_slice(h.as_bytes());
+        Ok(())
+    }
+}
