@@ -157,6 +157,35 @@ fn baseline_chart(report: &Report<'_>, scenario: &str) -> Option<Chart> {
     Some(Chart { title: "Against the baseline (new − old, 95% interval)".into(), spec, marks })
 }
 
+/// Old and new side by side for one scenario, regressions marked.
+fn old_vs_new(h: &mut String, c: &crate::baseline::Comparison, scenario: &str) {
+    let changes: Vec<_> = c.changes.iter().filter(|ch| ch.scenario == scenario).collect();
+    if changes.is_empty() {
+        return;
+    }
+    h.push_str("<h3>Old and new</h3>\n<table class=\"sortable\">\n<thead><tr><th>strategy</th><th>metric</th><th>old</th><th>new</th><th>change</th><th>95% interval</th><th>method</th></tr></thead>\n<tbody>\n");
+    for ch in changes {
+        let mark = if ch.regression { " class=\"fail\"" } else { "" };
+        let _ = writeln!(
+            h,
+            "<tr{mark}><td>{}</td><td>{}</td><td data-v=\"{:.4}\">{:.4}</td><td data-v=\"{:.4}\">{:.4}</td><td data-v=\"{:.4}\">{:+.4}{}</td><td>[{:+.4}, {:+.4}]</td><td>{}</td></tr>",
+            xml_escape(&ch.strategy),
+            ch.metric,
+            ch.old,
+            ch.old,
+            ch.new,
+            ch.new,
+            ch.delta,
+            ch.delta,
+            if ch.regression { " regression" } else { "" },
+            ch.lo,
+            ch.hi,
+            ch.method.name()
+        );
+    }
+    h.push_str("</tbody>\n</table>\n");
+}
+
 /// The columns of the sortable summary table.
 const TABLE: [(&str, &str); 8] = [
     ("runs", "runs"),
@@ -198,8 +227,9 @@ const SCRIPT: &str = r#"
     } catch (e) { fail(e); }
   });
   if (charts.length === 0) { document.body.dataset.rendered = '0'; }
-  document.querySelectorAll('table.sortable th').forEach(function (th, i) {
+  document.querySelectorAll('table.sortable th').forEach(function (th) {
     th.addEventListener('click', function () {
+      var i = th.cellIndex;
       var body = th.closest('table').tBodies[0];
       var rows = Array.prototype.slice.call(body.rows);
       var up = th.dataset.dir !== 'up';
@@ -276,7 +306,11 @@ impl Exporter for ReportHtml {
                     chart.marks
                 );
             }
-            h.push_str("</div>\n<h3>Worst runs</h3>\n<ul>\n");
+            h.push_str("</div>\n");
+            if let Some(c) = report.comparison {
+                old_vs_new(&mut h, c, &sc.name);
+            }
+            h.push_str("<h3>Worst runs</h3>\n<ul>\n");
             for (i, s) in sc.strategies.iter().enumerate() {
                 if let Some(line) = r.repro_line(i) {
                     let _ = writeln!(h, "<li>{}: <code>{}</code></li>", xml_escape(&s.name), xml_escape(&line));

@@ -275,7 +275,11 @@ fn a_report_folder_never_mixes_two_runs() {
         v.sort();
         v
     };
-    assert_eq!(names(&d.join("o")), ["junit.xml", "report.html", "report.json", "report.md", "summary.csv"], "the old set, whole");
+    assert_eq!(
+        names(&d.join("o")),
+        ["junit.xml", "report.html", "report.json", "report.md", "summary.csv"],
+        "the old set, whole"
+    );
     assert!(names(d).iter().all(|n| !n.contains("tracefault-")), "{:?}", names(d));
 }
 
