@@ -354,6 +354,11 @@ pub fn compare(old: &Folder, new: &Folder, gates: &BTreeMap<String, Vec<Gate>>) 
         }
         check_gates(&mut cmp, Some(old_strategies), "the baseline lacks this strategy");
     }
+    if old.version == new.version {
+        for name in old.scenarios.keys().filter(|n| !new.scenarios.contains_key(*n)) {
+            cmp.mismatches.push(format!("{name}: in the baseline {} but not in this run", old.dir.display()));
+        }
+    }
     Ok(cmp)
 }
 

@@ -95,6 +95,11 @@ fn a_mismatched_baseline_says_so_and_fails() {
         run(dir.path(), &scenario("[1]", ""), "seed", &["--baseline", b.to_str().unwrap(), "--seed", "9"]);
     assert_eq!(code, 1);
     assert!(out.contains("release: the baseline ran seed 1, this run seed 9: not compared"), "{out}");
+    // A baseline of other scenarios: the one it has and this run lacks is named.
+    let other = scenario("[1]", "").replace("name = \"release\"", "name = \"other\"");
+    let (code, out) = run(dir.path(), &other, "other", &["--baseline", b.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(out.contains("other: not in the baseline") && out.contains("release: in the baseline"), "{out}");
     // A baseline from before report.json had a schema_version.
     let report = b.join("report.json");
     let text = std::fs::read_to_string(&report).unwrap().replace("\"schema_version\": 1,", "");
