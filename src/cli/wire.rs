@@ -186,10 +186,11 @@ struct AgentRecord {
     elsewhere: Vec<String>,
 }
 
-/// One run: every agent's record and the fleet's `runs.csv` row.
+/// One run: every agent's record, the fleet's `runs.csv` row and each tool's peak in flight.
 struct RunRecord {
     agents: Vec<AgentRecord>,
     row: [String; 25],
+    peaks: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Values on an agent's command line that look like credentials, replaced before they are
@@ -459,7 +460,9 @@ async fn exec_run(args: &ExecArgs, server: &WireServer, run: u64) -> Result<RunR
         records.push(record(world, r, args.timeout_s));
     }
     let row = run_row(m.scenario(), run, &records, m.limits.peak_in_flight());
-    Ok(RunRecord { agents: records, row })
+    let peaks =
+        m.scenario().task.tools.iter().zip(&m.limits.tools).map(|(t, s)| (t.clone(), json!(s.peak()))).collect();
+    Ok(RunRecord { agents: records, row, peaks })
 }
 
 pub fn exec(args: ExecArgs) -> Result<i32> {
@@ -566,7 +569,7 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
                     })
                     .collect();
                 json!({"agents": each, "agents_succeeded": r.row[18], "makespan_ms": r.row[19],
-                    "peak_in_flight": r.row[22], "load_rejections": r.row[24]})
+                    "peak_in_flight": r.row[22], "peak_in_flight_by_tool": r.peaks, "load_rejections": r.row[24]})
             }
         })
         .collect();

@@ -468,6 +468,7 @@ fn exec_agents_runs_copies_that_share_the_tools_limits() {
     assert_eq!((row["agents"], row["agents_succeeded"], row["peak_in_flight"], row["load_rejections"]), (4, 4, 1, 0));
     assert!(row["makespan_ms"] >= 800, "{row:?}");
     let run = &report["runs"][0];
+    assert_eq!(run["peak_in_flight_by_tool"], json!({"search": 1}), "{run}");
     let mut ids = std::collections::BTreeSet::new();
     for k in 0..4 {
         let a = &run["agents"][k];
