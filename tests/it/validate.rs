@@ -80,6 +80,29 @@ fn the_schema_and_validate_reject_the_same_structure() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// Every meaning problem of one file, with the indices and lines of the original entries.
+#[test]
+fn validate_lists_every_meaning_problem_of_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "name = \"m\"\n[task]\n[[task.steps]]\ntool = \"s\"\n[policy]\nmax_steps = 0\n[fleet]\nagents = 0\n\
+                [[faults]]\ntarget = \"s\"\nat = [1]\nhttp = 418\n[[faults]]\ntarget = \"s\"\nat = [1]\nhttp = 503\n\
+                [[faults]]\ntarget = \"nope\"\nat = [1]\nhttp = 503\n[[gates]]\nstrategy = \"*\"\nmetric = \"nope\"\nmax = 1\n";
+    let p = write(dir.path(), "m.toml", text);
+    let out = tracefault().arg("validate").arg(&p).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr).replace(&*dir.path().to_string_lossy(), "DIR");
+    for want in [
+        "DIR/m.toml:12: faults[0].http: expected one of 400",
+        "DIR/m.toml:18: faults[2].target: expected \"provider\", \"*\" or a tool of the task (s), got \"nope\"",
+        "DIR/m.toml:6: policy.max_steps: expected 1 to 10000, got 0",
+        "DIR/m.toml:23: gates[0].metric: expected a numeric column",
+        "DIR/m.toml:8: fleet.agents: expected 1 to 10000, got 0",
+    ] {
+        assert!(err.contains(want), "{want}\n{err}");
+    }
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 file(s) checked: 5 problem(s)"));
+}
+
 /// Meaning (not structure): the checks `run` makes, per file, and names unique in the suite.
 #[test]
 fn validate_reports_what_run_would_refuse() {
