@@ -57,12 +57,32 @@ pub struct Folder {
     runs_csv: Option<PathBuf>,
 }
 
-/// Reads a report folder.
+/// Reads a report folder: bad input (exit 2) when it is not a tracefault reports folder or its
+/// `report.json` is of another layout version than this tracefault writes.
 pub fn read_folder(dir: &Path) -> Result<Folder> {
     let path = dir.join("report.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-    let doc: Value = serde_json::from_str(&text)
-        .map_err(|e| Error::Parse { file: path.display().to_string(), message: format!("not a report.json: {e}") })?;
+    let not_report = |why: String| Error::Parse {
+        file: path.display().to_string(),
+        message: format!("not a tracefault reports folder: {why}"),
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| not_report(e.to_string()))?;
+    let doc: Value = serde_json::from_str(&text).map_err(|e| not_report(format!("report.json is not JSON ({e})")))?;
+    if doc.get("tracefault_version").is_none() || !doc["scenarios"].is_array() {
+        return Err(not_report("report.json has no tracefault_version and scenarios".into()));
+    }
+    match doc["schema_version"].as_u64() {
+        Some(SCHEMA_VERSION) => {}
+        v => {
+            let v = v.map_or("none (an older tracefault)".to_owned(), |v| v.to_string());
+            return Err(Error::Parse {
+                file: path.display().to_string(),
+                message: format!(
+                    "report schema_version {v}, but this tracefault reads {SCHEMA_VERSION}: an incompatible baseline; \
+                     regenerate it with this version"
+                ),
+            });
+        }
+    }
     let mut scenarios = BTreeMap::new();
     for sc in doc["scenarios"].as_array().into_iter().flatten() {
         let name = sc["name"].as_str().unwrap_or_default().to_owned();

@@ -104,9 +104,24 @@ fn a_mismatched_baseline_says_so_and_fails() {
     let report = b.join("report.json");
     let text = std::fs::read_to_string(&report).unwrap().replace("\"schema_version\": 1,", "");
     std::fs::write(&report, text).unwrap();
-    let (code, out) = run(dir.path(), &scenario("[1]", ""), "old-version", &["--baseline", b.to_str().unwrap()]);
-    assert_eq!(code, 1);
-    assert!(out.contains("schema_version none (an older tracefault)"), "{out}");
+    let sc = write(dir.path(), "release.toml", &scenario("[1]", ""));
+    let o = tracefault()
+        .arg("run")
+        .arg(&sc)
+        .arg("--out")
+        .arg(dir.path().join("v"))
+        .arg("--baseline")
+        .arg(&b)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "an incompatible baseline is bad input: {err}");
+    assert!(err.contains("old/report.json: report schema_version none (an older tracefault)"), "{err}");
+    // A folder that is not a reports folder at all.
+    let o = tracefault().arg("diff").arg(dir.path()).arg(dir.path().join("seed")).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err.contains("report.json: not a tracefault reports folder"), "{err}");
 }
 
 #[test]
