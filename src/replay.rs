@@ -75,6 +75,7 @@ fn scenario(
         loads: vec![ToolLoad::default(); task.tools.len()],
         loaded: false,
         provider_load: ProviderLoad::default(),
+        pricing: None,
         fleet: Fleet::default(),
         task,
         policy: Policy::default(),

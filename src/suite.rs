@@ -299,8 +299,13 @@ pub fn run_suite(
 }
 
 fn finish_scenario(sc: &Scenario, aggregates: Vec<Aggregate>) -> ScenarioResult {
-    let rows: Vec<SummaryRow> =
-        sc.strategies.iter().zip(&aggregates).map(|(s, a)| SummaryRow::new(&sc.name, &s.name, a)).collect();
+    let price = sc.pricing.as_ref().map(|(_, input, output)| (*input, *output));
+    let rows: Vec<SummaryRow> = sc
+        .strategies
+        .iter()
+        .zip(&aggregates)
+        .map(|(s, a)| SummaryRow::new(&sc.name, &s.name, a).with_cost(a, price))
+        .collect();
     let rules_fired: Vec<(String, u64)> = sc
         .faults
         .rules
@@ -340,7 +345,7 @@ fn finish_scenario(sc: &Scenario, aggregates: Vec<Aggregate>) -> ScenarioResult 
     let recorded = sc.recorded.as_ref().map(|m| {
         let mut agg = Aggregate::default();
         agg.add(m, 0);
-        (SummaryRow::new(&sc.name, RECORDED, &agg).without_paired_difference(), agg)
+        (SummaryRow::new(&sc.name, RECORDED, &agg).without_paired_difference().with_cost(&agg, price), agg)
     });
     ScenarioResult {
         scenario: sc.clone(),

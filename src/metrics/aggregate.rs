@@ -57,6 +57,11 @@ pub struct Aggregate {
     pub wasted_sq_sum: u128,
     #[serde(default)]
     pub trips_sq_sum: u128,
+    /// Input and output tokens of every run, for the cost under `[pricing]`.
+    #[serde(default)]
+    pub tokens_in_sum: u128,
+    #[serde(default)]
+    pub tokens_out_sum: u128,
 }
 
 /// `into[i] = max(into[i], from[i])`, growing `into` to `from`'s length.
@@ -103,6 +108,8 @@ impl Aggregate {
         self.load_rejections += m.load_rejections;
         self.wasted_sq_sum += u128::from(m.wasted_retries) * u128::from(m.wasted_retries);
         self.trips_sq_sum += u128::from(m.breaker_trips) * u128::from(m.breaker_trips);
+        self.tokens_in_sum += u128::from(m.tokens_in);
+        self.tokens_out_sum += u128::from(m.tokens_out);
         if self.rule_fired.len() < m.rule_fired.len() {
             self.rule_fired.resize(m.rule_fired.len(), 0);
         }
@@ -164,6 +171,8 @@ impl Aggregate {
         self.load_rejections += o.load_rejections;
         self.wasted_sq_sum += o.wasted_sq_sum;
         self.trips_sq_sum += o.trips_sq_sum;
+        self.tokens_in_sum += o.tokens_in_sum;
+        self.tokens_out_sum += o.tokens_out_sum;
         if self.rule_fired.len() < o.rule_fired.len() {
             self.rule_fired.resize(o.rule_fired.len(), 0);
         }

@@ -15,6 +15,9 @@ pub struct RunMetrics {
     pub breaker_rejections: u64,
     pub faults_injected: u64,
     pub tokens: u64,
+    /// Of `tokens`: what the model calls sent (input) and got back (output), for the cost.
+    pub tokens_in: u64,
+    pub tokens_out: u64,
     pub virtual_ms: u64,
     pub protocol_violations: u64,
     pub raw_leaks: u64,
@@ -98,6 +101,8 @@ impl Observer for RunMetrics {
                 self.model_calls += 1;
                 self.first_attempts += u64::from(!retry);
                 self.tokens += tokens_in + tokens_out;
+                self.tokens_in += tokens_in;
+                self.tokens_out += tokens_out;
                 if retry {
                     self.orchestrator_retries += 1;
                 }

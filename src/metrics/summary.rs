@@ -4,7 +4,7 @@ use super::aggregate::Aggregate;
 use super::stats::{paired_mean_ci, wilson};
 use crate::engine::events::TerminatedBy;
 
-pub const SUMMARY_COLUMNS: [&str; 36] = [
+pub const SUMMARY_COLUMNS: [&str; 38] = [
     "scenario",
     "strategy",
     "runs",
@@ -41,11 +41,13 @@ pub const SUMMARY_COLUMNS: [&str; 36] = [
     "peak_in_flight",
     "retry_amplification",
     "load_rejections_per_run",
+    "cost_usd_mean",
+    "cost_usd_total",
 ];
 
 /// Decimal places of each numeric column of `summary.csv` (index = column − 2).
-const PRECISION: [usize; 34] =
-    [0, 4, 4, 4, 4, 4, 4, 3, 0, 0, 0, 3, 3, 0, 4, 0, 0, 0, 4, 1, 1, 0, 0, 3, 3, 3, 0, 4, 1, 1, 1, 0, 3, 3];
+const PRECISION: [usize; 36] =
+    [0, 4, 4, 4, 4, 4, 4, 3, 0, 0, 0, 3, 3, 0, 4, 0, 0, 0, 4, 1, 1, 0, 0, 3, 3, 3, 0, 4, 1, 1, 1, 0, 3, 3, 6, 4];
 
 /// Where the paired difference against the baseline sits among the numeric columns.
 const DELTA_COLUMNS: std::ops::Range<usize> = 23..26;
@@ -84,7 +86,7 @@ pub struct SummaryRow {
     pub scenario: String,
     pub strategy: String,
     /// The numeric columns, in `SUMMARY_COLUMNS[2..]` order.
-    pub values: [f64; 34],
+    pub values: [f64; 36],
 }
 
 impl SummaryRow {
@@ -128,8 +130,23 @@ impl SummaryRow {
             a.peak_in_flight as f64,
             a.calls_sum as f64 / a.first_attempts.max(1) as f64,
             a.load_rejections as f64 / n,
+            // The cost, once `with_cost` prices the tokens; empty without `[pricing]`.
+            f64::NAN,
+            f64::NAN,
         ];
         SummaryRow { scenario: scenario.to_owned(), strategy: strategy.to_owned(), values }
+    }
+
+    /// Prices the row's tokens (USD per million input and output tokens): the mean cost of a
+    /// run and the total over the runs.
+    pub fn with_cost(mut self, a: &Aggregate, price: Option<(f64, f64)>) -> SummaryRow {
+        if let Some((input, output)) = price {
+            let total = (a.tokens_in_sum as f64 * input + a.tokens_out_sum as f64 * output) / 1e6;
+            let last = self.values.len();
+            self.values[last - 2] = total / a.runs.max(1) as f64;
+            self.values[last - 1] = total;
+        }
+        self
     }
 
     /// The value of a numeric column by name.

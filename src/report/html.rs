@@ -187,7 +187,7 @@ fn old_vs_new(h: &mut String, c: &crate::baseline::Comparison, scenario: &str) {
 }
 
 /// The columns of the sortable summary table.
-const TABLE: [(&str, &str); 8] = [
+const TABLE: [(&str, &str); 9] = [
     ("runs", "runs"),
     ("success_rate", "success"),
     ("loop_rate", "loops"),
@@ -196,6 +196,7 @@ const TABLE: [(&str, &str); 8] = [
     ("breaker_trips_per_run", "trips / run"),
     ("tokens_mean", "tokens"),
     ("calls_delta_vs_baseline", "Δ calls"),
+    ("cost_usd_mean", "USD / run"),
 ];
 
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}\

@@ -63,6 +63,21 @@ impl Exporter for ReportMd {
                     f("calls_delta_hi"),
                 );
             }
+            if let Some((model, input, output)) = &sc.pricing {
+                let _ = writeln!(
+                    s,
+                    "\nCost at `{model}` prices (USD {input} / {output} per million input / output tokens; a model call answered with an error is not billed):\n\n| strategy | USD per run | USD in all runs |\n|---|---:|---:|"
+                );
+                for row in r.rows.iter().chain(r.recorded.as_ref().map(|x| &x.0)) {
+                    let _ = writeln!(
+                        s,
+                        "| {} | {} | {} |",
+                        row.strategy,
+                        cell(row, "cost_usd_mean"),
+                        cell(row, "cost_usd_total")
+                    );
+                }
+            }
             if sc.fleet.agents > 1 || sc.loaded {
                 let _ = writeln!(
                     s,

@@ -41,6 +41,28 @@ pub struct ScenarioDto {
     /// `[tools.NAME]`: what each tool can take, by name.
     #[serde(default)]
     pub tools: std::collections::BTreeMap<String, ToolDto>,
+    /// `[pricing]`: what the model's tokens cost, for `cost_usd_mean` and `cost_usd_total`.
+    pub pricing: Option<PricingDto>,
+}
+
+/// `[pricing] model = "NAME"` and `[pricing.models.NAME] input_per_mtok, output_per_mtok`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PricingDto {
+    /// The model whose prices bill the simulated model (default: the only one listed, else the
+    /// replayed trace's model).
+    pub model: Option<String>,
+    /// USD per million tokens, by model name.
+    pub models: std::collections::BTreeMap<String, PriceDto>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PriceDto {
+    /// USD per million input tokens.
+    pub input_per_mtok: f64,
+    /// USD per million output tokens.
+    pub output_per_mtok: f64,
 }
 
 /// `strategies = ["preset", …]`, or `[strategies.NAME]` tables in file order (an empty table

@@ -58,6 +58,8 @@ pub struct Scenario {
     pub loaded: bool,
     /// `[provider] rpm`, `tpm`: the fleet's limits at the provider.
     pub provider_load: ProviderLoad,
+    /// `[pricing]`: the billed model and its USD per million input and output tokens.
+    pub pricing: Option<(String, f64, f64)>,
     /// FNV-1a of each tool name, then of "provider": targets' parts of fault-stream keys.
     pub target_hashes: Vec<u64>,
     /// For a scenario that replays a trace: what the recorded model did, as one run (the

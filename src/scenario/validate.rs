@@ -51,6 +51,43 @@ impl Ctx<'_> {
     }
 }
 
+/// `[pricing]`: the billed model (named, the only one listed, or the trace's) and its prices.
+fn pricing_from_dto(
+    ctx: &Ctx,
+    d: Option<&PricingDto>,
+    trace_model: Option<&str>,
+) -> Result<Option<(String, f64, f64)>> {
+    let Some(d) = d else { return Ok(None) };
+    for (name, p) in &d.models {
+        for (k, v) in [("input_per_mtok", p.input_per_mtok), ("output_per_mtok", p.output_per_mtok)] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(ctx
+                    .err(format!("pricing.models.{name}.{k}"), format!("USD per million tokens, 0 or more, got {v}")));
+            }
+        }
+    }
+    let names = || d.models.keys().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(", ");
+    let model = match (&d.model, d.models.len()) {
+        (_, 0) => return Err(ctx.err("pricing.models", "at least one model's prices")),
+        (Some(m), _) if d.models.contains_key(m) => m.clone(),
+        (Some(m), _) => {
+            return Err(ctx.err("pricing.model", format!("one of the models priced ({}), got {m:?}", names())));
+        }
+        (None, 1) => d.models.keys().next().cloned().unwrap_or_default(),
+        (None, _) => match trace_model.filter(|m| d.models.contains_key(*m)) {
+            Some(m) => m.to_owned(),
+            None => {
+                return Err(ctx.err(
+                    "pricing.model",
+                    format!("which of the models priced ({}) bills the simulated model", names()),
+                ));
+            }
+        },
+    };
+    let p = &d.models[&model];
+    Ok(Some((model, p.input_per_mtok, p.output_per_mtok)))
+}
+
 fn ms(ctx: &Ctx, field: &str, v: Option<u64>) -> Result<Option<u64>> {
     match v {
         Some(v) if v > MAX_MS => Err(ctx.err(field, format!("at most {MAX_MS} ms (a day), got {v}"))),
@@ -160,6 +197,8 @@ pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scen
             "a fleet breaker (`scope = \"fleet\"`, or a strategy with `breaker = \"fleet\"`)",
         ));
     }
+    let pricing =
+        pricing_from_dto(&ctx, dto.pricing.as_ref(), replay.as_ref().and_then(|r| r.trace.header.model.as_deref()))?;
     let fleet = fleet::fleet_from_dto(&ctx, dto.fleet.as_ref())?;
     let loads = fleet::loads_from_dto(&ctx, &dto.tools, &task.tools)?;
     let mut target_hashes: Vec<u64> = task.tools.iter().map(|t| fnv1a64(t.as_bytes())).collect();
@@ -168,6 +207,7 @@ pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scen
         loaded: provider_load.is_limited() || loads.iter().any(|l| *l != ToolLoad::default()),
         loads,
         provider_load,
+        pricing,
         fleet,
         name_hash: fnv1a64(dto.name.as_bytes()),
         name: dto.name,

@@ -296,3 +296,45 @@ tool = "b"
     tracefault().arg("shrink").arg(&calm).args(["--strategy", "error-string", "--run", "0"]).assert().code(1);
     tracefault().arg("shrink").arg(&calm).args(["--strategy", "nope", "--run", "0"]).assert().code(2);
 }
+
+/// `[pricing]`: with the same price for input and output tokens the mean cost of a run is
+/// `tokens_mean × price / 10^6` and the total is that × runs; priced only on output tokens it is
+/// less; without `[pricing]` the cost columns are empty. Bad pricing is exit 2 naming the key.
+#[test]
+fn pricing_gives_the_cost_of_every_strategy() {
+    let dir = tempfile::tempdir().unwrap();
+    let priced = |p: &str| format!("{MINIMAL}[pricing]\n[pricing.models.m]\n{p}\n");
+    let summary = |name: &str, text: &str| -> Vec<std::collections::BTreeMap<String, String>> {
+        let sc = crate::write(dir.path(), &format!("{name}.toml"), text);
+        let out = dir.path().join(name);
+        tracefault().arg("run").arg(&sc).arg("--out").arg(&out).assert().code(0);
+        let mut r = csv::Reader::from_path(out.join("summary.csv")).unwrap();
+        let head: Vec<String> = r.headers().unwrap().iter().map(str::to_owned).collect();
+        r.records().map(|rec| head.iter().cloned().zip(rec.unwrap().iter().map(str::to_owned)).collect()).collect()
+    };
+    let both = summary("both", &priced("input_per_mtok = 2.0\noutput_per_mtok = 2.0"));
+    let out_only = summary("out", &priced("input_per_mtok = 0.0\noutput_per_mtok = 2.0"));
+    let none = summary("none", MINIMAL);
+    for ((b, o), n) in both.iter().zip(&out_only).zip(&none) {
+        let f = |row: &std::collections::BTreeMap<String, String>, k: &str| row[k].parse::<f64>().unwrap();
+        let want = f(b, "tokens_mean") * 2.0 / 1e6;
+        assert!((f(b, "cost_usd_mean") - want).abs() < 1e-6, "{b:?}");
+        assert!((f(b, "cost_usd_total") - want * f(b, "runs")).abs() < 1e-3, "{b:?}");
+        assert!(f(o, "cost_usd_mean") < f(b, "cost_usd_mean") && f(o, "cost_usd_mean") > 0.0);
+        assert_eq!((n["cost_usd_mean"].as_str(), n["cost_usd_total"].as_str()), ("", ""));
+    }
+    for (text, want) in [
+        (
+            priced("input_per_mtok = -1\noutput_per_mtok = 2"),
+            "pricing.models.m.input_per_mtok: expected USD per million tokens",
+        ),
+        (
+            format!("{MINIMAL}[pricing]\nmodel = \"x\"\n[pricing.models.m]\ninput_per_mtok = 1\noutput_per_mtok = 2\n"),
+            "pricing.model: expected one of the models priced (\"m\"), got \"x\"",
+        ),
+        (format!("{MINIMAL}[pricing]\nmodels = {{}}\n"), "pricing.models: expected at least one model's prices"),
+    ] {
+        let err = broken("p.toml", &text);
+        assert!(err.contains(want), "{err}");
+    }
+}
