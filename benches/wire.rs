@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
+use tracefault::envelope::Encoding;
 use tracefault::scenario::load::load_file;
 use tracefault::wire::WireServer;
 
@@ -27,7 +28,7 @@ fn servers() -> Servers {
         let app =
             axum::Router::new().fallback(|| async { ([("content-type", "application/json")], r#"{"temp_c":18}"#) });
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        (bare, WireServer::start(sc, "127.0.0.1:0".parse().unwrap(), 1.0, 1).await.unwrap())
+        (bare, WireServer::start(sc, "127.0.0.1:0".parse().unwrap(), 1.0, 1, Encoding::Flag).await.unwrap())
     });
     Servers { _rt: rt, bare, mock }
 }

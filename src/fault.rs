@@ -73,6 +73,9 @@ pub enum Fault {
         after_ms: u64,
     },
     Reset,
+    /// MCP over streamable HTTP: the server forgets the client's session (404 on its session
+    /// id); the call succeeds after the client initialises again. A transient failure.
+    SessionExpired,
     /// A 200 that says more may be available and states no terminal state; complete in truth.
     Ambiguous,
     /// The body reaches the tool client cut in half: parsing it fails.
@@ -82,7 +85,8 @@ pub enum Fault {
 }
 
 /// Names of the faults that are not an HTTP status (`fault = "…"` in a scenario).
-pub const NON_HTTP_FAULTS: [&str; 5] = ["timeout", "reset", "ambiguous", "truncated_json", "code_fenced_json"];
+pub const NON_HTTP_FAULTS: [&str; 6] =
+    ["timeout", "reset", "session_expired", "ambiguous", "truncated_json", "code_fenced_json"];
 
 impl Fault {
     pub fn http(status: u16) -> Fault {
@@ -92,9 +96,11 @@ impl Fault {
     pub fn class(&self) -> ErrorClass {
         match self {
             Fault::Http { status, .. } => http_class(*status).unwrap_or(ErrorClass::Terminal),
-            Fault::Timeout { .. } | Fault::Reset | Fault::TruncatedJson | Fault::CodeFencedJson => {
-                ErrorClass::Transient
-            }
+            Fault::Timeout { .. }
+            | Fault::Reset
+            | Fault::SessionExpired
+            | Fault::TruncatedJson
+            | Fault::CodeFencedJson => ErrorClass::Transient,
             Fault::Ambiguous => ErrorClass::Partial,
         }
     }
@@ -125,6 +131,7 @@ impl Fault {
             Fault::Http { status, .. } => format!("http {status}"),
             Fault::Timeout { after_ms } => format!("timeout {after_ms}ms"),
             Fault::Reset => "reset".into(),
+            Fault::SessionExpired => "session_expired".into(),
             Fault::Ambiguous => "ambiguous".into(),
             Fault::TruncatedJson => "truncated_json".into(),
             Fault::CodeFencedJson => "code_fenced_json".into(),
@@ -159,7 +166,9 @@ mod tests {
         for f in [Fault::TruncatedJson, Fault::CodeFencedJson] {
             assert!(f.damages_body(), "{f:?}");
         }
-        for f in [Fault::http(503), Fault::Timeout { after_ms: 1 }, Fault::Reset, Fault::Ambiguous] {
+        for f in
+            [Fault::http(503), Fault::Timeout { after_ms: 1 }, Fault::Reset, Fault::SessionExpired, Fault::Ambiguous]
+        {
             assert!(!f.damages_body(), "{f:?}");
         }
     }

@@ -196,6 +196,7 @@ fn rule(target: Target, attempt: u32, fault: Fault, name: &str) -> FaultRule {
         label: format!("{name} at [{attempt}]: {} (recorded)", fault.label()),
         fault,
         fleet: false,
+        transport: false,
     }
 }
 

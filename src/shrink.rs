@@ -62,6 +62,7 @@ pub fn with_schedule(sc: &Scenario, schedule: &[Met]) -> Scenario {
             fault: m.fault.clone(),
             label: String::new(),
             fleet: false,
+            transport: false,
         })
         .collect();
     Scenario { faults: FaultPlan::new(rules, sc.task.tools.len()), ..sc.clone() }

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::EnvelopesArgs;
 use crate::engine::events::{By, Event, Observer};
@@ -41,6 +41,7 @@ fn parse_fault(s: &str) -> Result<Fault> {
     Ok(match s {
         "timeout" => Fault::Timeout { after_ms: 30_000 },
         "reset" => Fault::Reset,
+        "session_expired" => Fault::SessionExpired,
         "truncated_json" => Fault::TruncatedJson,
         "code_fenced_json" => Fault::CodeFencedJson,
         "ambiguous" => Fault::Ambiguous,
@@ -57,12 +58,29 @@ pub struct Rendering {
     pub failed: bool,
 }
 
-/// `fault` rendered by every preset in every format.
+/// What the mock MCP server sends for `fault` under an MCP strategy's encoding: the
+/// `tools/call` result, or the JSON-RPC error.
+fn mcp_message(fault: &Fault, encoding: crate::envelope::Encoding) -> String {
+    let called = crate::wire::tools::Called {
+        tool: "search".into(),
+        result: serde_json::from_str(EXAMPLE_RESULT).unwrap_or(Value::Null),
+        fault: Some(fault.clone()),
+        retry_after_ms: fault.retry_after_ms(),
+        transport: false,
+    };
+    let v = match crate::wire::mcp::answer(&called, encoding) {
+        Ok(result) => json!({"result": result}),
+        Err(error) => json!({"error": error}),
+    };
+    v.to_string()
+}
+
+/// `fault` rendered by every strategy with a name in every format.
 pub fn render_all(fault: &Fault) -> Vec<Rendering> {
     let class = fault.class();
     let mut renderer = Renderer::default();
     let mut out = Vec::new();
-    for strategy in Strategy::presets() {
+    for strategy in Strategy::named() {
         for format in Format::ALL {
             let err = ToolError {
                 kind: ErrorKind::Fault(fault),
@@ -128,7 +146,7 @@ fn view_and_channel(format: Format, message: &str) -> (Value, Channel) {
 /// the view). Returns one line per strategy whose formats disagree.
 pub fn adapter_differences(renderings: &[Rendering]) -> Vec<String> {
     let mut out = Vec::new();
-    for strategy in Strategy::presets() {
+    for strategy in Strategy::named() {
         let mine: Vec<&Rendering> = renderings.iter().filter(|r| r.strategy.name == strategy.name).collect();
         let views: Vec<(Format, Value, Channel)> = mine
             .iter()
@@ -186,11 +204,14 @@ pub fn execute(args: EnvelopesArgs) -> Result<i32> {
     let class = fault.class();
     println!("fault: {} (true class: {})\n", fault.label(), class.name());
     let renderings = render_all(&fault);
-    for strategy in Strategy::presets() {
+    for strategy in Strategy::named() {
         let s = &strategy;
         println!("== {} (encoding {}, routing {:?}, partials {:?})", s.name, s.encoding.name(), s.routing, s.partials);
         for r in renderings.iter().filter(|r| r.strategy.name == s.name) {
             println!("  {:<16} {}", r.format.name(), r.message);
+        }
+        if Strategy::mcp_presets().iter().any(|m| m.name == s.name) {
+            println!("  {:<16} {}", "mcp (server)", mcp_message(&fault, s.encoding));
         }
         println!();
     }

@@ -47,6 +47,8 @@ pub enum Command {
     Serve(wire::ServeArgs),
     /// Run an agent against the mocks, record its traffic, report metrics and the checklist.
     Exec(wire::ExecArgs),
+    /// Serve the scenario's tools as an MCP server on stdio (streamable HTTP: `serve`, at /mcp).
+    Mcp(wire::McpArgs),
     /// Check scenario files without running them: every problem listed; exit 0 or 2.
     Validate(validate::ValidateArgs),
     /// Print the JSON Schema of a scenario file (for editors: schema/scenario.schema.json).
@@ -153,6 +155,7 @@ pub fn execute(cli: Cli) -> Result<i32> {
         Command::Shrink(args) => run::shrink(args),
         Command::Serve(args) => wire::serve(args),
         Command::Exec(args) => wire::exec(args),
+        Command::Mcp(args) => wire::mcp_stdio(args),
         Command::Validate(args) => validate::validate(args),
         Command::Schema => validate::schema(),
         Command::Diff(args) => run::diff(args),

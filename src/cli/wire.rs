@@ -15,6 +15,7 @@ use crate::report;
 use crate::scenario::load::load_file;
 use crate::trace::{FinalOutcome, Trace, TraceEvent};
 use crate::wire::WireServer;
+use crate::wire::mcp;
 use crate::wire::world::World;
 
 #[derive(Debug, Args)]
@@ -34,6 +35,11 @@ pub struct ServeArgs {
     /// fault draws and conversations; the plain paths are agent 0. 1 to 10000.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub agents: u32,
+    /// How the MCP endpoint hands a failed tool call back: mcp-text (isError and a sentence),
+    /// mcp-envelope (isError and the five fields, as text and structuredContent) or
+    /// jsonrpc-error (a JSON-RPC error: -32602 for bad arguments, -32603 otherwise).
+    #[arg(long, default_value = "mcp-text")]
+    pub mcp_strategy: String,
 }
 
 #[derive(Debug, Args)]
@@ -59,6 +65,11 @@ pub struct ExecArgs {
     /// `/agents/K/`, sharing the tools' and the provider's limits. 1 to 1000.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub agents: u32,
+    /// How the MCP endpoint hands a failed tool call back: mcp-text (isError and a sentence),
+    /// mcp-envelope (isError and the five fields, as text and structuredContent) or
+    /// jsonrpc-error (a JSON-RPC error: -32602 for bad arguments, -32603 otherwise).
+    #[arg(long, default_value = "mcp-text")]
+    pub mcp_strategy: String,
     /// The agent's command line.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub cmd: Vec<String>,
@@ -96,6 +107,7 @@ pub fn agent_env(server: &str, agent: u32, agents: u32) -> Vec<(&'static str, St
         ("GEMINI_API_BASE", base.to_owned()),
         ("TRACEFAULT_BASE_URL", base.to_owned()),
         ("TRACEFAULT_TOOLS_URL", format!("{base}/tools")),
+        ("TRACEFAULT_MCP_URL", format!("{base}/mcp")),
         ("OPENAI_API_KEY", "sk-tracefault-placeholder".into()),
         ("ANTHROPIC_API_KEY", "sk-ant-tracefault-placeholder".into()),
         ("GEMINI_API_KEY", "tracefault-placeholder".into()),
@@ -119,7 +131,8 @@ pub fn agent_env(server: &str, agent: u32, agents: u32) -> Vec<(&'static str, St
 pub fn serve(args: ServeArgs) -> Result<i32> {
     let sc = load_file(&args.scenario)?;
     runtime()?.block_on(async {
-        let server = WireServer::start(sc, args.addr, args.time_scale, args.agents).await?;
+        let mcp = mcp::encoding_of(&args.mcp_strategy)?;
+        let server = WireServer::start(sc, args.addr, args.time_scale, args.agents, mcp).await?;
         // A long serve keeps no trace: memory stays flat.
         server.reset(args.run, false);
         for (k, v) in
@@ -132,6 +145,13 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
             args.scenario.display(),
             args.run,
             args.time_scale
+        );
+        println!(
+            "# MCP ({}): streamable HTTP at {}/mcp; over stdio: tracefault mcp {} --stdio --mcp-strategy {}",
+            args.mcp_strategy,
+            server.uri(),
+            args.scenario.display(),
+            args.mcp_strategy
         );
         if args.agents > 1 {
             println!(
@@ -149,6 +169,41 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
             eprintln!("served {model} model calls and {tool} tool calls");
         }
         server.stop().await;
+        Ok(exit::OK)
+    })
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    pub scenario: PathBuf,
+    /// Speak MCP on stdin and stdout (for hosts that start a server as a subprocess). For
+    /// streamable HTTP, `tracefault serve` serves `/mcp`.
+    #[arg(long, required = true)]
+    pub stdio: bool,
+    /// Which run's fault draws to serve.
+    #[arg(long, default_value_t = 0)]
+    pub run: u64,
+    /// Real seconds per virtual second for time-based faults and announced waits.
+    #[arg(long, default_value_t = 1.0, value_parser = time_scale)]
+    pub time_scale: f64,
+    /// How a failed tool call is handed back: mcp-text, mcp-envelope or jsonrpc-error.
+    #[arg(long, default_value = "mcp-text")]
+    pub mcp_strategy: String,
+}
+
+/// `tracefault mcp SCENARIO --stdio`: the scenario's tools as an MCP server on stdio, one agent
+/// of run `--run`, until the client closes stdin. Nothing but MCP goes to stdout.
+pub fn mcp_stdio(args: McpArgs) -> Result<i32> {
+    let sc = load_file(&args.scenario)?;
+    let encoding = mcp::encoding_of(&args.mcp_strategy)?;
+    runtime()?.block_on(async {
+        let mocks = crate::wire::mocks::Mocks::new(sc, args.run, 1, args.time_scale, false);
+        let shared = std::sync::Arc::new(crate::wire::server::Shared {
+            mocks: std::sync::Mutex::new(mocks),
+            time_scale: args.time_scale,
+            mcp: None,
+        });
+        mcp::serve_stdio(shared, encoding).await?;
         Ok(exit::OK)
     })
 }
@@ -470,7 +525,8 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
     std::fs::create_dir_all(&args.out).map_err(|e| Error::io(&args.out, e))?;
     let rt = runtime()?;
     let records = rt.block_on(async {
-        let server = WireServer::start(sc.clone(), args.addr, args.time_scale, args.agents).await?;
+        let mcp = mcp::encoding_of(&args.mcp_strategy)?;
+        let server = WireServer::start(sc.clone(), args.addr, args.time_scale, args.agents, mcp).await?;
         let mut records = Vec::new();
         for run in 0..args.runs {
             records.push(exec_run(&args, &server, run).await?);

@@ -49,6 +49,10 @@ pub struct FaultRule {
     /// `scope = "fleet"`: its triggers count the whole fleet's attempts and successes on the
     /// target, and a rate limit is the fleet's (a lone agent's are the fleet's).
     pub fleet: bool,
+    /// `transport = true`: over MCP's streamable HTTP this HTTP fault is the endpoint's own
+    /// answer (a status with `retry-after`, no JSON-RPC), or a dropped connection, rather than
+    /// the tool's failure. Elsewhere it changes nothing.
+    pub transport: bool,
 }
 
 /// The fault plan of a scenario, plus its per-run state.
@@ -326,7 +330,7 @@ mod tests {
     use super::*;
 
     fn rule(target: Target, trigger: Trigger, fault: Fault) -> FaultRule {
-        FaultRule { target, trigger, fault, label: String::new(), fleet: false }
+        FaultRule { target, trigger, fault, label: String::new(), fleet: false, transport: false }
     }
 
     fn http(status: u16) -> Fault {

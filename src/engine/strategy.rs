@@ -66,8 +66,33 @@ impl Strategy {
         ]
     }
 
+    /// The MCP strategies, named in a scenario's `strategies` to compare them (not run by
+    /// default): how an MCP server hands a failure back, as a typical host passes it on to the
+    /// model. `mcp-text`: `isError` with one sentence (the host shows the text; Anthropic's
+    /// `is_error` carries the flag). `mcp-envelope`: `isError` with the five fields as text and
+    /// `structuredContent`, partial results stated complete. `jsonrpc-error`: a JSON-RPC error,
+    /// which the host turns into its own fixed sentence. MCP hosts do not retry a tool's
+    /// failure: every failure goes to the model.
+    pub fn mcp_presets() -> Vec<Strategy> {
+        use Encoding::*;
+        use Partials::*;
+        use Routing::*;
+        vec![
+            Strategy::preset("mcp-text", Flag, Model, Ambiguous, false),
+            Strategy::preset("mcp-envelope", Envelope, Model, Terminal, false),
+            Strategy::preset("jsonrpc-error", JsonRpcError, Model, Ambiguous, false),
+        ]
+    }
+
+    /// Every strategy with a name of its own: the presets, then the MCP strategies.
+    pub fn named() -> Vec<Strategy> {
+        let mut all = Strategy::presets();
+        all.extend(Strategy::mcp_presets());
+        all
+    }
+
     pub fn preset_named(name: &str) -> Option<Strategy> {
-        Strategy::presets().into_iter().find(|s| s.name == name)
+        Strategy::named().into_iter().find(|s| s.name == name)
     }
 }
 

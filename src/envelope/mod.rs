@@ -54,11 +54,14 @@ pub enum Encoding {
     Object,
     /// The five fields as JSON, plus `is_error` on Anthropic.
     Envelope,
+    /// An MCP server's JSON-RPC error, as a host that catches it shows the model: one fixed
+    /// sentence, whatever failed ([`render::HOST_ERROR_TEXT`]).
+    JsonRpcError,
 }
 
 impl Encoding {
-    pub const ALL: [Encoding; 5] =
-        [Encoding::Raw, Encoding::Prefix, Encoding::Flag, Encoding::Object, Encoding::Envelope];
+    pub const ALL: [Encoding; 6] =
+        [Encoding::Raw, Encoding::Prefix, Encoding::Flag, Encoding::Object, Encoding::Envelope, Encoding::JsonRpcError];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -67,6 +70,7 @@ impl Encoding {
             Encoding::Flag => "flag",
             Encoding::Object => "object",
             Encoding::Envelope => "envelope",
+            Encoding::JsonRpcError => "jsonrpc-error",
         }
     }
 
@@ -144,7 +148,7 @@ impl ToolError<'_> {
                     _ => "TRANSPORT",
                 },
                 Fault::Timeout { .. } => "TIMEOUT",
-                Fault::Reset => "TRANSPORT",
+                Fault::Reset | Fault::SessionExpired => "TRANSPORT",
                 Fault::TruncatedJson | Fault::CodeFencedJson => "BAD_RESPONSE",
                 Fault::Ambiguous => "PARTIAL",
             },

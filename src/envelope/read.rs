@@ -271,6 +271,7 @@ mod tests {
             Encoding::Object => Signal::Object,
             Encoding::Prefix => Signal::Prefix,
             Encoding::Raw => Signal::Raw,
+            Encoding::JsonRpcError => Signal::Unmarked,
         };
         for format in Format::ALL {
             for encoding in Encoding::ALL {

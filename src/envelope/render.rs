@@ -26,6 +26,11 @@ pub enum Body<'a> {
     },
 }
 
+/// What a host shows the model for an MCP tool call that ended in a JSON-RPC error: the OpenAI
+/// Agents SDK's `default_tool_error_function` (openai-agents 0.24.0, `agents/tool.py`), which
+/// its MCP tools use unless told otherwise. The error's own message never reaches the model.
+pub const HOST_ERROR_TEXT: &str = "An error occurred while running the tool. Please try again.";
+
 /// Note attached to ambiguous partial results (the phrase the seeds warn about).
 pub const MORE_AVAILABLE: &str = "More results may be available.";
 
@@ -184,7 +189,16 @@ fn error_payload(
             out.push('}');
         }
         Encoding::Envelope => five_fields(out, scratch, num, err),
+        Encoding::JsonRpcError => out.push_str(HOST_ERROR_TEXT),
     }
+}
+
+/// The text of a failed result under `encoding`, as a tool server would send it (the five
+/// fields' JSON for the envelope).
+pub fn error_text(err: &ToolError<'_>, encoding: Encoding) -> String {
+    let mut out = String::new();
+    error_payload(&mut out, &mut String::new(), &mut itoa::Buffer::new(), err, encoding);
+    out
 }
 
 /// `{"code","message","retryable","details","source"}`; `scratch` holds the sentence.
@@ -319,6 +333,11 @@ pub fn sentence(out: &mut String, num: &mut itoa::Buffer, err: &ToolError<'_>) {
                 out.push_str(tool);
                 out.push_str(" tool was reset; the same call may succeed later.");
             }
+            Fault::SessionExpired => {
+                out.push_str("The session with the ");
+                out.push_str(tool);
+                out.push_str(" tool's server expired; the same call may succeed after reconnecting.");
+            }
             Fault::TruncatedJson | Fault::CodeFencedJson => {
                 out.push_str("The ");
                 out.push_str(tool);
@@ -365,6 +384,9 @@ fn raw_exception(out: &mut String, num: &mut itoa::Buffer, err: &ToolError<'_>) 
             ),
             Fault::Reset => out.push_str(
                 "    response = session.post(url, json=args, timeout=timeout)\nrequests.exceptions.ConnectionError: ('Connection aborted.', ConnectionResetError(104, 'Connection reset by peer'))",
+            ),
+            Fault::SessionExpired => out.push_str(
+                "    result = await session.call_tool(name, args)\nmcp.shared.exceptions.MCPError: Session terminated",
             ),
             Fault::TruncatedJson | Fault::CodeFencedJson | Fault::Ambiguous => {
                 out.push_str("    return response.json()\nValueError: partial data")
@@ -479,6 +501,7 @@ mod tests {
             },
             Fault::Timeout { after_ms: 30_000 },
             Fault::Reset,
+            Fault::SessionExpired,
             Fault::TruncatedJson,
         ];
         let mut r = Renderer::default();

@@ -275,6 +275,7 @@ pub struct FaultDto {
     pub fault: Option<String>,
     pub after_ms: Option<u64>,
     pub scope: Option<String>,
+    pub transport: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -469,6 +469,7 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &mut Task) -> Result<Faul
             match kind {
                 "timeout" => Fault::Timeout { after_ms: ms(ctx, &field("after_ms"), f.after_ms)?.unwrap_or(30_000) },
                 "reset" => Fault::Reset,
+                "session_expired" => Fault::SessionExpired,
                 "ambiguous" => Fault::Ambiguous,
                 "truncated_json" => Fault::TruncatedJson,
                 "code_fenced_json" => Fault::CodeFencedJson,
@@ -500,7 +501,11 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &mut Task) -> Result<Faul
         s => return Err(ctx.err(format!("faults[{i}].scope"), format!("\"agent\" or \"fleet\", got {s:?}"))),
     };
     let label = if fleet { format!("{label} (fleet)") } else { label };
-    Ok(FaultRule { target, trigger, fault, label, fleet })
+    let transport = f.transport.unwrap_or(false);
+    if transport && (target == Target::Provider || !matches!(fault, Fault::Http { .. } | Fault::Reset)) {
+        return Err(ctx.err(field("transport"), "`transport = true` only on a tool's http status or \"reset\""));
+    }
+    Ok(FaultRule { target, trigger, fault, label, fleet, transport })
 }
 
 fn trigger_label(t: &Trigger) -> String {
@@ -692,7 +697,7 @@ fn profile_from_dto(ctx: &Ctx, d: Option<&ProfileRefDto>, trace: Option<&Trace>)
 }
 
 fn strategies_from_dto(ctx: &Ctx, d: Option<StrategiesDto>, retry: &RetryPolicy) -> Result<Vec<Strategy>> {
-    let presets = || Strategy::presets().into_iter().map(|s| s.name).collect::<Vec<_>>().join(", ");
+    let presets = || Strategy::named().into_iter().map(|s| s.name).collect::<Vec<_>>().join(", ");
     let out: Vec<Strategy> = match d {
         None => Strategy::presets(),
         Some(StrategiesDto::Names(names)) => names
@@ -722,6 +727,11 @@ fn strategies_from_dto(ctx: &Ctx, d: Option<StrategiesDto>, retry: &RetryPolicy)
     Ok(out)
 }
 
+/// The encodings' names, for errors.
+fn encodings() -> String {
+    Encoding::ALL.iter().map(|e| e.name()).collect::<Vec<_>>().join(", ")
+}
+
 fn custom_strategy(ctx: &Ctx, name: &str, s: StrategyDto, presets: &str, base_retry: &RetryPolicy) -> Result<Strategy> {
     let field = |k: &str| format!("strategies.{name}.{k}");
     let is_empty = s.encoding.is_none()
@@ -737,10 +747,10 @@ fn custom_strategy(ctx: &Ctx, name: &str, s: StrategyDto, presets: &str, base_re
         });
     }
     let Some(enc) = s.encoding.as_deref() else {
-        return Err(ctx.err(field("encoding"), "an encoding: raw, prefix, flag, object or envelope"));
+        return Err(ctx.err(field("encoding"), format!("an encoding: {}", encodings())));
     };
-    let encoding = Encoding::parse(enc)
-        .ok_or_else(|| ctx.err(field("encoding"), format!("raw, prefix, flag, object or envelope, got {enc:?}")))?;
+    let encoding =
+        Encoding::parse(enc).ok_or_else(|| ctx.err(field("encoding"), format!("{}, got {enc:?}", encodings())))?;
     let routing = match s.routing.as_deref().unwrap_or("model") {
         "model" => Routing::Model,
         "orchestrator" => Routing::Orchestrator,

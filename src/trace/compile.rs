@@ -281,6 +281,7 @@ fn at_rule(target: Target, name: &str, attempt: u32, fault: Fault) -> FaultRule 
         label: format!("{name} at [{attempt}]: {} (recorded)", fault.label()),
         fault,
         fleet: false,
+        transport: false,
     }
 }
 

@@ -6,8 +6,10 @@
 //! [`server`] is the HTTP layer (axum on hyper); [`world`] the mocks' state for one run;
 //! [`provider`] and [`tools`] the two kinds of endpoint; [`model`] the mock model of each
 //! conversation; [`respond`] and [`validate`] the providers' shapes and checks; [`schema`] tool
-//! schemas and argument matching; [`reply`] what goes back over HTTP.
+//! schemas and argument matching; [`reply`] what goes back over HTTP; [`mcp`] the tools over
+//! the Model Context Protocol.
 
+pub mod mcp;
 pub mod mocks;
 pub mod model;
 pub mod provider;

@@ -19,10 +19,11 @@ use serde_json::{Value, json};
 
 use super::mocks::{Door, Mocks};
 use super::reply::{Body, Reply};
-use super::{provider, tools};
+use super::{mcp, provider, tools};
 use crate::engine::load::LoadFault;
-use crate::envelope::Format;
+use crate::envelope::{Encoding, Format};
 use crate::error::Error;
+use crate::fault::Fault;
 use crate::scenario::Scenario;
 
 /// Requests larger than this are refused with 413, while they stream in.
@@ -31,13 +32,18 @@ pub const MAX_BODY_BYTES: usize = 8 << 20;
 /// What a path names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Route<'a> {
-    Provider { format: Format, gemini_stream: bool },
+    Provider {
+        format: Format,
+        gemini_stream: bool,
+    },
     ToolList,
     Tool(&'a str),
+    /// MCP's streamable HTTP endpoint (every method: POST, GET for the stream, DELETE).
+    Mcp,
 }
 
 /// Every path the mocks serve, for the 404 that names the nearest one.
-pub const SERVED: [&str; 9] = [
+pub const SERVED: [&str; 10] = [
     "/v1/chat/completions",
     "/v1/responses",
     "/v1/messages",
@@ -46,6 +52,7 @@ pub const SERVED: [&str; 9] = [
     "/v1beta/openai/chat/completions",
     "/tools",
     "/tools/NAME",
+    "/mcp",
     "/agents/K/…",
 ];
 
@@ -54,6 +61,9 @@ pub const SERVED: [&str; 9] = [
 /// that already has it, some do not), where nothing collides.
 pub fn route<'a>(method: &Method, path: &'a str) -> Option<Route<'a>> {
     let p = path.trim_end_matches('/');
+    if p == "/mcp" {
+        return Some(Route::Mcp);
+    }
     if method == Method::GET && p == "/tools" {
         return Some(Route::ToolList);
     }
@@ -128,6 +138,8 @@ pub struct Shared {
     pub mocks: Mutex<Mocks>,
     /// Time scale for new runs' clocks.
     pub time_scale: f64,
+    /// The MCP endpoint's service (none over stdio).
+    pub mcp: Option<mcp::HttpService>,
 }
 
 impl Shared {
@@ -143,16 +155,20 @@ pub struct WireServer {
     pub shared: Arc<Shared>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
+    /// Ends the MCP sessions (their streams stay open otherwise).
+    mcp_stop: tokio_util::sync::CancellationToken,
 }
 
 impl WireServer {
     /// Binds `addr` (127.0.0.1 unless told otherwise) and serves the scenario's mocks to
-    /// `agents` agents (`/agents/K/` with K below it; the plain paths are agent 0).
+    /// `agents` agents (`/agents/K/` with K below it; the plain paths are agent 0), MCP tool
+    /// failures encoded as `mcp` says.
     pub async fn start(
         scenario: Scenario,
         addr: SocketAddr,
         time_scale: f64,
         agents: u32,
+        mcp: Encoding,
     ) -> Result<WireServer, Error> {
         let listener = std::net::TcpListener::bind(addr).map_err(|e| {
             let what = if e.kind() == std::io::ErrorKind::AddrInUse {
@@ -166,15 +182,18 @@ impl WireServer {
         let addr = listener.local_addr().map_err(|e| Error::Usage(format!("cannot listen on {addr}: {e}")))?;
         let listener = tokio::net::TcpListener::from_std(listener)
             .map_err(|e| Error::Usage(format!("cannot listen on {addr}: {e}")))?;
+        let mcp_stop = tokio_util::sync::CancellationToken::new();
+        let hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned(), addr.ip().to_string()];
+        let service = mcp::http_service(&scenario, mcp, mcp_stop.clone(), hosts);
         let mocks = Mocks::new(scenario, 0, agents, time_scale, true);
-        let shared = Arc::new(Shared { mocks: Mutex::new(mocks), time_scale });
+        let shared = Arc::new(Shared { mocks: Mutex::new(mocks), time_scale, mcp: Some(service) });
         let app = axum::Router::new()
             .fallback(handle)
             .layer(tower_http::limit::RequestBodyLimitLayer::new(MAX_BODY_BYTES))
             .with_state(shared.clone());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(accept_loop(listener, app, stopped));
-        Ok(WireServer { addr, shared, stop: Some(stop), task: Some(task) })
+        Ok(WireServer { addr, shared, stop: Some(stop), task: Some(task), mcp_stop })
     }
 
     /// `http://127.0.0.1:PORT`
@@ -195,6 +214,7 @@ impl WireServer {
 
     /// Stops accepting and waits for requests in flight.
     pub async fn stop(mut self) {
+        self.mcp_stop.cancel();
         if let Some(s) = self.stop.take() {
             let _ = s.send(());
         }
@@ -251,7 +271,8 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         ))
         .await;
     };
-    let body = match axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES).await {
+    let (parts, body) = req.into_parts();
+    let body = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
         Ok(b) => b,
         Err(e) => {
             let too_large = format!("{e:?}").contains("LengthLimit");
@@ -279,73 +300,95 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             w.http_requests[1] += 1;
             tools::list(w)
         }
-        Route::Tool(name) => tool_call(&shared, agent, name, &body).await,
+        Route::Mcp => {
+            let Some(service) = &shared.mcp else {
+                return respond(Reply::text(404, "tracefault: no MCP endpoint here")).await;
+            };
+            return mcp::http(&shared, service, agent, parts, body).await;
+        }
+        Route::Tool(name) => match tool_call(&shared, agent, name, tools::arguments(&body)).await {
+            Ok(called) => tools::http_reply(shared.lock().world(agent).expect("an agent of the fleet"), &called),
+            Err(reply) => reply,
+        },
     };
     respond(reply).await
 }
 
 /// A call at a mock tool: through the fleet's door (rate and concurrency limits, a queue),
-/// served for its service time, and under optimistic concurrency committed at its end. A
-/// client that goes away while it waits or is served gives its place back.
-async fn tool_call(shared: &Arc<Shared>, agent: u32, name: &str, body: &[u8]) -> Reply {
+/// served for its service time (a timeout for its own delay), and under optimistic concurrency
+/// committed at its end. A client that goes away while it waits or is served gives its place
+/// back. `Err` is an answer that never reached the tool: an unknown tool, arguments that are
+/// not a JSON object, a refusal by the fleet's limits.
+pub(super) async fn tool_call(
+    shared: &Arc<Shared>,
+    agent: u32,
+    name: &str,
+    args: Result<Value, Reply>,
+) -> Result<tools::Called, Reply> {
     let door = {
         let mut m = shared.lock();
         let now = m.clock.now_ms();
         let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
         w.http_requests[1] += 1;
-        let Some(tool) = tools::index(w, name) else { return tools::call(w, name, body).0 };
+        let Some(tool) = tools::index(w, name) else { return Err(tools::unknown(w, name)) };
         tools::arrive(w, tool);
+        let args = args?;
         match limits.admit(agent, tool, now) {
-            Door::Refused(load, wait) => return tools::refused(w, name, load, wait),
-            door => (tool, door, m.epoch),
+            Door::Refused(load, wait) => return Err(tools::refused(w, name, load, wait)),
+            door => (tool, door, m.epoch, args),
         }
     };
-    let (tool, door, epoch) = door;
+    let (tool, door, epoch, args) = door;
     let mut held = Held { shared: shared.clone(), epoch, tool, place: false, serving: false };
     match door {
         Door::Served { place } => held.place = place,
         Door::Queued(rx) => {
             if rx.await.is_err() {
-                return Reply::text(503, "tracefault: the run ended while this call waited for a place");
+                return Err(Reply::text(503, "tracefault: the run ended while this call waited for a place"));
             }
             held.place = true;
         }
         Door::Refused(..) => unreachable!("answered above"),
     }
-    let (mut reply, faulted, read, occ) = {
+    let (called, delay, read, occ) = {
         let mut m = shared.lock();
         let service = m.scenario().loads[tool].service;
         let occ = m.scenario().loads[tool].occ;
         let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
         let read = limits.tools[tool].start();
         held.serving = true;
-        let (mut reply, faulted) = tools::call(w, name, body);
+        let called = tools::invoke(w, name, &args);
         // A timeout keeps its own delay; anything else takes the tool's service time.
-        if let (None, Some(dist)) = (reply.delay, service) {
-            let slot = (tool as u64) << 40 | w.tool_calls << 1;
-            let ms = dist.sample(w.service.unit(slot), w.service.unit(slot + 1));
-            reply.delay = Some(Duration::from_millis(w.clock.real_ms(ms).min(tools::MAX_DELAY_MS)));
-        }
-        (reply, faulted, read, occ)
+        let virtual_ms = match (&called.fault, service) {
+            (Some(Fault::Timeout { after_ms }), _) => Some(*after_ms),
+            (_, Some(dist)) => {
+                let slot = (tool as u64) << 40 | w.tool_calls << 1;
+                Some(dist.sample(w.service.unit(slot), w.service.unit(slot + 1)))
+            }
+            _ => None,
+        };
+        let delay = virtual_ms.map(|ms| Duration::from_millis(w.clock.real_ms(ms).min(tools::MAX_DELAY_MS)));
+        (called, delay, read, occ)
     };
-    if let Some(d) = reply.delay.take() {
+    if let Some(d) = delay {
         tokio::time::sleep(d).await;
     }
     let mut m = shared.lock();
     if m.epoch != epoch {
         held.place = false;
         held.serving = false;
-        return reply;
+        return Ok(called);
     }
     let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
     held.serving = false;
-    if !limits.tools[tool].end((occ && !faulted).then_some(read)) {
-        reply = tools::refused(w, name, LoadFault::Conflict, None);
-    }
+    let committed = limits.tools[tool].end((occ && called.fault.is_none()).then_some(read));
     if std::mem::take(&mut held.place) {
         limits.hand_on(tool);
     }
-    reply
+    if !committed {
+        return Err(tools::refused(w, name, LoadFault::Conflict, None));
+    }
+    Ok(called)
 }
 
 /// A place or a service a tool call holds, given back if the call is dropped before its end
@@ -378,7 +421,7 @@ impl Drop for Held {
 }
 
 /// Sends a reply, after its delay.
-async fn respond(reply: Reply) -> Response {
+pub(super) async fn respond(reply: Reply) -> Response {
     if let Some(d) = reply.delay {
         tokio::time::sleep(d).await;
     }

@@ -3,8 +3,6 @@
 //! included), slow answers, dropped connections and damaged bodies. `GET /tools` lists them
 //! with input schemas, so a typed agent can declare them.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
 use super::reply::Reply;
@@ -49,25 +47,68 @@ pub fn arrive(world: &mut World, tool: usize) {
     }
 }
 
-/// `POST /tools/{tool}` with the raw request body: the reply, and whether a fault shaped it.
-pub fn call(world: &mut World, tool: &str, body: &[u8]) -> (Reply, bool) {
-    let Some(tool_idx) = index(world, tool) else {
-        let known = world.scenario.task.tools.join(", ");
-        let body = json!({"error": {"code": 404, "message": format!("no tool named {tool:?} in this scenario (it has {known})")}});
-        return (Reply::json(404, &body), true);
-    };
-    let args: Value = match serde_json::from_slice(body) {
-        Ok(v @ Value::Object(_)) => v,
+/// What a call at a mock tool came to, before it is put on a wire (HTTP or MCP): the tool's
+/// result, and the fault that shapes the answer instead, if one fired.
+#[derive(Clone, Debug)]
+pub struct Called {
+    pub tool: String,
+    pub result: Value,
+    pub fault: Option<Fault>,
+    /// The wait the answer announces, in virtual ms.
+    pub retry_after_ms: Option<u64>,
+    /// The fault is the MCP endpoint's own (`transport = true`), not the tool's.
+    pub transport: bool,
+}
+
+/// A request body as a tool's arguments: a JSON object, or the 400 that says why not.
+pub fn arguments(body: &[u8]) -> Result<Value, Reply> {
+    match serde_json::from_slice(body) {
+        Ok(v @ Value::Object(_)) => Ok(v),
         Ok(_) => {
             let body = json!({"error": {"code": 400, "message": "the body must be a JSON object of arguments"}});
-            return (Reply::json(400, &body), true);
+            Err(Reply::json(400, &body))
         }
         Err(e) => {
             let body = json!({"error": {"code": 400, "message": format!("the body is not JSON arguments: {e}")}});
-            return (Reply::json(400, &body), true);
+            Err(Reply::json(400, &body))
         }
+    }
+}
+
+/// The 404 for a tool the scenario does not have.
+pub fn unknown(world: &World, tool: &str) -> Reply {
+    let known = world.scenario.task.tools.join(", ");
+    let body =
+        json!({"error": {"code": 404, "message": format!("no tool named {tool:?} in this scenario (it has {known})")}});
+    Reply::json(404, &body)
+}
+
+/// `POST /tools/{tool}` with the raw request body: the reply, and whether a fault shaped it.
+pub fn call(world: &mut World, tool: &str, body: &[u8]) -> (Reply, bool) {
+    if index(world, tool).is_none() {
+        return (unknown(world, tool), true);
+    }
+    match arguments(body) {
+        Ok(args) => {
+            let called = invoke(world, tool, &args);
+            (http_reply(world, &called), called.fault.is_some())
+        }
+        Err(reply) => (reply, true),
+    }
+}
+
+/// The answer of a known tool to `args`, with the faults' memory and the findings kept.
+pub fn invoke(world: &mut World, tool: &str, args: &Value) -> Called {
+    let Some(tool_idx) = index(world, tool) else {
+        return Called {
+            tool: tool.to_owned(),
+            result: Value::Null,
+            fault: None,
+            retry_after_ms: None,
+            transport: false,
+        };
     };
-    let canon = canonical_args(&args);
+    let canon = canonical_args(args);
     let call_key = (tool.to_owned(), canon.clone());
     // An identical call right after a non-retryable failure, with no model turn between: the
     // agent's own retry of something retrying cannot fix.
@@ -110,15 +151,16 @@ pub fn call(world: &mut World, tool: &str, body: &[u8]) -> (Reply, bool) {
     let result: Value =
         spec.map_or_else(|| json!({"result": "ok"}), |c| serde_json::from_str(&c.result_json).unwrap_or(Value::Null));
     let class = decision.map(|d| world.fault(d.rule).class());
-    let reply = match decision {
+    let (fault, retry_after_ms, transport) = match decision {
         None => {
             world.succeeded(tool_idx);
-            Reply::json(200, &result)
+            (None, None, false)
         }
         Some(d) => {
             world.faults_injected += 1;
-            let fault = world.fault(d.rule).clone();
-            fault_reply(world, tool, &fault, d.retry_after_ms, &result)
+            let rule = &world.scenario.faults.rules[usize::from(d.rule)];
+            let transport = rule.transport || rule.fault == Fault::SessionExpired;
+            (Some(world.fault(d.rule).clone()), d.retry_after_ms, transport)
         }
     };
     match class.filter(|c| c.is_failure()) {
@@ -132,22 +174,30 @@ pub fn call(world: &mut World, tool: &str, body: &[u8]) -> (Reply, bool) {
     world.outcomes.insert(call_key, class);
     world.last_outcome.insert(tool.to_owned(), class);
     world.bound_memory();
-    (reply, class.is_some())
+    Called { tool: tool.to_owned(), result, fault, retry_after_ms, transport }
+}
+
+/// A call's answer as an HTTP tool sends it (a timeout's delay is the server's to apply).
+pub fn http_reply(world: &World, called: &Called) -> Reply {
+    match &called.fault {
+        None => Reply::json(200, &called.result),
+        Some(f) => fault_reply(world, &called.tool, f, called.retry_after_ms, &called.result),
+    }
+}
+
+/// The one sentence a failure is told in.
+pub fn message(tool: &str, fault: &Fault, retry_after_ms: Option<u64>, body: &str) -> String {
+    let err =
+        ToolError { kind: ErrorKind::Fault(fault), class: fault.class(), tool, attempts: 1, retry_after_ms, body };
+    let mut message = String::new();
+    sentence(&mut message, &mut itoa::Buffer::new(), &err);
+    message
 }
 
 /// A failure the way a real HTTP tool sends it.
 fn fault_reply(world: &World, tool: &str, fault: &Fault, retry_after_ms: Option<u64>, result: &Value) -> Reply {
     let body = result.to_string();
-    let err = ToolError {
-        kind: ErrorKind::Fault(fault),
-        class: fault.class(),
-        tool,
-        attempts: 1,
-        retry_after_ms,
-        body: &body,
-    };
-    let mut message = String::new();
-    sentence(&mut message, &mut itoa::Buffer::new(), &err);
+    let message = message(tool, fault, retry_after_ms, &body);
     match fault {
         Fault::Http { status, param, .. } => {
             let mut b = json!({"error": {"code": status, "message": message}});
@@ -160,11 +210,9 @@ fn fault_reply(world: &World, tool: &str, fault: &Fault, retry_after_ms: Option<
                 None => r,
             }
         }
-        Fault::Timeout { after_ms } => {
-            let real = world.clock.real_ms(*after_ms).min(MAX_DELAY_MS);
-            Reply::json(504, &json!({"error": {"code": 504, "message": message}})).delayed(Duration::from_millis(real))
-        }
+        Fault::Timeout { .. } => Reply::json(504, &json!({"error": {"code": 504, "message": message}})),
         Fault::Reset => Reply::reset(),
+        Fault::SessionExpired => Reply::json(404, &json!({"error": {"code": 404, "message": message}})),
         Fault::TruncatedJson => Reply::raw(200, truncated(&body).as_bytes().to_vec(), "application/json"),
         Fault::CodeFencedJson => Reply::raw(200, format!("```json\n{body}\n```").into_bytes(), "application/json"),
         Fault::Ambiguous => Reply::json(200, &json!({"data": result, "note": MORE_AVAILABLE})),

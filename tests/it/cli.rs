@@ -338,3 +338,15 @@ fn pricing_gives_the_cost_of_every_strategy() {
         assert!(err.contains(want), "{err}");
     }
 }
+
+#[test]
+fn mcp_fault_keys_are_checked() {
+    let err = broken("s.toml", &MINIMAL.replace("http = 503", "fault = \"ambiguous\"\ntransport = true"));
+    assert!(err.contains("faults[0].transport: expected `transport = true` only on a tool's http status"), "{err}");
+    let ok = MINIMAL.replace("http = 503", "fault = \"session_expired\"");
+    let dir = tempfile::tempdir().unwrap();
+    let sc = write(dir.path(), "s.toml", &ok);
+    tracefault().arg("validate").arg(&sc).assert().code(0);
+    tracefault().args(["serve", "s.toml", "--mcp-strategy", "mcp-yaml"]).current_dir(dir.path()).assert().code(2);
+    tracefault().args(["mcp", "s.toml"]).current_dir(dir.path()).assert().code(2);
+}

@@ -12,6 +12,7 @@ mod golden;
 mod hostile;
 mod html;
 mod importers;
+mod mcp;
 mod oracles;
 mod properties;
 mod replay;

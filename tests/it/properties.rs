@@ -372,6 +372,7 @@ proptest! {
                     Encoding::Object => Signal::Object,
                     Encoding::Prefix => Signal::Prefix,
                     Encoding::Raw => Signal::Raw,
+                    Encoding::JsonRpcError => Signal::Unmarked,
                 };
                 let bytes = r.render(format, 1, "s", Body::Error { err, encoding }).to_owned();
                 prop_assert_eq!(read_message(format, &bytes).signal, expected, "{}", bytes);

@@ -19,7 +19,7 @@ fn reference_agent() -> PathBuf {
 /// The venv Python with the official SDKs (installed by scripts/python-env.sh). Under
 /// scripts/test.sh (the README's test command, and CI) it must exist; a bare `cargo test`
 /// without it says so and skips only these tests.
-fn sdk_python() -> Option<PathBuf> {
+pub fn sdk_python() -> Option<PathBuf> {
     let py = root().join(".venv/bin/python");
     if py.exists() {
         return Some(py);
@@ -45,7 +45,7 @@ pub fn frameworks_installed() -> bool {
     false
 }
 
-fn exec(scenario: &str, out: &Path, agent: &[&str], extra: &[&str]) -> (i32, Value, String) {
+pub fn exec(scenario: &str, out: &Path, agent: &[&str], extra: &[&str]) -> (i32, Value, String) {
     let o = tracefault()
         .arg("exec")
         .arg(scenario)
@@ -151,16 +151,22 @@ fn clear_errors_for_port_in_use_missing_scenario_and_silent_agent() {
 }
 
 /// A `tracefault serve` process and the base URL it printed.
-struct Served {
+pub struct Served {
     child: Child,
-    base: String,
+    pub base: String,
 }
 
 impl Served {
     fn start(scenario: &str) -> Served {
+        Served::start_with(scenario, &[])
+    }
+
+    /// `tracefault serve SCENARIO EXTRA…` on a free loopback port.
+    pub fn start_with(scenario: &str, extra: &[&str]) -> Served {
         let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("tracefault"))
             .current_dir(root())
             .args(["serve", scenario])
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()

@@ -1,0 +1,329 @@
+//! MCP: the scenario's tools over streamable HTTP (`serve`, `/mcp`) and stdio (`tracefault
+//! mcp --stdio`), spoken to as raw JSON-RPC, and real MCP clients (the official Python SDK, the
+//! OpenAI Agents SDK) run by `exec` under each MCP strategy.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+
+use serde_json::{Value, json};
+
+use crate::root;
+use crate::wire::{Served, exec, sdk_python};
+
+/// Longer than any announced wait at time scale 0.001.
+const WAIT: std::time::Duration = std::time::Duration::from_millis(30);
+
+/// A session with the streamable HTTP endpoint, as a client speaks it: `initialize`, then the
+/// session id on every request; answers come as JSON or as server-sent events.
+struct Session {
+    url: String,
+    id: Option<String>,
+    next: u64,
+}
+
+/// An answer: the HTTP status, the JSON-RPC message (if any), the headers we look at.
+struct Answer {
+    status: u16,
+    message: Value,
+    retry_after_ms: Option<String>,
+}
+
+impl Session {
+    fn open(base: &str) -> Session {
+        let mut s = Session { url: format!("{base}/mcp"), id: None, next: 1 };
+        let init = s.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}),
+        );
+        assert_eq!(init.status, 200);
+        assert_eq!(init.message["result"]["protocolVersion"], "2025-06-18", "the version the client asked for");
+        assert_eq!(init.message["result"]["serverInfo"]["name"], "tracefault");
+        s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
+        s
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Answer {
+        let id = self.next;
+        self.next += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string())
+    }
+
+    fn send(&mut self, body: &str) -> Answer {
+        let mut req = ureq::post(&self.url)
+            .set("content-type", "application/json")
+            .set("accept", "application/json, text/event-stream");
+        if let Some(id) = &self.id {
+            req = req.set("mcp-session-id", id).set("mcp-protocol-version", "2025-06-18");
+        }
+        let r = match req.send_string(body) {
+            Ok(r) => r,
+            Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("{e}"),
+        };
+        if let Some(id) = r.header("mcp-session-id") {
+            self.id = Some(id.to_owned());
+        }
+        let status = r.status();
+        let retry_after_ms = r.header("retry-after-ms").map(str::to_owned);
+        let sse = r.content_type() == "text/event-stream";
+        let text = r.into_string().unwrap();
+        let message = if sse {
+            text.lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+                .find(|v| v.get("id").is_some())
+                .unwrap_or(Value::Null)
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::Null)
+        };
+        Answer { status, message, retry_after_ms }
+    }
+
+    fn call(&mut self, tool: &str, query: &str) -> Answer {
+        self.request("tools/call", json!({"name": tool, "arguments": {"query": query}}))
+    }
+}
+
+#[test]
+fn tools_list_describes_each_tool_with_its_input_schema() {
+    let served = Served::start_with("tests/fixtures/wire/mcp-faults.toml", &[]);
+    let mut s = Session::open(&served.base);
+    let list = s.request("tools/list", json!({}));
+    let tools = list.message["result"]["tools"].as_array().unwrap().clone();
+    assert_eq!(tools.len(), 1);
+    assert_eq!(tools[0]["name"], "search");
+    assert_eq!(tools[0]["inputSchema"]["properties"]["query"]["type"], "string");
+    assert_eq!(tools[0]["inputSchema"]["required"], json!(["query"]));
+}
+
+#[test]
+fn mcp_envelope_hands_back_each_fault_as_the_scenario_orders_it() {
+    // Attempt 1: the endpoint's own 503 (transport = true) with retry-after 2 s; attempt 2: the
+    // tool's 500 as isError with the five fields (retryable); attempt 3: 400 on the arguments
+    // (not retryable); attempt 4, other arguments: the result. At time scale 0.001 the 2 s
+    // wait is 2 real ms, honoured before the next call (one sooner is refused the same way).
+    let served = Served::start_with(
+        "tests/fixtures/wire/mcp-faults.toml",
+        &["--mcp-strategy", "mcp-envelope", "--time-scale", "0.001"],
+    );
+    let mut s = Session::open(&served.base);
+    let first = s.call("search", "weather Paris");
+    assert_eq!(first.status, 503);
+    assert_eq!(first.retry_after_ms.as_deref(), Some("2"));
+    std::thread::sleep(WAIT);
+    let second = s.call("search", "weather Paris");
+    assert_eq!(second.status, 200);
+    let result = &second.message["result"];
+    assert_eq!(result["isError"], true);
+    assert_eq!(result["structuredContent"]["code"], "TRANSPORT");
+    assert_eq!(result["structuredContent"]["retryable"], true);
+    assert_eq!(result["structuredContent"]["details"]["status"], 500);
+    let text: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text, result["structuredContent"], "the five fields as text and as structuredContent");
+    let third = s.call("search", "weather Paris");
+    assert_eq!(third.message["result"]["structuredContent"]["code"], "INVALID_ARGS");
+    assert_eq!(third.message["result"]["structuredContent"]["retryable"], false);
+    let fourth = s.call("search", "Paris");
+    assert_eq!(fourth.message["result"]["isError"], false);
+    assert_eq!(fourth.message["result"]["content"][0]["text"], r#"{"temp_c":18}"#);
+}
+
+#[test]
+fn jsonrpc_error_uses_the_specs_codes_and_bad_input_gets_the_specs_errors() {
+    let served = Served::start_with(
+        "tests/fixtures/wire/mcp-faults.toml",
+        &["--mcp-strategy", "jsonrpc-error", "--time-scale", "0.001"],
+    );
+    let mut s = Session::open(&served.base);
+    assert_eq!(s.call("search", "q").status, 503);
+    std::thread::sleep(WAIT);
+    let internal = s.call("search", "q");
+    assert_eq!(internal.message["error"]["code"], -32603, "{}", internal.message);
+    assert_eq!(internal.message["error"]["data"]["retryable"], true);
+    let bad = s.call("search", "q");
+    assert_eq!(bad.message["error"]["code"], -32602, "{}", bad.message);
+    assert_eq!(bad.message["error"]["data"]["code"], "INVALID_ARGS");
+    let unknown = s.call("nope", "q");
+    assert_eq!(unknown.message["error"]["code"], -32602);
+    assert!(unknown.message["error"]["message"].as_str().unwrap().contains("\"nope\""), "{}", unknown.message);
+    let garbled = s.send("{not json");
+    assert_eq!((garbled.status, garbled.message["error"]["code"].as_i64()), (400, Some(-32700)), "{}", garbled.message);
+    let invalid = s.send(r#"{"jsonrpc":"2.0","id":9}"#);
+    assert_eq!((invalid.status, invalid.message["error"]["code"].as_i64()), (400, Some(-32600)), "{}", invalid.message);
+    // The server is still there.
+    let list = s.request("tools/list", json!({}));
+    assert_eq!(list.message["result"]["tools"][0]["name"], "search");
+}
+
+#[test]
+fn stdio_serves_the_same_tools_and_faults() {
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("tracefault"))
+        .current_dir(root())
+        .args([
+            "mcp",
+            "tests/fixtures/wire/mcp-faults.toml",
+            "--stdio",
+            "--mcp-strategy",
+            "mcp-text",
+            "--time-scale",
+            "0.001",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}}));
+    let init: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(init["result"]["serverInfo"]["name"], "tracefault");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut answers = Vec::new();
+    for id in 2..6 {
+        send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "search", "arguments": {"query": if id < 5 { "weather Paris" } else { "Paris" }}}}));
+        answers.push(serde_json::from_str::<Value>(&lines.next().unwrap().unwrap()).unwrap());
+        std::thread::sleep(WAIT);
+    }
+    drop(stdin);
+    // No HTTP on stdio: the endpoint's 503 is a JSON-RPC error carrying the status and wait.
+    assert_eq!(answers[0]["error"]["data"]["status"], 503, "{}", answers[0]);
+    assert_eq!(answers[0]["error"]["data"]["retry_after_ms"], 2);
+    assert_eq!(answers[1]["result"]["isError"], true);
+    assert!(answers[1]["result"]["content"][0]["text"].as_str().unwrap().contains("HTTP 500"), "{}", answers[1]);
+    assert!(answers[1]["result"].get("structuredContent").is_none());
+    assert_eq!(answers[2]["result"]["isError"], true);
+    assert_eq!(answers[3]["result"]["isError"], false);
+    assert_eq!(child.wait().unwrap().code(), Some(0), "stdin closed: the server ends cleanly");
+}
+
+/// How each tool call of an agent run ended, from the agent's stderr lines `mcp-call TOOL: …`.
+fn endings(out: &std::path::Path) -> Vec<String> {
+    let log = std::fs::read_to_string(out.join("agent-run-0.log")).unwrap_or_default();
+    log.lines().filter_map(|l| l.strip_prefix("mcp-call search: ")).map(str::to_owned).collect()
+}
+
+#[test]
+fn the_official_python_sdk_meets_every_strategy_and_a_transport_failure() {
+    let Some(py) = sdk_python() else { return };
+    let py = py.to_string_lossy().into_owned();
+    let agent = [py.as_str(), "examples/mcp/mcp_sdk_agent.py"];
+    // The fixture's run 0: the endpoint's 503 (the SDK raises), then the tool's 500: a result
+    // with isError under the text and envelope strategies, a raised JSON-RPC error otherwise.
+    // What the mock model does next is its own draw.
+    let cases = [("mcp-text", "is_error"), ("mcp-envelope", "is_error"), ("jsonrpc-error", "raised MCPError")];
+    for (strategy, second) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let (code, report, stdout) = exec(
+            "tests/fixtures/wire/mcp-faults.toml",
+            dir.path(),
+            &agent,
+            &["--mcp-strategy", strategy, "--time-scale", "0.001"],
+        );
+        assert_eq!(code, 0, "{strategy}: {stdout}");
+        assert_eq!(report["runs"][0]["agent_exit_code"], 0, "{strategy}: {report}");
+        let got = endings(dir.path());
+        assert!(got.len() >= 2, "{strategy}: {got:?}");
+        assert_eq!(got[..2], ["raised MCPError", second], "{strategy}");
+    }
+}
+
+#[test]
+fn real_mcp_clients_complete_the_worked_example() {
+    let Some(py) = sdk_python() else { return };
+    let py = py.to_string_lossy().into_owned();
+    for script in ["examples/mcp/mcp_sdk_agent.py", "examples/mcp/openai_agents_mcp_agent.py"] {
+        for strategy in ["mcp-text", "mcp-envelope", "jsonrpc-error"] {
+            let dir = tempfile::tempdir().unwrap();
+            let (code, report, stdout) = exec(
+                "scenarios/01-worked-example.toml",
+                dir.path(),
+                &[py.as_str(), script],
+                &["--runs", "3", "--mcp-strategy", strategy],
+            );
+            assert_eq!(code, 0, "{script} {strategy}: {stdout}");
+            let runs = report["runs"].as_array().unwrap();
+            assert_eq!(runs.len(), 3, "{script} {strategy}: the checklist and metrics per run");
+            for r in runs {
+                assert_eq!(r["agent_exit_code"], 0, "{script} {strategy}: {r}");
+                let calls = r["counted"]["tool_calls"].as_u64().unwrap();
+                assert!(calls >= 1, "{script} {strategy}: tools came over MCP: {r}");
+            }
+        }
+    }
+}
+
+#[test]
+fn an_expired_session_answers_404_until_the_client_initialises_again() {
+    let served = Served::start_with("tests/fixtures/wire/mcp-session.toml", &[]);
+    let mut s = Session::open(&served.base);
+    let first = s.call("search", "Paris");
+    assert_eq!(first.message["result"]["isError"], false, "{} {}", first.status, first.message);
+    assert_eq!(s.call("search", "Paris").status, 404, "the fault expires the session");
+    assert_eq!(s.request("tools/list", json!({})).status, 404, "and it stays expired");
+    let mut again = Session::open(&served.base);
+    assert_ne!(again.id, s.id);
+    assert_eq!(again.call("search", "Paris").message["result"]["isError"], false);
+}
+
+/// The text the model was given for the first tool result of run 0, from the native trace.
+fn first_result_seen(out: &std::path::Path) -> Option<String> {
+    let trace = std::fs::read_to_string(out.join("traces/run-0.jsonl")).ok()?;
+    trace
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "tool_result")
+        .and_then(|e| e["content"].as_str().map(str::to_owned))
+}
+
+/// What each real MCP client does with each fault (the README's table): the agent's exit
+/// status, what the model was shown, and that the client never retried on its own (one tool
+/// call per model turn that asked for one).
+#[test]
+fn what_real_mcp_clients_do_with_each_fault() {
+    let Some(py) = sdk_python() else { return };
+    let py = py.to_string_lossy().into_owned();
+    const GENERIC: &str = "An error occurred while running the tool. Please try again.";
+    const RAISED: &str = "Error: Server returned an error response";
+    /// An agent's exit status and a part of what the model was shown.
+    type Seen = (i32, &'static str);
+    // (fixture, strategy, python SDK agent, Agents SDK)
+    let table: [(&str, &str, Seen, Seen); 10] = [
+        ("tool-500", "mcp-text", (0, "temporarily unavailable (HTTP 500"), (0, "temporarily unavailable (HTTP 500")),
+        ("tool-500", "jsonrpc-error", (0, "Error: The search tool is temporarily unavailable"), (0, GENERIC)),
+        ("bad-args", "mcp-text", (0, "rejected the arguments (HTTP 400)"), (0, "rejected the arguments (HTTP 400)")),
+        ("bad-args", "jsonrpc-error", (0, "Error: The search tool rejected the arguments"), (0, GENERIC)),
+        ("endpoint-503", "mcp-text", (0, RAISED), (0, GENERIC)),
+        ("endpoint-429", "mcp-text", (0, RAISED), (0, GENERIC)),
+        ("dropped", "mcp-text", (1, ""), (1, "")),
+        ("session-expired", "mcp-text", (0, "Error: Session terminated"), (0, GENERIC)),
+        ("slow", "mcp-text", (0, "timed out after 60000 ms"), (0, "timed out after 60000 ms")),
+        ("ambiguous", "mcp-text", (0, "More results may be available."), (0, "More results may be available.")),
+    ];
+    for (fixture, strategy, sdk, agents) in table {
+        for (script, (exit, shown)) in
+            [("examples/mcp/mcp_sdk_agent.py", sdk), ("examples/mcp/openai_agents_mcp_agent.py", agents)]
+        {
+            let dir = tempfile::tempdir().unwrap();
+            let scenario = format!("tests/fixtures/mcp/{fixture}.toml");
+            let (_, report, stdout) = exec(
+                &scenario,
+                dir.path(),
+                &[py.as_str(), script],
+                &["--mcp-strategy", strategy, "--time-scale", "0.01", "--timeout-s", "60"],
+            );
+            let run = &report["runs"][0];
+            let what = format!("{fixture} {strategy} {script}: {run} {stdout}");
+            assert_eq!(run["agent_exit_code"], exit, "{what}");
+            if exit == 0 {
+                let seen = first_result_seen(dir.path()).unwrap_or_default();
+                assert!(seen.contains(shown), "{what}: the model saw {seen:?}");
+                let (model, tools) = (&run["counted"]["model_calls"], &run["counted"]["tool_calls"]);
+                assert_eq!(tools.as_u64().unwrap() + 1, model.as_u64().unwrap(), "{what}: no retry of its own");
+            }
+        }
+    }
+}
