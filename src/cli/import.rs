@@ -16,7 +16,7 @@ use crate::trace::inspect::{stats, table};
 pub struct SourceArgs {
     /// The trace file.
     pub trace: PathBuf,
-    /// auto, native, openai-chat, openai-responses, anthropic, gemini, otel, cassette.
+    /// auto, native, openai-chat, openai-responses, anthropic, gemini, otel, cassette, mcp.
     #[arg(long, default_value = "auto")]
     pub format: String,
     /// A JSON pointer to the conversation inside a wrapper file (e.g. /13/traj).

@@ -239,6 +239,8 @@ struct AgentRecord {
     round_trips: Vec<String>,
     unknown_paths: Vec<String>,
     elsewhere: Vec<String>,
+    /// The MCP tools/call messages that crossed, one JSON-RPC message per line.
+    mcp_log: Vec<serde_json::Value>,
 }
 
 /// One run: every agent's record, the fleet's `runs.csv` row and each tool's peak in flight.
@@ -388,6 +390,7 @@ fn record(world: &World, ran: Ran, timeout_s: u64) -> AgentRecord {
         round_trips,
         unknown_paths: world.unknown_paths.iter().cloned().collect(),
         elsewhere: world.elsewhere.iter().cloned().collect(),
+        mcp_log: world.mcp_log.clone(),
     }
 }
 
@@ -595,7 +598,11 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
     output::write_file(&args.out.join("runs.csv"), csv.as_bytes())?;
     for (i, k, r) in every() {
         let name = if fleet { format!("run-{i}-agent-{k}.jsonl") } else { format!("run-{i}.jsonl") };
-        output::write_file(&args.out.join("traces").join(name), r.trace.to_jsonl().as_bytes())?;
+        output::write_file(&args.out.join("traces").join(&name), r.trace.to_jsonl().as_bytes())?;
+        if !r.mcp_log.is_empty() {
+            let lines: String = r.mcp_log.iter().map(|m| m.to_string() + "\n").collect();
+            output::write_file(&args.out.join("mcp").join(&name), lines.as_bytes())?;
+        }
     }
     let agent = redact(&args.cmd);
     let checks: Vec<_> = CHECKS

@@ -152,10 +152,7 @@ fn unknown_tool(tools: &[Tool], name: &str) -> ErrorData {
 /// (stdio): a JSON-RPC error with the status and the wait.
 fn refusal(reply: &Reply) -> ErrorData {
     let wait = reply.headers.iter().find(|(k, _)| *k == "retry-after-ms").map(|(_, v)| v.clone());
-    let body = match &reply.body {
-        super::reply::Body::Bytes { bytes, .. } => String::from_utf8_lossy(bytes).into_owned(),
-        super::reply::Body::Reset => "the connection was dropped".to_owned(),
-    };
+    let body = String::from_utf8_lossy(reply_bytes(reply));
     ErrorData::internal_error(
         format!("HTTP {}: {body}", reply.status),
         Some(json!({"status": reply.status, "retry_after_ms": wait.and_then(|w| w.parse::<u64>().ok())})),
@@ -220,6 +217,7 @@ fn transport_fault(called: &Called) -> bool {
 pub struct HttpService {
     service: StreamableHttpService<McpTools, LocalSessionManager>,
     sessions: Arc<LocalSessionManager>,
+    encoding: Encoding,
 }
 
 pub fn http_service(
@@ -232,7 +230,7 @@ pub fn http_service(
     let config = StreamableHttpServerConfig::default().with_cancellation_token(stop).with_allowed_hosts(hosts);
     let sessions = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(move || Ok(tools.clone()), sessions.clone(), config);
-    HttpService { service, sessions }
+    HttpService { service, sessions, encoding }
 }
 
 /// A request at `/mcp`: a `tools/call` is decided here (a transport fault answered as HTTP),
@@ -249,8 +247,13 @@ pub async fn http(
     {
         return super::server::respond(reply).await;
     }
-    if let Some((name, args)) = tool_call_of(&body) {
+    if let Some((id, name, args)) = tool_call_of(&body) {
+        let request = serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null);
         let outcome = tool_call(shared, agent, &name, Ok(args)).await;
+        if let Some(w) = shared.lock().world(agent) {
+            w.log_mcp(request);
+            w.log_mcp(logged_answer(&id, &outcome, service.encoding));
+        }
         let transport = match &outcome {
             Ok(called) if transport_fault(called) => {
                 let mut m = shared.lock();
@@ -308,8 +311,37 @@ pub fn malformed(body: &[u8]) -> Option<Reply> {
     None
 }
 
-/// The tool and arguments of a JSON-RPC `tools/call` request (one message, not a batch).
-fn tool_call_of(body: &[u8]) -> Option<(String, Value)> {
+/// The answer to `tools/call` `id` as the exec log records it: the JSON-RPC message the SDK
+/// sends, or, for an answer of the endpoint's own, the HTTP status (0 for a dropped
+/// connection) and a stand-in error message (`-32000`, which no SDK sent).
+fn logged_answer(id: &Value, outcome: &Result<Called, Reply>, encoding: Encoding) -> Value {
+    let http = |status: u16, text: String| json!({"http_status": status, "message": {"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": text}}});
+    match outcome {
+        Ok(called) if transport_fault(called) => match &called.fault {
+            Some(Fault::Reset) => http(0, "the connection was dropped".into()),
+            Some(f) => http(f.status().unwrap_or(404), tools::message(&called.tool, f, called.retry_after_ms, "")),
+            None => Value::Null,
+        },
+        Ok(called) => match answer(called, encoding) {
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
+        },
+        Err(reply) if reply.status == 404 => {
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": "Unknown tool"}})
+        }
+        Err(reply) => http(reply.status, String::from_utf8_lossy(reply_bytes(reply)).into_owned()),
+    }
+}
+
+fn reply_bytes(reply: &Reply) -> &[u8] {
+    match &reply.body {
+        super::reply::Body::Bytes { bytes, .. } => bytes,
+        super::reply::Body::Reset => b"the connection was dropped",
+    }
+}
+
+/// The id, tool and arguments of a JSON-RPC `tools/call` request (one message, not a batch).
+fn tool_call_of(body: &[u8]) -> Option<(Value, String, Value)> {
     let v: Value = serde_json::from_slice(body).ok()?;
     if v["method"] != "tools/call" || v.get("id").is_none() {
         return None;
@@ -319,7 +351,7 @@ fn tool_call_of(body: &[u8]) -> Option<(String, Value)> {
         Value::Object(o) => Value::Object(o.clone()),
         _ => Value::Object(Map::new()),
     };
-    Some((name, args))
+    Some((v["id"].clone(), name, args))
 }
 
 /// Serves the scenario's tools over stdio as agent 0 of run 0 until the client closes stdin.
@@ -394,7 +426,7 @@ mod tests {
     fn only_tool_calls_are_decided_before_the_sdk() {
         let call =
             br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search","arguments":{"q":"x"}}}"#;
-        assert_eq!(tool_call_of(call), Some(("search".into(), json!({"q": "x"}))));
+        assert_eq!(tool_call_of(call), Some((json!(3), "search".into(), json!({"q": "x"}))));
         assert_eq!(tool_call_of(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#), None);
         assert_eq!(tool_call_of(br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"s"}}"#), None);
         assert_eq!(tool_call_of(b"not json"), None);

@@ -129,6 +129,10 @@ pub struct World {
     pub unknown_paths: BTreeSet<String>,
     /// Requests meant for somewhere else (through the proxy variables `exec` sets).
     pub elsewhere: BTreeSet<String>,
+    /// The MCP `tools/call` messages as they crossed, requests and answers, one JSON-RPC
+    /// message each (an endpoint's HTTP refusal under `http_status`), when traffic is recorded;
+    /// at most [`MAX_MEMORY`].
+    pub mcp_log: Vec<serde_json::Value>,
 }
 
 impl World {
@@ -186,6 +190,7 @@ impl World {
             http_requests: [0; 3],
             unknown_paths: BTreeSet::new(),
             elsewhere: BTreeSet::new(),
+            mcp_log: Vec::new(),
             scenario,
         }
     }
@@ -267,6 +272,13 @@ impl World {
     }
 
     /// Keeps the per-call memories bounded: past the limit, the oldest-keyed entries go.
+    /// Records one MCP message (when traffic is recorded, up to [`MAX_MEMORY`]).
+    pub fn log_mcp(&mut self, message: serde_json::Value) {
+        if self.record_trace && self.mcp_log.len() < MAX_MEMORY {
+            self.mcp_log.push(message);
+        }
+    }
+
     pub fn bound_memory(&mut self) {
         fn cap<K: Ord, V>(m: &mut BTreeMap<K, V>) {
             while m.len() > MAX_MEMORY {

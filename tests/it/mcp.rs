@@ -228,6 +228,19 @@ fn the_official_python_sdk_meets_every_strategy_and_a_transport_failure() {
         let got = endings(dir.path());
         assert!(got.len() >= 2, "{strategy}: {got:?}");
         assert_eq!(got[..2], ["raised MCPError", second], "{strategy}");
+        // The MCP messages as they crossed: request, the endpoint's 503, request, the answer.
+        let log = std::fs::read_to_string(dir.path().join("mcp/run-0.jsonl")).unwrap();
+        let lines: Vec<Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines[0]["method"], "tools/call");
+        assert_eq!(lines[1]["http_status"], 503);
+        assert_eq!(lines[2]["id"], lines[3]["id"]);
+        match strategy {
+            "jsonrpc-error" => assert_eq!(lines[3]["error"]["code"], -32603, "{log}"),
+            _ => assert_eq!(lines[3]["result"]["isError"], true, "{log}"),
+        }
+        let inspect = crate::tracefault().arg("inspect").arg(dir.path().join("mcp/run-0.jsonl")).output().unwrap();
+        let table = String::from_utf8_lossy(&inspect.stdout);
+        assert!(inspect.status.success() && table.contains("(mcp)") && table.contains("transient"), "{table}");
     }
 }
 
@@ -326,4 +339,32 @@ fn what_real_mcp_clients_do_with_each_fault() {
             }
         }
     }
+}
+
+#[test]
+fn a_captured_mcp_session_imports_inspects_and_replays() {
+    let log = "tests/fixtures/mcp/session-log.jsonl";
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.jsonl");
+    crate::tracefault().current_dir(root()).args(["import", log, "--out"]).arg(&out).assert().code(0);
+    let trace = std::fs::read_to_string(&out).unwrap();
+    let results: Vec<Value> = trace
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "tool_result")
+        .collect();
+    // 503 as isError, 400 as a JSON-RPC -32602 error, then the answer.
+    let classes: Vec<&str> = results.iter().map(|r| r["error_class"].as_str().unwrap_or("ok")).collect();
+    assert_eq!(classes, ["transient", "bad_args", "ok"], "{trace}");
+    assert_eq!(results[1]["call_id"], "mcp-3");
+    assert!(trace.contains(r#""source_format":"mcp""#) && trace.contains(r#""description":"Web search""#));
+    crate::tracefault().current_dir(root()).args(["replay", log, "--out"]).arg(dir.path().join("r")).assert().code(0);
+    let bad = crate::write(
+        dir.path(),
+        "bad.jsonl",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{}}\n",
+    );
+    let o = crate::tracefault().args(["import", "--format", "mcp"]).arg(&bad).arg("--out").arg(&out).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/0/params/name"), "{}", String::from_utf8_lossy(&o.stderr));
 }

@@ -8,6 +8,7 @@ pub mod cassette;
 pub mod conversation;
 pub mod elements;
 pub mod gemini;
+pub mod mcp;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod otel;
@@ -33,11 +34,13 @@ pub enum SourceFormat {
     Gemini,
     Otel,
     Cassette,
+    /// MCP JSON-RPC message logs.
+    Mcp,
 }
 
 impl SourceFormat {
-    pub const NAMES: [&'static str; 8] =
-        ["auto", "native", "openai-chat", "openai-responses", "anthropic", "gemini", "otel", "cassette"];
+    pub const NAMES: [&'static str; 9] =
+        ["auto", "native", "openai-chat", "openai-responses", "anthropic", "gemini", "otel", "cassette", "mcp"];
 
     pub fn parse(s: &str) -> Option<SourceFormat> {
         use SourceFormat::*;
@@ -50,6 +53,7 @@ impl SourceFormat {
             "gemini" => Gemini,
             "otel" => Otel,
             "cassette" => Cassette,
+            "mcp" => Mcp,
             _ => return None,
         })
     }
@@ -193,6 +197,9 @@ pub fn chain(exchanges: Vec<Exchange>, source: SourceFormat, id: &str, provider:
 pub fn detect(v: &Value) -> Option<SourceFormat> {
     use SourceFormat::*;
     let has = |k: &str| v.get(k).is_some();
+    if mcp::looks_like(v) {
+        return Some(Mcp);
+    }
     if let Value::Array(items) = v {
         let first = items.first()?;
         if first.get("role").is_some() || first.get("type").is_some() {
@@ -494,6 +501,7 @@ pub fn import_str(text: &str, path: &Path, opts: &ImportOptions) -> Result<Impor
     let convs = match format {
         SourceFormat::Cassette => cassette::conversations(v, &id),
         SourceFormat::Otel => otel::conversations(v, &id),
+        SourceFormat::Mcp => mcp::conversations(v, &id),
         SourceFormat::Native | SourceFormat::Auto => unreachable!("handled above"),
         f => provider_conversations(f, v, &id),
     }
