@@ -76,8 +76,18 @@ pub enum Fault {
     /// MCP over streamable HTTP: the server forgets the client's session (404 on its session
     /// id); the call succeeds after the client initialises again. A transient failure.
     SessionExpired,
+    /// MCP over streamable HTTP: the event stream the answer was to come on opens and is
+    /// dropped before the answer. Elsewhere the same as `Reset`. A transient failure.
+    StreamDropped,
+    /// The tool's input schema changed under the caller (MCP: `notifications/tools/list_changed`
+    /// and a new revision in `tools/list`): a call fails as bad arguments until the caller reads
+    /// the tool list again (in the engine: until the model changes the call).
+    SchemaDrift,
     /// A 200 that says more may be available and states no terminal state; complete in truth.
-    Ambiguous,
+    /// With `cursor`, it also gives a `next_cursor` (following it returns the same).
+    Ambiguous {
+        cursor: bool,
+    },
     /// The body reaches the tool client cut in half: parsing it fails.
     TruncatedJson,
     /// The body reaches the tool client wrapped in a Markdown code fence: parsing it fails.
@@ -85,8 +95,16 @@ pub enum Fault {
 }
 
 /// Names of the faults that are not an HTTP status (`fault = "…"` in a scenario).
-pub const NON_HTTP_FAULTS: [&str; 6] =
-    ["timeout", "reset", "session_expired", "ambiguous", "truncated_json", "code_fenced_json"];
+pub const NON_HTTP_FAULTS: [&str; 8] = [
+    "timeout",
+    "reset",
+    "stream_dropped",
+    "session_expired",
+    "schema_drift",
+    "ambiguous",
+    "truncated_json",
+    "code_fenced_json",
+];
 
 impl Fault {
     pub fn http(status: u16) -> Fault {
@@ -98,10 +116,12 @@ impl Fault {
             Fault::Http { status, .. } => http_class(*status).unwrap_or(ErrorClass::Terminal),
             Fault::Timeout { .. }
             | Fault::Reset
+            | Fault::StreamDropped
             | Fault::SessionExpired
             | Fault::TruncatedJson
             | Fault::CodeFencedJson => ErrorClass::Transient,
-            Fault::Ambiguous => ErrorClass::Partial,
+            Fault::SchemaDrift => ErrorClass::BadArgs,
+            Fault::Ambiguous { .. } => ErrorClass::Partial,
         }
     }
 
@@ -132,7 +152,10 @@ impl Fault {
             Fault::Timeout { after_ms } => format!("timeout {after_ms}ms"),
             Fault::Reset => "reset".into(),
             Fault::SessionExpired => "session_expired".into(),
-            Fault::Ambiguous => "ambiguous".into(),
+            Fault::StreamDropped => "stream_dropped".into(),
+            Fault::SchemaDrift => "schema_drift".into(),
+            Fault::Ambiguous { cursor: false } => "ambiguous".into(),
+            Fault::Ambiguous { cursor: true } => "ambiguous with a cursor".into(),
             Fault::TruncatedJson => "truncated_json".into(),
             Fault::CodeFencedJson => "code_fenced_json".into(),
         }
@@ -166,9 +189,13 @@ mod tests {
         for f in [Fault::TruncatedJson, Fault::CodeFencedJson] {
             assert!(f.damages_body(), "{f:?}");
         }
-        for f in
-            [Fault::http(503), Fault::Timeout { after_ms: 1 }, Fault::Reset, Fault::SessionExpired, Fault::Ambiguous]
-        {
+        for f in [
+            Fault::http(503),
+            Fault::Timeout { after_ms: 1 },
+            Fault::Reset,
+            Fault::SessionExpired,
+            Fault::Ambiguous { cursor: true },
+        ] {
             assert!(!f.damages_body(), "{f:?}");
         }
     }
@@ -180,5 +207,10 @@ mod tests {
         }
         assert!(!ErrorClass::Partial.is_failure());
         assert!(ErrorClass::BadArgs.is_failure() && !ErrorClass::BadArgs.retryable());
+        assert_eq!(
+            Fault::SchemaDrift.class(),
+            ErrorClass::BadArgs,
+            "drift is fixed by reading the list, not by waiting"
+        );
     }
 }

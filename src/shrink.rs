@@ -164,7 +164,7 @@ fault = "ambiguous"
         let (ended, met, min) = shrink(&sc, 0, 0);
         assert!(ended.is_loop(), "{ended:?}");
         assert_eq!(met.len(), 3);
-        assert_eq!(min, vec![Met { target: Target::Tool(1), attempt: 1, fault: Fault::Ambiguous }]);
+        assert_eq!(min, vec![Met { target: Target::Tool(1), attempt: 1, fault: Fault::Ambiguous { cursor: false } }]);
         assert_eq!(to_toml(&sc, &min), "[[faults]]\ntarget = \"find\"\nat = [1]\nfault = \"ambiguous\"\n");
         // The printed schedule loads and still loops.
         let again = load_str(

@@ -7,8 +7,10 @@ from the OpenAI SDK, for `tracefault exec`:
 It lists the tools at $TRACEFAULT_MCP_URL (streamable HTTP), declares them to the model, and
 hands each tool result back the way a plain host does: a result's text content (an `isError`
 result included), and for a call that raised (a JSON-RPC error, an HTTP failure of the
-endpoint) the exception's message. It never retries on its own. On stderr it writes one line
-per tool call saying how the call ended (`mcp-call TOOL: ok|is_error|raised TYPE`), which the
+endpoint) the exception's message. It never retries on its own. When the server says
+`notifications/tools/list_changed` it lists the tools again before the next model turn, as a
+well-behaved host does. On stderr it writes one line per tool call saying how the call ended
+(`mcp-call TOOL: ok|is_error|raised TYPE`) and `mcp-relisted` after listing again, which the
 tests read.
 """
 
@@ -17,6 +19,7 @@ import json
 import os
 import sys
 
+import mcp.types
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from openai import OpenAI
@@ -34,16 +37,31 @@ async def call(session, name, args):
     return text, "is_error" if result.is_error else "ok"
 
 
+async def declared(session):
+    """The server's tools, declared to the model."""
+    listed = await session.list_tools()
+    return [{"type": "function", "function": {"name": t.name, "description": t.description or "",
+                                              "parameters": t.input_schema}} for t in listed.tools]
+
+
 async def main():
     model = OpenAI()
+    changed = asyncio.Event()
+
+    async def on_message(message):
+        if isinstance(message, mcp.types.ToolListChangedNotification):
+            changed.set()
+
     async with streamable_http_client(os.environ["TRACEFAULT_MCP_URL"]) as streams:
-        async with ClientSession(streams[0], streams[1]) as session:
+        async with ClientSession(streams[0], streams[1], message_handler=on_message) as session:
             await session.initialize()
-            listed = await session.list_tools()
-            tools = [{"type": "function", "function": {"name": t.name, "description": t.description or "",
-                                                       "parameters": t.input_schema}} for t in listed.tools]
+            tools = await declared(session)
             messages = [{"role": "user", "content": "Please do the task."}]
             for _ in range(MAX_TURNS):
+                if changed.is_set():
+                    changed.clear()
+                    tools = await declared(session)
+                    print("mcp-relisted", file=sys.stderr, flush=True)
                 reply = model.chat.completions.create(model="gpt-4o", messages=messages, tools=tools)
                 msg = reply.choices[0].message
                 messages.append(msg.model_dump(exclude_none=True))

@@ -22,7 +22,7 @@ const EXAMPLE_RESULT: &str = r#"{"city":"Paris","temp_c":18}"#;
 fn parse_fault(s: &str) -> Result<Fault> {
     let expected = || {
         format!(
-            "--fault {s}: expected an HTTP status tracefault injects ({}) or one of {}",
+            "--fault {s}: expected an HTTP status tracefault injects ({}) or one of {}, ambiguous_cursor",
             HTTP_STATUSES.map(|s| s.to_string()).join(", "),
             NON_HTTP_FAULTS.join(", ")
         )
@@ -41,10 +41,13 @@ fn parse_fault(s: &str) -> Result<Fault> {
     Ok(match s {
         "timeout" => Fault::Timeout { after_ms: 30_000 },
         "reset" => Fault::Reset,
+        "stream_dropped" => Fault::StreamDropped,
         "session_expired" => Fault::SessionExpired,
+        "schema_drift" => Fault::SchemaDrift,
         "truncated_json" => Fault::TruncatedJson,
         "code_fenced_json" => Fault::CodeFencedJson,
-        "ambiguous" => Fault::Ambiguous,
+        "ambiguous" => Fault::Ambiguous { cursor: false },
+        "ambiguous_cursor" => Fault::Ambiguous { cursor: true },
         _ => return Err(Error::Usage(expected())),
     })
 }
@@ -66,7 +69,7 @@ fn mcp_message(fault: &Fault, encoding: crate::envelope::Encoding) -> String {
         result: serde_json::from_str(EXAMPLE_RESULT).unwrap_or(Value::Null),
         fault: Some(fault.clone()),
         retry_after_ms: fault.retry_after_ms(),
-        transport: false,
+        ..Default::default()
     };
     let v = match crate::wire::mcp::answer(&called, encoding) {
         Ok(result) => json!({"result": result}),
@@ -93,7 +96,11 @@ pub fn render_all(fault: &Fault) -> Vec<Rendering> {
             let body = if class.is_failure() {
                 Body::Error { err, encoding: strategy.encoding }
             } else {
-                Body::Partial { json: EXAMPLE_RESULT, stated_complete: strategy.partials == Partials::Terminal }
+                Body::Partial {
+                    json: EXAMPLE_RESULT,
+                    stated_complete: strategy.partials == Partials::Terminal,
+                    cursor: *fault == Fault::Ambiguous { cursor: true },
+                }
             };
             let message = wrap_message(format, renderer.render(format, 1, "search", body));
             out.push(Rendering { strategy: strategy.clone(), format, message, failed: class.is_failure() });
@@ -285,9 +292,13 @@ mod tests {
 
     #[test]
     fn every_adapter_shows_the_same_object() {
-        for f in
-            [Fault::http(503), Fault::http(429), Fault::http(400), Fault::Timeout { after_ms: 1 }, Fault::Ambiguous]
-        {
+        for f in [
+            Fault::http(503),
+            Fault::http(429),
+            Fault::http(400),
+            Fault::Timeout { after_ms: 1 },
+            Fault::Ambiguous { cursor: false },
+        ] {
             assert_eq!(adapter_differences(&render_all(&f)), Vec::<String>::new(), "{f:?}");
         }
     }

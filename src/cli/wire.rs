@@ -530,6 +530,15 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
     let records = rt.block_on(async {
         let mcp = mcp::encoding_of(&args.mcp_strategy)?;
         let server = WireServer::start(sc.clone(), args.addr, args.time_scale, args.agents, mcp).await?;
+        let exe = std::env::current_exe().map_or_else(|_| "tracefault".into(), |p| p.display().to_string());
+        eprintln!(
+            "# MCP ({}): TRACEFAULT_MCP_URL={}/mcp; a host that starts its server runs: {exe} mcp {} --stdio \
+             --mcp-strategy {} (its own mocks: exec does not count those calls)",
+            args.mcp_strategy,
+            server.uri(),
+            args.scenario.display(),
+            args.mcp_strategy
+        );
         let mut records = Vec::new();
         for run in 0..args.runs {
             records.push(exec_run(&args, &server, run).await?);

@@ -1154,9 +1154,13 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
         let error = o.class.filter(|&c| c != ErrorClass::Partial);
         let body = match o.class {
             None => Body::Ok { json: &spec.result_json, text_literal: &spec.result_literal },
-            Some(ErrorClass::Partial) => {
-                Body::Partial { json: &spec.result_json, stated_complete: strat.partials == Partials::Terminal }
-            }
+            Some(ErrorClass::Partial) => Body::Partial {
+                json: &spec.result_json,
+                stated_complete: strat.partials == Partials::Terminal,
+                cursor: o
+                    .rule
+                    .is_some_and(|r| sc.faults.rules[usize::from(r)].fault == Fault::Ambiguous { cursor: true }),
+            },
             Some(class) => {
                 let kind = match (o.load, o.rule) {
                     (Some(l), _) => ErrorKind::Fault(l.fault()),
@@ -1182,7 +1186,7 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
             let key = ResultKey {
                 call: s.call,
                 class: o.class,
-                rule: error.and(o.rule.filter(|_| !o.circuit)),
+                rule: o.class.and(o.rule.filter(|_| !o.circuit)),
                 load: error.and(o.load),
                 attempts: if error.is_some() { s.chain } else { 0 },
                 retry_after_ms: error.and(o.retry_after_ms),

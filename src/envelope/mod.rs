@@ -148,9 +148,10 @@ impl ToolError<'_> {
                     _ => "TRANSPORT",
                 },
                 Fault::Timeout { .. } => "TIMEOUT",
-                Fault::Reset | Fault::SessionExpired => "TRANSPORT",
+                Fault::Reset | Fault::StreamDropped | Fault::SessionExpired => "TRANSPORT",
+                Fault::SchemaDrift => "SCHEMA_CHANGED",
                 Fault::TruncatedJson | Fault::CodeFencedJson => "BAD_RESPONSE",
-                Fault::Ambiguous => "PARTIAL",
+                Fault::Ambiguous { .. } => "PARTIAL",
             },
         }
     }
@@ -193,7 +194,7 @@ mod tests {
         assert_eq!(code(&Fault::Reset), "TRANSPORT");
         assert_eq!(code(&Fault::TruncatedJson), "BAD_RESPONSE");
         assert_eq!(code(&Fault::CodeFencedJson), "BAD_RESPONSE");
-        assert_eq!(code(&Fault::Ambiguous), "PARTIAL");
+        assert_eq!(code(&Fault::Ambiguous { cursor: true }), "PARTIAL");
         let open = ToolError {
             kind: ErrorKind::CircuitOpen,
             class: ErrorClass::Transient,

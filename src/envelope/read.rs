@@ -220,11 +220,15 @@ fn says_more(text: &str) -> bool {
     text.to_ascii_lowercase().contains(MORE)
 }
 
+/// Top-level keys whose non-empty string is a cursor to more results.
+const CURSOR_KEYS: [&str; 4] = ["next_cursor", "nextCursor", "next_page_token", "nextPageToken"];
+
 /// A result object says more may be available in one of its own top-level strings (a note, a
-/// message), not inside its data, and does not state `complete: true`.
+/// message) or gives a cursor to more, not inside its data, and does not state `complete: true`.
 fn object_says_more(o: &Map<String, Value>) -> bool {
     o.get("complete") != Some(&Value::Bool(true))
-        && o.iter().any(|(k, v)| k != "data" && v.as_str().is_some_and(says_more))
+        && (o.iter().any(|(k, v)| k != "data" && v.as_str().is_some_and(says_more))
+            || CURSOR_KEYS.iter().any(|k| o.get(*k).and_then(Value::as_str).is_some_and(|c| !c.is_empty())))
 }
 
 #[cfg(test)]
@@ -296,6 +300,9 @@ mod tests {
             !read_text(r#"{"data":[1],"note":"More results may be available.","complete":true}"#, false).more_available
         );
         assert!(read_text(r#"{"data":[1],"note":"More results may be available."}"#, false).more_available);
+        assert!(read_text(r#"{"data":[1],"next_cursor":"p2"}"#, false).more_available, "a cursor says more");
+        assert!(!read_text(r#"{"data":[1],"next_cursor":""}"#, false).more_available, "an empty cursor does not");
+        assert!(!read_text(r#"{"data":[1],"next_cursor":"p2","complete":true}"#, false).more_available);
         assert_eq!(read_text("An error: occurred", false).signal, Signal::Unmarked);
         assert_eq!(read_text("  Error - timed out", false).signal, Signal::Prefix);
         assert_eq!(read_text("Errors: none", false).signal, Signal::Unmarked);

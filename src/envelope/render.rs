@@ -15,10 +15,12 @@ pub enum Body<'a> {
         text_literal: &'a str,
     },
     /// A result that is complete in truth; `stated_complete` is the `partials = "terminal"`
-    /// strategy, otherwise it says more may be available.
+    /// strategy, otherwise it says more may be available (and gives a `next_cursor` when the
+    /// fault has one).
     Partial {
         json: &'a str,
         stated_complete: bool,
+        cursor: bool,
     },
     Error {
         err: ToolError<'a>,
@@ -62,8 +64,8 @@ impl Renderer {
                 self.out.push('}');
                 return &self.out;
             }
-            Body::Partial { json, stated_complete } => {
-                partial_payload(&mut self.payload, json, stated_complete);
+            Body::Partial { json, stated_complete, cursor } => {
+                partial_payload(&mut self.payload, json, stated_complete, cursor);
                 false
             }
             Body::Error { err, encoding } => {
@@ -97,9 +99,9 @@ impl Renderer {
                 out.push_str(json);
                 out.push('}');
             }
-            Body::Partial { json, stated_complete } => {
+            Body::Partial { json, stated_complete, cursor } => {
                 out.push_str(r#"{"output":"#);
-                partial_payload(out, json, stated_complete);
+                partial_payload(out, json, stated_complete, cursor);
                 out.push('}');
             }
             // Gemini reads a response without `output` or `error` as the output (wire-formats
@@ -154,7 +156,10 @@ impl Format {
     }
 }
 
-fn partial_payload(out: &mut String, json: &str, stated_complete: bool) {
+/// The cursor an ambiguous result gives (following it returns the same page).
+pub const NEXT_CURSOR: &str = "page-2";
+
+fn partial_payload(out: &mut String, json: &str, stated_complete: bool, cursor: bool) {
     out.push_str(r#"{"data":"#);
     out.push_str(json);
     if stated_complete {
@@ -162,8 +167,20 @@ fn partial_payload(out: &mut String, json: &str, stated_complete: bool) {
     } else {
         out.push_str(r#","note":""#);
         out.push_str(MORE_AVAILABLE);
+        if cursor {
+            out.push_str(r#"","next_cursor":""#);
+            out.push_str(NEXT_CURSOR);
+        }
         out.push_str(r#""}"#);
     }
+}
+
+/// An ambiguous result as a tool server sends it: the data, and unless it is stated complete,
+/// the note that more may be available (and the cursor, when the fault gives one).
+pub fn partial_text(json: &str, stated_complete: bool, cursor: bool) -> String {
+    let mut out = String::with_capacity(json.len() + 64);
+    partial_payload(&mut out, json, stated_complete, cursor);
+    out
 }
 
 /// The text of a failed result (for JSON encodings, the JSON object itself).
@@ -328,7 +345,7 @@ pub fn sentence(out: &mut String, num: &mut itoa::Buffer, err: &ToolError<'_>) {
                 out.push_str(num.format(*after_ms));
                 out.push_str(" ms; the same call may succeed later.");
             }
-            Fault::Reset => {
+            Fault::Reset | Fault::StreamDropped => {
                 out.push_str("The connection to the ");
                 out.push_str(tool);
                 out.push_str(" tool was reset; the same call may succeed later.");
@@ -338,12 +355,20 @@ pub fn sentence(out: &mut String, num: &mut itoa::Buffer, err: &ToolError<'_>) {
                 out.push_str(tool);
                 out.push_str(" tool's server expired; the same call may succeed after reconnecting.");
             }
+            Fault::SchemaDrift => {
+                out.push_str("The ");
+                out.push_str(tool);
+                out.push_str(
+                    " tool's input schema changed since the tools were listed; list the tools again and call it \
+                     with arguments that match the new schema.",
+                );
+            }
             Fault::TruncatedJson | Fault::CodeFencedJson => {
                 out.push_str("The ");
                 out.push_str(tool);
                 out.push_str(" tool returned a damaged response; the same call may succeed later.");
             }
-            Fault::Ambiguous => {
+            Fault::Ambiguous { .. } => {
                 out.push_str("The ");
                 out.push_str(tool);
                 out.push_str(" tool returned partial data.");
@@ -382,13 +407,16 @@ fn raw_exception(out: &mut String, num: &mut itoa::Buffer, err: &ToolError<'_>) 
             Fault::Timeout { .. } => out.push_str(
                 "    response = session.post(url, json=args, timeout=timeout)\nrequests.exceptions.ReadTimeout: HTTPConnectionPool(host='tools.internal', port=80): Read timed out. (read timeout=30.0)",
             ),
-            Fault::Reset => out.push_str(
+            Fault::Reset | Fault::StreamDropped => out.push_str(
                 "    response = session.post(url, json=args, timeout=timeout)\nrequests.exceptions.ConnectionError: ('Connection aborted.', ConnectionResetError(104, 'Connection reset by peer'))",
             ),
             Fault::SessionExpired => out.push_str(
                 "    result = await session.call_tool(name, args)\nmcp.shared.exceptions.MCPError: Session terminated",
             ),
-            Fault::TruncatedJson | Fault::CodeFencedJson | Fault::Ambiguous => {
+            Fault::SchemaDrift => out.push_str(
+                "    result = await session.call_tool(name, args)\nmcp.shared.exceptions.MCPError: Invalid params: the tool's input schema changed",
+            ),
+            Fault::TruncatedJson | Fault::CodeFencedJson | Fault::Ambiguous { .. } => {
                 out.push_str("    return response.json()\nValueError: partial data")
             }
         },

@@ -276,6 +276,7 @@ pub struct FaultDto {
     pub after_ms: Option<u64>,
     pub scope: Option<String>,
     pub transport: Option<bool>,
+    pub cursor: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -469,8 +469,10 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &mut Task) -> Result<Faul
             match kind {
                 "timeout" => Fault::Timeout { after_ms: ms(ctx, &field("after_ms"), f.after_ms)?.unwrap_or(30_000) },
                 "reset" => Fault::Reset,
+                "stream_dropped" => Fault::StreamDropped,
                 "session_expired" => Fault::SessionExpired,
-                "ambiguous" => Fault::Ambiguous,
+                "schema_drift" => Fault::SchemaDrift,
+                "ambiguous" => Fault::Ambiguous { cursor: f.cursor.unwrap_or(false) },
                 "truncated_json" => Fault::TruncatedJson,
                 "code_fenced_json" => Fault::CodeFencedJson,
                 "no_progress" => {
@@ -488,6 +490,9 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &mut Task) -> Result<Faul
             }
         }
     };
+    if f.cursor.is_some() && !matches!(fault, Fault::Ambiguous { .. }) {
+        return Err(ctx.err(field("cursor"), "`cursor` only with fault = \"ambiguous\""));
+    }
     if f.after_ms.is_some() && !matches!(fault, Fault::Timeout { .. }) {
         return Err(ctx.err(field("after_ms"), "`after_ms` only with fault = \"timeout\""));
     }

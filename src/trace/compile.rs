@@ -61,7 +61,7 @@ pub struct RecordedCall {
 pub fn recorded_fault(status: Option<u16>, class: Option<&str>) -> Fault {
     match (status, class) {
         (Some(s), _) if http_class(s).is_some() => Fault::http(s),
-        (_, Some("partial")) => Fault::Ambiguous,
+        (_, Some("partial")) => Fault::Ambiguous { cursor: false },
         (_, Some("rate_limited")) => Fault::http(429),
         (_, Some("bad_args")) => Fault::http(400),
         (_, Some("terminal")) => Fault::http(404),
@@ -226,7 +226,7 @@ pub fn compile(trace: &Trace) -> Compiled {
                     task.tools.len() - 1
                 });
                 let fault = if class == ErrorClass::Partial {
-                    Fault::Ambiguous
+                    Fault::Ambiguous { cursor: false }
                 } else {
                     recorded_fault(c.status, Some(class.name()))
                 };

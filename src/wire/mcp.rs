@@ -7,7 +7,9 @@
 //! JSON-RPC error (`jsonrpc-error`: -32602 for bad arguments, -32603 otherwise). A fault marked
 //! `transport = true` is the endpoint's own HTTP answer before the SDK sees the message: a status
 //! with `retry-after` (429, 503, 529…) or a dropped connection (`reset`); `session_expired` is
-//! always the endpoint's: 404, and the request's session is closed.
+//! always the endpoint's: 404, and the request's session is closed. A `schema_drift` fault
+//! sends `notifications/tools/list_changed` and revises the tool in `tools/list`; its calls
+//! fail as bad arguments until the client lists the tools again.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -30,7 +32,8 @@ use super::schema::tool_list;
 use super::server::{Shared, tool_call};
 use super::tools::{self, Called};
 use crate::engine::strategy::Strategy;
-use crate::envelope::render::{MORE_AVAILABLE, error_text, truncated};
+use crate::engine::task::Task;
+use crate::envelope::render::{error_text, partial_text, truncated};
 use crate::envelope::{Encoding, ErrorKind, ToolError};
 use crate::error::Error;
 use crate::fault::{ErrorClass, Fault};
@@ -49,10 +52,15 @@ pub fn encoding_of(strategy: &str) -> Result<Encoding, Error> {
 #[derive(Clone)]
 struct Decided(Arc<Result<Called, Reply>>);
 
+/// The revision of each tool's schema when the HTTP layer saw a `tools/list` (carried in the
+/// request's extensions).
+#[derive(Clone)]
+struct Listed(Arc<Vec<u32>>);
+
 /// The MCP server of a scenario's tools.
 #[derive(Clone)]
 pub struct McpTools {
-    tools: Arc<Vec<Tool>>,
+    task: Arc<Task>,
     encoding: Encoding,
     /// Over stdio, the server decides calls itself (as this agent); over HTTP the HTTP layer
     /// has decided every call before the server sees it.
@@ -61,8 +69,13 @@ pub struct McpTools {
 
 impl McpTools {
     pub fn new(scenario: &Scenario, encoding: Encoding, direct: Option<(Arc<Shared>, u32)>) -> McpTools {
-        let list = tool_list(&scenario.task);
-        let tools = list["tools"]
+        McpTools { task: Arc::new(scenario.task.clone()), encoding, direct }
+    }
+
+    /// The tools as MCP describes them, each schema at its revision.
+    fn tools(&self, revisions: &[u32]) -> Vec<Tool> {
+        let list = tool_list(&self.task, revisions);
+        list["tools"]
             .as_array()
             .into_iter()
             .flatten()
@@ -77,8 +90,7 @@ impl McpTools {
                     Arc::new(schema),
                 )
             })
-            .collect();
-        McpTools { tools: Arc::new(tools), encoding, direct }
+            .collect()
     }
 
     /// A call decided here (stdio): through the same door and mocks as over HTTP.
@@ -98,7 +110,7 @@ impl McpTools {
 
 impl ServerHandler for McpTools {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
             .with_server_info(Implementation::new("tracefault", env!("CARGO_PKG_VERSION")))
             .with_instructions("The scenario's tools, served by tracefault's mocks with seeded faults.")
     }
@@ -106,9 +118,19 @@ impl ServerHandler for McpTools {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+        let seen = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<Listed>())
+            .map(|l| l.0.clone());
+        let revisions = match (seen, &self.direct) {
+            (Some(r), _) => r,
+            (None, Some((shared, agent))) => Arc::new(listed(shared, *agent)),
+            (None, None) => Arc::new(Vec::new()),
+        };
+        Ok(ListToolsResult::with_all_items(self.tools(&revisions)))
     }
 
     async fn call_tool(
@@ -124,24 +146,40 @@ impl ServerHandler for McpTools {
         let outcome = match decided {
             Some(d) => d.as_ref().clone(),
             None => {
-                if !self.tools.iter().any(|t| t.name == request.name) {
-                    return Err(unknown_tool(&self.tools, &request.name));
+                if !self.task.tools.iter().any(|t| *t == request.name) {
+                    return Err(unknown_tool(&self.task, &request.name));
                 }
                 let args = Value::Object(request.arguments.clone().unwrap_or_default());
                 self.decide(&request.name, args).await
             }
         };
         match outcome {
-            Ok(called) => answer(&called, self.encoding).map(CallToolResponse::from),
-            Err(reply) if reply.status == 404 => Err(unknown_tool(&self.tools, &request.name)),
+            Ok(called) => {
+                // Over stdio the notification goes before the answer; over HTTP the HTTP layer
+                // puts it on the answer's stream.
+                if called.list_changed && self.direct.is_some() {
+                    let _ = context.peer.notify_tool_list_changed().await;
+                }
+                answer(&called, self.encoding).map(CallToolResponse::from)
+            }
+            Err(reply) if reply.status == 404 => Err(unknown_tool(&self.task, &request.name)),
             Err(reply) => Err(refusal(&reply)),
         }
     }
 }
 
+/// Agent `agent` read the tool list: the revision of each tool's schema it now knows.
+fn listed(shared: &Shared, agent: u32) -> Vec<u32> {
+    let mut m = shared.lock();
+    m.world(agent).map_or_else(Vec::new, |w| {
+        w.listed();
+        w.revisions.clone()
+    })
+}
+
 /// `-32602` naming the tool and the tools there are.
-fn unknown_tool(tools: &[Tool], name: &str) -> ErrorData {
-    let known: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+fn unknown_tool(task: &Task, name: &str) -> ErrorData {
+    let known: Vec<&str> = task.tools.iter().map(String::as_str).collect();
     ErrorData::invalid_params(
         format!("Unknown tool: {name:?} (this server has {})", known.join(", ")),
         Some(json!({"tool": name})),
@@ -170,13 +208,9 @@ pub fn answer(called: &Called, encoding: Encoding) -> Result<CallToolResult, Err
         Fault::CodeFencedJson => {
             return Ok(CallToolResult::success(vec![ContentBlock::text(format!("```json\n{body}\n```"))]));
         }
-        Fault::Ambiguous if encoding == Encoding::Envelope => {
-            let stated = json!({"data": called.result, "complete": true});
-            return Ok(CallToolResult::success(vec![ContentBlock::text(stated.to_string())]));
-        }
-        Fault::Ambiguous => {
-            let more = json!({"data": called.result, "note": MORE_AVAILABLE});
-            return Ok(CallToolResult::success(vec![ContentBlock::text(more.to_string())]));
+        Fault::Ambiguous { cursor } => {
+            let text = partial_text(&body, encoding == Encoding::Envelope, *cursor);
+            return Ok(CallToolResult::success(vec![ContentBlock::text(text)]));
         }
         _ => {}
     }
@@ -233,8 +267,8 @@ pub fn http_service(
     HttpService { service, sessions, encoding }
 }
 
-/// A request at `/mcp`: a `tools/call` is decided here (a transport fault answered as HTTP),
-/// everything else goes straight to the SDK's service.
+/// A request at `/mcp`: a `tools/call` is decided here (a transport fault answered as HTTP), a
+/// `tools/list` marks the schema changes as seen; everything goes on to the SDK's service.
 pub async fn http(
     shared: &Arc<Shared>,
     service: &HttpService,
@@ -242,19 +276,29 @@ pub async fn http(
     mut parts: axum::http::request::Parts,
     body: axum::body::Bytes,
 ) -> Response {
-    if parts.method == axum::http::Method::POST
-        && let Some(reply) = malformed(&body)
-    {
-        return super::server::respond(reply).await;
+    let message = if parts.method == axum::http::Method::POST {
+        match parse(&body) {
+            Ok(message) => Some(message),
+            Err(reply) => return super::server::respond(reply).await,
+        }
+    } else {
+        None
+    };
+    let method = message.as_ref().and_then(|m| m["method"].as_str());
+    if method == Some("tools/list") {
+        parts.extensions.insert(Listed(Arc::new(listed(shared, agent))));
     }
-    if let Some((id, name, args)) = tool_call_of(&body) {
-        let request = serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null);
+    if let Some((id, name, args)) = message.as_ref().and_then(tool_call_of) {
         let outcome = tool_call(shared, agent, &name, Ok(args)).await;
         if let Some(w) = shared.lock().world(agent) {
-            w.log_mcp(request);
+            w.log_mcp(message.clone().unwrap_or_default());
             w.log_mcp(logged_answer(&id, &outcome, service.encoding));
+            if matches!(&outcome, Ok(c) if c.list_changed) {
+                w.log_mcp(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+            }
         }
         let transport = match &outcome {
+            Ok(called) if called.fault == Some(Fault::StreamDropped) => Some(Reply::sse_cut()),
             Ok(called) if transport_fault(called) => {
                 let mut m = shared.lock();
                 let w = m.world(agent).expect("an agent of the fleet, checked above");
@@ -274,8 +318,16 @@ pub async fn http(
             }
             return super::server::respond(reply).await;
         }
+        let list_changed = matches!(&outcome, Ok(c) if c.list_changed);
         parts.extensions.insert(Decided(Arc::new(outcome)));
+        let response = sdk(service, parts, body).await;
+        return if list_changed { announce_list_changed(response) } else { response };
     }
+    sdk(service, parts, body).await
+}
+
+/// The SDK's answer to a request.
+async fn sdk(service: &HttpService, parts: axum::http::request::Parts, body: axum::body::Bytes) -> Response {
     let req = Request::from_parts(parts, Body::from(body));
     let mut service = service.service.clone();
     match tower_service::Service::call(&mut service, req).await {
@@ -284,11 +336,26 @@ pub async fn http(
     }
 }
 
-/// A POST body that is not one JSON-RPC message: 400 with the spec's error (`-32700` for text
-/// that is not JSON, `-32600` for JSON that is not a request, notification or response).
-pub fn malformed(body: &[u8]) -> Option<Reply> {
+/// `notifications/tools/list_changed` ahead of the call's answer on its event stream, so the
+/// client learns of the change before it sees the failure (the SDK would send it on the
+/// standalone stream, which a client may not have open, racing the answer).
+fn announce_list_changed(response: Response) -> Response {
+    let sse = response.headers().get("content-type").is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    if !sse {
+        return response;
+    }
+    let event = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n";
+    let (parts, body) = response.into_parts();
+    let prefixed =
+        super::server::Prefixed { prefix: Some(axum::body::Bytes::from_static(event.as_bytes())), then: body };
+    Response::from_parts(parts, Body::new(prefixed))
+}
+
+/// A POST body as one JSON-RPC message, or the 400 with the spec's error: `-32700` for text
+/// that is not JSON, `-32600` for JSON that is not a request, notification or response.
+pub fn parse(body: &[u8]) -> Result<Value, Reply> {
     let error = |code: i32, message: String| {
-        Some(Reply::json(400, &json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}})))
+        Err(Reply::json(400, &json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}})))
     };
     let v: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
@@ -308,7 +375,7 @@ pub fn malformed(body: &[u8]) -> Option<Reply> {
                 .to_owned(),
         );
     }
-    None
+    Ok(v)
 }
 
 /// The answer to `tools/call` `id` as the exec log records it: the JSON-RPC message the SDK
@@ -319,6 +386,7 @@ fn logged_answer(id: &Value, outcome: &Result<Called, Reply>, encoding: Encoding
     match outcome {
         Ok(called) if transport_fault(called) => match &called.fault {
             Some(Fault::Reset) => http(0, "the connection was dropped".into()),
+            Some(Fault::StreamDropped) => http(200, "the event stream was dropped before the answer".into()),
             Some(f) => http(f.status().unwrap_or(404), tools::message(&called.tool, f, called.retry_after_ms, "")),
             None => Value::Null,
         },
@@ -336,13 +404,12 @@ fn logged_answer(id: &Value, outcome: &Result<Called, Reply>, encoding: Encoding
 fn reply_bytes(reply: &Reply) -> &[u8] {
     match &reply.body {
         super::reply::Body::Bytes { bytes, .. } => bytes,
-        super::reply::Body::Reset => b"the connection was dropped",
+        super::reply::Body::Reset | super::reply::Body::Cut { .. } => b"the connection was dropped",
     }
 }
 
-/// The id, tool and arguments of a JSON-RPC `tools/call` request (one message, not a batch).
-fn tool_call_of(body: &[u8]) -> Option<(Value, String, Value)> {
-    let v: Value = serde_json::from_slice(body).ok()?;
+/// The id, tool and arguments of a JSON-RPC `tools/call` request.
+fn tool_call_of(v: &Value) -> Option<(Value, String, Value)> {
     if v["method"] != "tools/call" || v.get("id").is_none() {
         return None;
     }
@@ -372,7 +439,7 @@ mod tests {
     use super::*;
 
     fn called(fault: Option<Fault>) -> Called {
-        Called { tool: "search".into(), result: json!({"hits": 3}), fault, retry_after_ms: None, transport: false }
+        Called { tool: "search".into(), result: json!({"hits": 3}), fault, ..Called::default() }
     }
 
     #[test]
@@ -397,17 +464,31 @@ mod tests {
 
     #[test]
     fn partial_results_say_more_unless_the_envelope_states_them_complete() {
-        let c = called(Some(Fault::Ambiguous));
+        use crate::envelope::render::MORE_AVAILABLE;
         let text =
             |r: CallToolResult| serde_json::to_value(&r.content).unwrap()[0]["text"].as_str().unwrap().to_owned();
-        assert!(text(answer(&c, Encoding::Flag).unwrap()).contains(MORE_AVAILABLE));
-        assert!(text(answer(&c, Encoding::Envelope).unwrap()).contains(r#""complete":true"#));
+        let c = called(Some(Fault::Ambiguous { cursor: false }));
+        assert_eq!(
+            text(answer(&c, Encoding::Flag).unwrap()),
+            format!(r#"{{"data":{{"hits":3}},"note":"{MORE_AVAILABLE}"}}"#)
+        );
+        assert_eq!(text(answer(&c, Encoding::Envelope).unwrap()), r#"{"data":{"hits":3},"complete":true}"#);
+        let c = called(Some(Fault::Ambiguous { cursor: true }));
+        assert_eq!(
+            text(answer(&c, Encoding::Flag).unwrap()),
+            format!(r#"{{"data":{{"hits":3}},"note":"{MORE_AVAILABLE}","next_cursor":"page-2"}}"#)
+        );
+        assert_eq!(
+            text(answer(&c, Encoding::Envelope).unwrap()),
+            r#"{"data":{"hits":3},"complete":true}"#,
+            "no cursor when complete"
+        );
     }
 
     #[test]
     fn malformed_messages_get_the_specs_errors() {
         let code = |body: &[u8]| {
-            let r = malformed(body)?;
+            let r = parse(body).err()?;
             let super::super::reply::Body::Bytes { bytes, .. } = r.body else { return None };
             serde_json::from_slice::<Value>(&bytes).ok()?["error"]["code"].as_i64()
         };
@@ -426,9 +507,9 @@ mod tests {
     fn only_tool_calls_are_decided_before_the_sdk() {
         let call =
             br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search","arguments":{"q":"x"}}}"#;
-        assert_eq!(tool_call_of(call), Some((json!(3), "search".into(), json!({"q": "x"}))));
-        assert_eq!(tool_call_of(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#), None);
-        assert_eq!(tool_call_of(br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"s"}}"#), None);
-        assert_eq!(tool_call_of(b"not json"), None);
+        let of = |body: &[u8]| tool_call_of(&serde_json::from_slice(body).unwrap());
+        assert_eq!(of(call), Some((json!(3), "search".into(), json!({"q": "x"}))));
+        assert_eq!(of(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#), None);
+        assert_eq!(of(br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"s"}}"#), None);
     }
 }

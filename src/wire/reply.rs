@@ -13,6 +13,12 @@ pub enum Body {
     },
     /// The connection is dropped after the status line: the client sees a reset.
     Reset,
+    /// The body starts (these bytes are sent), then the connection is dropped: a stream cut
+    /// part-way.
+    Cut {
+        bytes: Vec<u8>,
+        content_type: &'static str,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -45,6 +51,18 @@ impl Reply {
         Reply { status: 200, headers: Vec::new(), body: Body::Reset, delay: None }
     }
 
+    /// A server-sent event stream that opens (a comment line is sent) and is dropped before
+    /// any event.
+    pub fn sse_cut() -> Reply {
+        let bytes = b": tracefault: the stream is dropped before the answer\n\n".to_vec();
+        Reply {
+            status: 200,
+            headers: Vec::new(),
+            body: Body::Cut { bytes, content_type: "text/event-stream" },
+            delay: None,
+        }
+    }
+
     pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Reply {
         self.headers.push((name, value.into()));
         self
@@ -65,6 +83,7 @@ impl Reply {
         match &self.body {
             Body::Bytes { bytes, .. } => String::from_utf8_lossy(bytes).into_owned(),
             Body::Reset => String::new(),
+            Body::Cut { bytes, .. } => String::from_utf8_lossy(bytes).into_owned(),
         }
     }
 }

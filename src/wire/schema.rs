@@ -76,14 +76,21 @@ pub fn input_schema(task: &Task, tool: &str) -> Value {
     json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
 }
 
-/// `GET /tools`: every tool of the task with its description and input schema.
-pub fn tool_list(task: &Task) -> Value {
+/// `GET /tools`: every tool of the task with its description and input schema; a tool whose
+/// schema changed (`revisions[i]` > 0, from a `schema_drift` fault) says its revision in both.
+pub fn tool_list(task: &Task, revisions: &[u32]) -> Value {
     let tools: Vec<Value> = task
         .tools
         .iter()
-        .map(|name| {
-            json!({"name": name, "description": format!("The scenario's {name} tool (a tracefault mock)."),
-                "input_schema": input_schema(task, name)})
+        .enumerate()
+        .map(|(i, name)| {
+            let mut description = format!("The scenario's {name} tool (a tracefault mock).");
+            let mut schema = input_schema(task, name);
+            if let Some(&r) = revisions.get(i).filter(|&&r| r > 0) {
+                description.push_str(&format!(" Input schema revision {r}."));
+                schema["$comment"] = json!(format!("revision {r}"));
+            }
+            json!({"name": name, "description": description, "input_schema": schema})
         })
         .collect();
     json!({ "tools": tools })

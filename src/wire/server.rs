@@ -5,6 +5,7 @@
 //! hosts. Malformed HTTP is answered or closed by hyper; nothing here panics on it. A client that
 //! half-closes its connection after the request still gets the answer.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -432,6 +433,12 @@ pub(super) async fn respond(reply: Reply) -> Response {
             r
         }
         Body::Reset => Response::new(AxumBody::new(Broken)),
+        Body::Cut { bytes, content_type } => {
+            let then = BrokenLater(Box::pin(tokio::time::sleep(Duration::from_millis(20))));
+            let mut r = Response::new(AxumBody::new(Prefixed { prefix: Some(Bytes::from(bytes)), then }));
+            r.headers_mut().insert("content-type", HeaderValue::from_static(content_type));
+            r
+        }
     };
     let mut r = body;
     *r.status_mut() = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -456,6 +463,46 @@ impl http_body::Body for Broken {
         _: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
         Poll::Ready(Some(Err(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "connection reset by the mock"))))
+    }
+}
+
+/// A body that fails once its moment comes: what is sent before it reaches the client first
+/// (hyper would drop a prefix that fails at once unsent).
+struct BrokenLater(Pin<Box<tokio::time::Sleep>>);
+
+impl http_body::Body for BrokenLater {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        match self.0.as_mut().poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(()) => Pin::new(&mut Broken).poll_frame(cx),
+        }
+    }
+}
+
+/// A body that sends `prefix` first, then `then`'s frames.
+pub(super) struct Prefixed<B> {
+    pub prefix: Option<Bytes>,
+    pub then: B,
+}
+
+impl<B: http_body::Body<Data = Bytes> + Unpin> http_body::Body for Prefixed<B> {
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        match self.prefix.take() {
+            Some(bytes) => Poll::Ready(Some(Ok(http_body::Frame::data(bytes)))),
+            None => Pin::new(&mut self.then).poll_frame(cx),
+        }
     }
 }
 

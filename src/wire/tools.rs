@@ -9,16 +9,17 @@ use super::reply::Reply;
 use super::schema::{canonical_args, tool_list};
 use super::world::World;
 use crate::engine::load::LoadFault;
-use crate::envelope::render::{MORE_AVAILABLE, sentence, truncated};
+use crate::envelope::render::{partial_text, sentence, truncated};
 use crate::envelope::{ErrorKind, ToolError};
 use crate::fault::{ErrorClass, Fault};
 
 /// At most this long a mock tool delays a timeout (real time: it is a wire test).
 pub const MAX_DELAY_MS: u64 = 30_000;
 
-/// `GET /tools`.
-pub fn list(world: &World) -> Reply {
-    Reply::json(200, &tool_list(&world.scenario.task))
+/// `GET /tools` (the caller sees every schema change so far).
+pub fn list(world: &mut World) -> Reply {
+    world.listed();
+    Reply::json(200, &tool_list(&world.scenario.task, &world.revisions))
 }
 
 /// The index of a tool of the scenario.
@@ -49,7 +50,7 @@ pub fn arrive(world: &mut World, tool: usize) {
 
 /// What a call at a mock tool came to, before it is put on a wire (HTTP or MCP): the tool's
 /// result, and the fault that shapes the answer instead, if one fired.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Called {
     pub tool: String,
     pub result: Value,
@@ -58,6 +59,9 @@ pub struct Called {
     pub retry_after_ms: Option<u64>,
     /// The fault is the MCP endpoint's own (`transport = true`), not the tool's.
     pub transport: bool,
+    /// The tool's schema changed with this call (`schema_drift` fired): MCP says
+    /// `notifications/tools/list_changed`.
+    pub list_changed: bool,
 }
 
 /// A request body as a tool's arguments: a JSON object, or the 400 that says why not.
@@ -100,13 +104,7 @@ pub fn call(world: &mut World, tool: &str, body: &[u8]) -> (Reply, bool) {
 /// The answer of a known tool to `args`, with the faults' memory and the findings kept.
 pub fn invoke(world: &mut World, tool: &str, args: &Value) -> Called {
     let Some(tool_idx) = index(world, tool) else {
-        return Called {
-            tool: tool.to_owned(),
-            result: Value::Null,
-            fault: None,
-            retry_after_ms: None,
-            transport: false,
-        };
+        return Called { tool: tool.to_owned(), ..Called::default() };
     };
     let canon = canonical_args(args);
     let call_key = (tool.to_owned(), canon.clone());
@@ -121,17 +119,30 @@ pub fn invoke(world: &mut World, tool: &str, args: &Value) -> Called {
         world.wasted_retries += 1;
     }
     let key = (tool_idx as u16, canon.clone());
-    // Memory first (bad arguments stick to them, a partial result to the call), then the
-    // world's decision (refusals, a terminal tool, the injector).
-    let decision = match world.bad_args.get(&key).or_else(|| world.partial.get(&key)) {
-        Some(&rule) => Some(super::world::Decision { rule, retry_after_ms: None, refused: false }),
+    // Memory first (a schema change sticks to the tool until it is listed again, bad arguments
+    // to them, a partial result to the call), then the world's decision (refusals, a terminal
+    // tool, the injector).
+    let remembered =
+        world.drift[tool_idx].or_else(|| world.bad_args.get(&key).or_else(|| world.partial.get(&key)).copied());
+    let decision = match remembered {
+        Some(rule) => Some(super::world::Decision { rule, retry_after_ms: None, refused: false }),
         None => world.decide(tool_idx),
     };
+    let mut list_changed = false;
     if let Some(d) = decision {
         if d.refused && world.outcomes.contains_key(&call_key) {
             world.wasted_retries += 1;
         }
+        // A schema change sticks to the tool (above), not to the arguments; it is announced once.
+        let drift = *world.fault(d.rule) == Fault::SchemaDrift;
         match world.fault(d.rule).class() {
+            _ if drift => {
+                list_changed = remembered.is_none();
+                if list_changed {
+                    world.drift[tool_idx] = Some(d.rule);
+                    world.revisions[tool_idx] += 1;
+                }
+            }
             ErrorClass::BadArgs => {
                 world.bad_args.insert(key.clone(), d.rule);
             }
@@ -159,7 +170,7 @@ pub fn invoke(world: &mut World, tool: &str, args: &Value) -> Called {
         Some(d) => {
             world.faults_injected += 1;
             let rule = &world.scenario.faults.rules[usize::from(d.rule)];
-            let transport = rule.transport || rule.fault == Fault::SessionExpired;
+            let transport = rule.transport || matches!(rule.fault, Fault::SessionExpired | Fault::StreamDropped);
             (Some(world.fault(d.rule).clone()), d.retry_after_ms, transport)
         }
     };
@@ -174,7 +185,7 @@ pub fn invoke(world: &mut World, tool: &str, args: &Value) -> Called {
     world.outcomes.insert(call_key, class);
     world.last_outcome.insert(tool.to_owned(), class);
     world.bound_memory();
-    Called { tool: tool.to_owned(), result, fault, retry_after_ms, transport }
+    Called { tool: tool.to_owned(), result, fault, retry_after_ms, transport, list_changed }
 }
 
 /// A call's answer as an HTTP tool sends it (a timeout's delay is the server's to apply).
@@ -211,10 +222,13 @@ fn fault_reply(world: &World, tool: &str, fault: &Fault, retry_after_ms: Option<
             }
         }
         Fault::Timeout { .. } => Reply::json(504, &json!({"error": {"code": 504, "message": message}})),
-        Fault::Reset => Reply::reset(),
+        Fault::Reset | Fault::StreamDropped => Reply::reset(),
         Fault::SessionExpired => Reply::json(404, &json!({"error": {"code": 404, "message": message}})),
+        Fault::SchemaDrift => Reply::json(400, &json!({"error": {"code": 400, "message": message}})),
         Fault::TruncatedJson => Reply::raw(200, truncated(&body).as_bytes().to_vec(), "application/json"),
         Fault::CodeFencedJson => Reply::raw(200, format!("```json\n{body}\n```").into_bytes(), "application/json"),
-        Fault::Ambiguous => Reply::json(200, &json!({"data": result, "note": MORE_AVAILABLE})),
+        Fault::Ambiguous { cursor } => {
+            Reply::raw(200, partial_text(&body, false, *cursor).into_bytes(), "application/json")
+        }
     }
 }

@@ -89,6 +89,10 @@ pub struct World {
     /// get right, and calls whose partial result sticks.
     pub bad_args: BTreeMap<(u16, String), u16>,
     pub partial: BTreeMap<(u16, String), u16>,
+    /// Per tool: the `schema_drift` rule whose change the caller has not seen yet (every call
+    /// fails with it until the tools are listed again), and how often its schema changed.
+    pub drift: Vec<Option<u16>>,
+    pub revisions: Vec<u32>,
     /// What each tool call (tool, canonical arguments) last returned: its class, `None` for ok.
     pub outcomes: BTreeMap<(String, String), Option<ErrorClass>>,
     /// What each tool last returned, whatever the arguments.
@@ -168,6 +172,8 @@ impl World {
             refusals: vec![Refusal::default(); targets],
             bad_args: BTreeMap::new(),
             partial: BTreeMap::new(),
+            drift: vec![None; targets - 1],
+            revisions: vec![0; targets - 1],
             outcomes: BTreeMap::new(),
             last_outcome: BTreeMap::new(),
             last_failure: BTreeMap::new(),
@@ -271,7 +277,11 @@ impl World {
         self.conversations.get_mut(&c).expect("a conversation the world holds")
     }
 
-    /// Keeps the per-call memories bounded: past the limit, the oldest-keyed entries go.
+    /// The caller read the tool list: every schema change so far is seen.
+    pub fn listed(&mut self) {
+        self.drift.fill(None);
+    }
+
     /// Records one MCP message (when traffic is recorded, up to [`MAX_MEMORY`]).
     pub fn log_mcp(&mut self, message: serde_json::Value) {
         if self.record_trace && self.mcp_log.len() < MAX_MEMORY {
@@ -279,6 +289,7 @@ impl World {
         }
     }
 
+    /// Keeps the per-call memories bounded: past the limit, the oldest-keyed entries go.
     pub fn bound_memory(&mut self) {
         fn cap<K: Ord, V>(m: &mut BTreeMap<K, V>) {
             while m.len() > MAX_MEMORY {

@@ -343,10 +343,14 @@ fn pricing_gives_the_cost_of_every_strategy() {
 fn mcp_fault_keys_are_checked() {
     let err = broken("s.toml", &MINIMAL.replace("http = 503", "fault = \"ambiguous\"\ntransport = true"));
     assert!(err.contains("faults[0].transport: expected `transport = true` only on a tool's http status"), "{err}");
-    let ok = MINIMAL.replace("http = 503", "fault = \"session_expired\"");
+    let err = broken("s.toml", &MINIMAL.replace("http = 503", "fault = \"timeout\"\ncursor = true"));
+    assert!(err.contains("faults[0].cursor: expected `cursor` only with fault = \"ambiguous\""), "{err}");
     let dir = tempfile::tempdir().unwrap();
-    let sc = write(dir.path(), "s.toml", &ok);
-    tracefault().arg("validate").arg(&sc).assert().code(0);
+    for fault in ["session_expired", "stream_dropped", "schema_drift", "ambiguous\"\ncursor = true\n#\""] {
+        let ok = MINIMAL.replace("http = 503", &format!("fault = \"{fault}\""));
+        let sc = write(dir.path(), "s.toml", &ok);
+        tracefault().arg("validate").arg(&sc).assert().code(0);
+    }
     tracefault().args(["serve", "s.toml", "--mcp-strategy", "mcp-yaml"]).current_dir(dir.path()).assert().code(2);
     tracefault().args(["mcp", "s.toml"]).current_dir(dir.path()).assert().code(2);
 }

@@ -51,7 +51,7 @@ fn every_rendering_has_the_fields_its_api_documents() {
         Fault::Reset,
         Fault::TruncatedJson,
         Fault::CodeFencedJson,
-        Fault::Ambiguous,
+        Fault::Ambiguous { cursor: false },
     ];
     for fault in &faults {
         for r in render_all(fault) {

@@ -26,6 +26,8 @@ struct Answer {
     status: u16,
     message: Value,
     retry_after_ms: Option<String>,
+    /// The methods of the notifications that came ahead of the answer on its event stream.
+    notifications: Vec<String>,
 }
 
 impl Session {
@@ -67,16 +69,22 @@ impl Session {
         let retry_after_ms = r.header("retry-after-ms").map(str::to_owned);
         let sse = r.content_type() == "text/event-stream";
         let text = r.into_string().unwrap();
+        let events: Vec<Value> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .collect();
         let message = if sse {
-            text.lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-                .find(|v| v.get("id").is_some())
-                .unwrap_or(Value::Null)
+            events.iter().find(|v| v.get("id").is_some()).cloned().unwrap_or(Value::Null)
         } else {
             serde_json::from_str(&text).unwrap_or(Value::Null)
         };
-        Answer { status, message, retry_after_ms }
+        let notifications = events
+            .iter()
+            .take_while(|v| v.get("id").is_none())
+            .filter_map(|v| v["method"].as_str().map(str::to_owned))
+            .collect();
+        Answer { status, message, retry_after_ms, notifications }
     }
 
     fn call(&mut self, tool: &str, query: &str) -> Answer {
@@ -155,19 +163,14 @@ fn jsonrpc_error_uses_the_specs_codes_and_bad_input_gets_the_specs_errors() {
     assert_eq!(list.message["result"]["tools"][0]["name"], "search");
 }
 
-#[test]
-fn stdio_serves_the_same_tools_and_faults() {
+/// A server on stdio (`tracefault mcp ARGS --stdio`) after `initialize`: the child, its stdin,
+/// its stdout's lines, and the `initialize` result.
+fn stdio_session(args: &[&str]) -> (std::process::Child, std::process::ChildStdin, StdoutLines, Value) {
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("tracefault"))
         .current_dir(root())
-        .args([
-            "mcp",
-            "tests/fixtures/wire/mcp-faults.toml",
-            "--stdio",
-            "--mcp-strategy",
-            "mcp-text",
-            "--time-scale",
-            "0.001",
-        ])
+        .arg("mcp")
+        .args(args)
+        .arg("--stdio")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -175,12 +178,26 @@ fn stdio_serves_the_same_tools_and_faults() {
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
-    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}}));
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}})
+    )
+    .unwrap();
     let init: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
-    assert_eq!(init["result"]["serverInfo"]["name"], "tracefault");
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
+    (child, stdin, lines, init["result"].clone())
+}
+
+type StdoutLines = std::io::Lines<BufReader<std::process::ChildStdout>>;
+
+#[test]
+fn stdio_serves_the_same_tools_and_faults() {
+    let (mut child, mut stdin, mut lines, init) =
+        stdio_session(&["tests/fixtures/wire/mcp-faults.toml", "--mcp-strategy", "mcp-text", "--time-scale", "0.001"]);
+    assert_eq!(init["serverInfo"]["name"], "tracefault");
+    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
     let mut answers = Vec::new();
     for id in 2..6 {
         send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
@@ -198,6 +215,27 @@ fn stdio_serves_the_same_tools_and_faults() {
     assert_eq!(answers[2]["result"]["isError"], true);
     assert_eq!(answers[3]["result"]["isError"], false);
     assert_eq!(child.wait().unwrap().code(), Some(0), "stdin closed: the server ends cleanly");
+}
+
+/// Over stdio the schema change is announced on the same stream, ahead of the failed answer.
+#[test]
+fn stdio_announces_a_schema_change_before_the_answer() {
+    let (mut child, mut stdin, mut lines, init) = stdio_session(&["tests/fixtures/mcp/schema-drift.toml"]);
+    assert_eq!(init["capabilities"]["tools"]["listChanged"], true);
+    let mut next = move || serde_json::from_str::<Value>(&lines.next().unwrap().unwrap()).unwrap();
+    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "search", "arguments": {"query": "Paris"}}}));
+    assert_eq!(next()["method"], "notifications/tools/list_changed");
+    assert_eq!(next()["result"]["isError"], true);
+    send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}));
+    let list = next();
+    assert!(list["result"]["tools"][0]["description"].as_str().unwrap().contains("revision 1"), "{list}");
+    send(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "search", "arguments": {"query": "Paris"}}}));
+    assert_eq!(next()["result"]["isError"], false);
+    drop(stdin);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
 }
 
 /// How each tool call of an agent run ended, from the agent's stderr lines `mcp-call TOOL: …`.
@@ -282,6 +320,27 @@ fn an_expired_session_answers_404_until_the_client_initialises_again() {
     assert_eq!(again.call("search", "Paris").message["result"]["isError"], false);
 }
 
+#[test]
+fn schema_drift_announces_a_new_revision_and_fails_until_the_tools_are_listed_again() {
+    let served = Served::start_with("tests/fixtures/mcp/schema-drift.toml", &["--mcp-strategy", "jsonrpc-error"]);
+    let mut s = Session::open(&served.base);
+    let before = s.request("tools/list", json!({}));
+    assert!(!before.message["result"]["tools"][0]["description"].as_str().unwrap().contains("revision"));
+    let first = s.call("search", "Paris");
+    assert_eq!(first.notifications, ["notifications/tools/list_changed"], "announced ahead of the answer");
+    assert_eq!(first.message["error"]["code"], -32602, "bad arguments: {}", first.message);
+    assert_eq!(first.message["error"]["data"]["code"], "SCHEMA_CHANGED");
+    let stale = s.call("search", "Paris (corrected 1)");
+    assert_eq!(stale.message["error"]["data"]["code"], "SCHEMA_CHANGED", "other arguments do not help");
+    assert!(stale.notifications.is_empty(), "the change is announced once");
+    let list = s.request("tools/list", json!({}));
+    let tool = &list.message["result"]["tools"][0];
+    assert!(tool["description"].as_str().unwrap().ends_with("Input schema revision 1."), "{tool}");
+    assert_eq!(tool["inputSchema"]["$comment"], "revision 1");
+    let after = s.call("search", "Paris");
+    assert_eq!(after.message["result"]["isError"], false, "{}", after.message);
+}
+
 /// The text the model was given for the first tool result of run 0, from the native trace.
 fn first_result_seen(out: &std::path::Path) -> Option<String> {
     let trace = std::fs::read_to_string(out.join("traces/run-0.jsonl")).ok()?;
@@ -304,7 +363,7 @@ fn what_real_mcp_clients_do_with_each_fault() {
     /// An agent's exit status and a part of what the model was shown.
     type Seen = (i32, &'static str);
     // (fixture, strategy, python SDK agent, Agents SDK)
-    let table: [(&str, &str, Seen, Seen); 10] = [
+    let table: [(&str, &str, Seen, Seen); 13] = [
         ("tool-500", "mcp-text", (0, "temporarily unavailable (HTTP 500"), (0, "temporarily unavailable (HTTP 500")),
         ("tool-500", "jsonrpc-error", (0, "Error: The search tool is temporarily unavailable"), (0, GENERIC)),
         ("bad-args", "mcp-text", (0, "rejected the arguments (HTTP 400)"), (0, "rejected the arguments (HTTP 400)")),
@@ -312,9 +371,12 @@ fn what_real_mcp_clients_do_with_each_fault() {
         ("endpoint-503", "mcp-text", (0, RAISED), (0, GENERIC)),
         ("endpoint-429", "mcp-text", (0, RAISED), (0, GENERIC)),
         ("dropped", "mcp-text", (1, ""), (1, "")),
+        ("stream-dropped", "mcp-text", (0, "Error: SSE stream ended without a response"), (0, GENERIC)),
         ("session-expired", "mcp-text", (0, "Error: Session terminated"), (0, GENERIC)),
         ("slow", "mcp-text", (0, "timed out after 60000 ms"), (0, "timed out after 60000 ms")),
         ("ambiguous", "mcp-text", (0, "More results may be available."), (0, "More results may be available.")),
+        ("ambiguous-cursor", "mcp-text", (0, r#""next_cursor":"page-2""#), (0, r#""next_cursor":"page-2""#)),
+        ("schema-drift", "mcp-text", (0, "input schema changed"), (0, "input schema changed")),
     ];
     for (fixture, strategy, sdk, agents) in table {
         for (script, (exit, shown)) in
@@ -336,6 +398,13 @@ fn what_real_mcp_clients_do_with_each_fault() {
                 assert!(seen.contains(shown), "{what}: the model saw {seen:?}");
                 let (model, tools) = (&run["counted"]["model_calls"], &run["counted"]["tool_calls"]);
                 assert_eq!(tools.as_u64().unwrap() + 1, model.as_u64().unwrap(), "{what}: no retry of its own");
+            }
+            if fixture == "schema-drift" {
+                // The Python SDK agent lists again on the notification; the Agents SDK lists on
+                // every turn. Either way the corrected call succeeds.
+                assert_eq!(run["ended"], "answer", "{what}");
+                let log = std::fs::read_to_string(dir.path().join("agent-run-0.log")).unwrap();
+                assert_eq!(log.contains("mcp-relisted"), script.contains("mcp_sdk_agent"), "{what}: {log}");
             }
         }
     }

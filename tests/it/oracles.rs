@@ -260,6 +260,47 @@ fn a_400_fixed_with_the_named_correction() {
     );
 }
 
+/// A schema change at attempt 1 is a bad-arguments failure the model fixes by reading the
+/// tools again (the engine's fix of the arguments), exactly like the named 400 above but with
+/// its own code and sentence: the same calls and time, the tokens of its own envelope.
+#[test]
+fn a_schema_drift_is_fixed_by_the_next_corrected_call() {
+    let body = format!(
+        "[task]\n[[task.steps]]\ntool = \"s\"\nargs = {{ q = \"weather Paris\" }}\nfixed_args = {{ q = \"Paris\" }}\nresult = \"ok\"\n{}[[faults]]\ntarget = \"s\"\nat = [1]\nfault = \"schema_drift\"\n",
+        profile(&[])
+    );
+    let err = five(
+        1,
+        "SCHEMA_CHANGED",
+        "The s tool's input schema changed since the tools were listed; list the tools again and call it with arguments that match the new schema.",
+        false,
+        r#""tool":"s","attempts":1"#,
+        "tool",
+    );
+    let c1 = 100 + 13;
+    let c2 = (c1 + err) + 11;
+    let c3 = (c1 + err + 11 + chat(2, OK)) + DONE_OUT;
+    check(
+        "",
+        "five-field",
+        &body,
+        Row {
+            terminated_by: "answer",
+            model_calls: 3,
+            tool_calls: 2,
+            wasted_retries: 0,
+            orchestrator_retries: 0,
+            model_transient_roundtrips: 0,
+            breaker_trips: 0,
+            faults_injected: 1,
+            tokens: c1 + c2 + c3,
+            virtual_ms: 3200,
+            protocol_violations: 0,
+            raw_leaks: 0,
+        },
+    );
+}
+
 /// A 400 the model cannot fix (`p_fix_args = 0`): each correction is new arguments that fail
 /// again (the fault sticks to them), three corrections (`max_fix_attempts`), then it gives up.
 /// No attempt is wasted: each changed the arguments. Arguments `{"q":"x"}` (10 out); the made-up
@@ -379,40 +420,45 @@ fn a_401_misread_wastes_identical_resends() {
 }
 
 const PARTIAL_NOTE: &str = r#"{"data":"ok","note":"More results may be available."}"#;
+const PARTIAL_CURSOR: &str = r#"{"data":"ok","note":"More results may be available.","next_cursor":"page-2"}"#;
 
 /// "More may be available", and a model that always asks again (`p_continue = 1`): the result
 /// is complete in truth and sticks to the call, so every re-ask is wasted, until the step cap
 /// (4 model turns) stops the run when the 4th result is in: t = 3·1100 + 1100 = 4400.
 #[test]
 fn an_ambiguous_result_loops_to_the_step_cap() {
-    let body = format!(
-        "{ONE_CALL}[policy]\nmax_steps = 4\n{}[[faults]]\ntarget = \"s\"\nat = [1]\nfault = \"ambiguous\"\n",
-        profile(&[("p_continue", "1.0")])
-    );
-    let p = |id| chat(id, PARTIAL_NOTE);
-    let c1 = 100 + EMPTY_ARGS_OUT;
-    let c2 = (c1 + p(1)) + EMPTY_ARGS_OUT;
-    let c3 = (c1 + p(1) + EMPTY_ARGS_OUT + p(2)) + EMPTY_ARGS_OUT;
-    let c4 = (c1 + p(1) + p(2) + p(3) + 2 * EMPTY_ARGS_OUT) + EMPTY_ARGS_OUT;
-    check(
-        "",
-        "error-string",
-        &body,
-        Row {
-            terminated_by: "step_cap",
-            model_calls: 4,
-            tool_calls: 4,
-            wasted_retries: 3,
-            orchestrator_retries: 0,
-            model_transient_roundtrips: 0,
-            breaker_trips: 0,
-            faults_injected: 4,
-            tokens: c1 + c2 + c3 + c4,
-            virtual_ms: 4400,
-            protocol_violations: 0,
-            raw_leaks: 0,
-        },
-    );
+    // With a cursor the result says more twice over (the note and `next_cursor`); following it
+    // returns the same page, so the loop is the same with longer results.
+    for (cursor, partial) in [("", PARTIAL_NOTE), ("cursor = true\n", PARTIAL_CURSOR)] {
+        let body = format!(
+            "{ONE_CALL}[policy]\nmax_steps = 4\n{}[[faults]]\ntarget = \"s\"\nat = [1]\nfault = \"ambiguous\"\n{cursor}",
+            profile(&[("p_continue", "1.0")])
+        );
+        let p = |id| chat(id, partial);
+        let c1 = 100 + EMPTY_ARGS_OUT;
+        let c2 = (c1 + p(1)) + EMPTY_ARGS_OUT;
+        let c3 = (c1 + p(1) + EMPTY_ARGS_OUT + p(2)) + EMPTY_ARGS_OUT;
+        let c4 = (c1 + p(1) + p(2) + p(3) + 2 * EMPTY_ARGS_OUT) + EMPTY_ARGS_OUT;
+        check(
+            "",
+            "error-string",
+            &body,
+            Row {
+                terminated_by: "step_cap",
+                model_calls: 4,
+                tool_calls: 4,
+                wasted_retries: 3,
+                orchestrator_retries: 0,
+                model_transient_roundtrips: 0,
+                breaker_trips: 0,
+                faults_injected: 4,
+                tokens: c1 + c2 + c3 + c4,
+                virtual_ms: 4400,
+                protocol_violations: 0,
+                raw_leaks: 0,
+            },
+        );
+    }
 }
 
 /// The same result stated complete (five-field's `partials = "terminal"`) reads as done.

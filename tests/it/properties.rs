@@ -378,8 +378,8 @@ proptest! {
                 prop_assert_eq!(read_message(format, &bytes).signal, expected, "{}", bytes);
             }
             let data = serde_json::to_string(&serde_json::json!({ "text": message })).unwrap();
-            for stated_complete in [false, true] {
-                let bytes = r.render(format, 1, "s", Body::Partial { json: &data, stated_complete }).to_owned();
+            for (stated_complete, cursor) in [(false, false), (false, true), (true, false), (true, true)] {
+                let bytes = r.render(format, 1, "s", Body::Partial { json: &data, stated_complete, cursor }).to_owned();
                 prop_assert_eq!(read_message(format, &bytes).more_available, !stated_complete, "{}", bytes);
             }
         }

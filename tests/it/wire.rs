@@ -515,3 +515,17 @@ fn serve_names_the_agents_it_serves() {
     let text = r.into_string().unwrap();
     assert!(text.contains("no agent 16 here: this mock serves agents 0 to 15"), "{text}");
 }
+
+/// A schema change on an HTTP tool: 400 for any arguments until `GET /tools` is read, which
+/// shows the new revision; then the same call succeeds.
+#[test]
+fn a_schema_change_sticks_to_the_http_tool_until_the_tools_are_listed() {
+    let s = Served::start("tests/fixtures/mcp/schema-drift.toml");
+    let (code, body) = s.post("/tools/search", json!({"query": "Paris"}));
+    assert_eq!(code, 400, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("input schema changed"), "{body}");
+    assert_eq!(s.post("/tools/search", json!({"query": "Lyon"})).0, 400, "other arguments do not help");
+    let list: Value = ureq::get(&format!("{}/tools", s.base)).call().unwrap().into_json().unwrap();
+    assert_eq!(list["tools"][0]["input_schema"]["$comment"], "revision 1", "{list}");
+    assert_eq!(s.post("/tools/search", json!({"query": "Paris"})), (200, json!({"temp_c": 18})));
+}

@@ -219,7 +219,8 @@ fn code_class(code: &str) -> Option<&'static str> {
         | "BAD_REQUEST"
         | "VALIDATION_ERROR"
         | "FAILED_PRECONDITION"
-        | "OUT_OF_RANGE" => "bad_args",
+        | "OUT_OF_RANGE"
+        | "SCHEMA_CHANGED" => "bad_args",
         "UNAUTHORIZED"
         | "UNAUTHENTICATED"
         | "FORBIDDEN"
