@@ -222,83 +222,53 @@ fn a_raw_exception_leaks_a_stack_trace() {
 /// A 400: the orchestrator never retries it; the model sends the named correction, which
 /// passes. Arguments `{"q":"weather Paris"}` (21 bytes: 13 tokens out), fixed `{"q":"Paris"}`
 /// (13 bytes: 11 out). t: 0–1000, 400 1000–1100, fix 1100–2100, ok 2100–2200, final 2200–3200.
+/// A schema change is the same bad-arguments failure (the corrected call is the model's re-read
+/// of the tools) with its own code and sentence: the same calls and time, its own tokens.
 #[test]
-fn a_400_fixed_with_the_named_correction() {
-    let body = format!(
-        "[task]\n[[task.steps]]\ntool = \"s\"\nargs = {{ q = \"weather Paris\" }}\nfixed_args = {{ q = \"Paris\" }}\nresult = \"ok\"\n{}[[faults]]\ntarget = \"s\"\nat = [1]\nhttp = 400\n",
-        profile(&[])
-    );
-    let err = five(
-        1,
-        "INVALID_ARGS",
-        "The s tool rejected the arguments (HTTP 400): fix the arguments and call it again.",
-        false,
-        r#""status":400,"tool":"s","attempts":1"#,
-        "tool",
-    );
-    let c1 = 100 + 13;
-    let c2 = (c1 + err) + 11;
-    let c3 = (c1 + err + 11 + chat(2, OK)) + DONE_OUT;
-    check(
-        "",
-        "five-field",
-        &body,
-        Row {
-            terminated_by: "answer",
-            model_calls: 3,
-            tool_calls: 2,
-            wasted_retries: 0,
-            orchestrator_retries: 0,
-            model_transient_roundtrips: 0,
-            breaker_trips: 0,
-            faults_injected: 1,
-            tokens: c1 + c2 + c3,
-            virtual_ms: 3200,
-            protocol_violations: 0,
-            raw_leaks: 0,
-        },
-    );
-}
-
-/// A schema change at attempt 1 is a bad-arguments failure the model fixes by reading the
-/// tools again (the engine's fix of the arguments), exactly like the named 400 above but with
-/// its own code and sentence: the same calls and time, the tokens of its own envelope.
-#[test]
-fn a_schema_drift_is_fixed_by_the_next_corrected_call() {
-    let body = format!(
-        "[task]\n[[task.steps]]\ntool = \"s\"\nargs = {{ q = \"weather Paris\" }}\nfixed_args = {{ q = \"Paris\" }}\nresult = \"ok\"\n{}[[faults]]\ntarget = \"s\"\nat = [1]\nfault = \"schema_drift\"\n",
-        profile(&[])
-    );
-    let err = five(
-        1,
-        "SCHEMA_CHANGED",
-        "The s tool's input schema changed since the tools were listed; list the tools again and call it with arguments that match the new schema.",
-        false,
-        r#""tool":"s","attempts":1"#,
-        "tool",
-    );
-    let c1 = 100 + 13;
-    let c2 = (c1 + err) + 11;
-    let c3 = (c1 + err + 11 + chat(2, OK)) + DONE_OUT;
-    check(
-        "",
-        "five-field",
-        &body,
-        Row {
-            terminated_by: "answer",
-            model_calls: 3,
-            tool_calls: 2,
-            wasted_retries: 0,
-            orchestrator_retries: 0,
-            model_transient_roundtrips: 0,
-            breaker_trips: 0,
-            faults_injected: 1,
-            tokens: c1 + c2 + c3,
-            virtual_ms: 3200,
-            protocol_violations: 0,
-            raw_leaks: 0,
-        },
-    );
+fn a_400_or_a_schema_change_fixed_with_the_named_correction() {
+    let cases = [
+        (
+            "http = 400",
+            "INVALID_ARGS",
+            "The s tool rejected the arguments (HTTP 400): fix the arguments and call it again.",
+            r#""status":400,"tool":"s","attempts":1"#,
+        ),
+        (
+            "fault = \"schema_drift\"",
+            "SCHEMA_CHANGED",
+            "The s tool's input schema changed since the tools were listed; list the tools again and call it with arguments that match the new schema.",
+            r#""tool":"s","attempts":1"#,
+        ),
+    ];
+    for (fault, code, message, details) in cases {
+        let body = format!(
+            "[task]\n[[task.steps]]\ntool = \"s\"\nargs = {{ q = \"weather Paris\" }}\nfixed_args = {{ q = \"Paris\" }}\nresult = \"ok\"\n{}[[faults]]\ntarget = \"s\"\nat = [1]\n{fault}\n",
+            profile(&[])
+        );
+        let err = five(1, code, message, false, details, "tool");
+        let c1 = 100 + 13;
+        let c2 = (c1 + err) + 11;
+        let c3 = (c1 + err + 11 + chat(2, OK)) + DONE_OUT;
+        check(
+            "",
+            "five-field",
+            &body,
+            Row {
+                terminated_by: "answer",
+                model_calls: 3,
+                tool_calls: 2,
+                wasted_retries: 0,
+                orchestrator_retries: 0,
+                model_transient_roundtrips: 0,
+                breaker_trips: 0,
+                faults_injected: 1,
+                tokens: c1 + c2 + c3,
+                virtual_ms: 3200,
+                protocol_violations: 0,
+                raw_leaks: 0,
+            },
+        );
+    }
 }
 
 /// A 400 the model cannot fix (`p_fix_args = 0`): each correction is new arguments that fail
