@@ -1,7 +1,8 @@
 //! Soak: one `tracefault serve` process answers a million requests — tool calls (some failing),
 //! fresh provider conversations, oversized bodies refused while they stream, unknown paths —
-//! from four keep-alive clients, and its resident memory is read before and after. Memory must
-//! stay flat: nothing per request is kept.
+//! from four keep-alive clients, and a fifth client's MCP sessions (initialise, `tools/call`,
+//! `tools/list`, malformed messages; half the sessions closed, half abandoned), and its resident
+//! memory is read before and after. Memory must stay flat: nothing per request is kept.
 //!
 //!     cargo bench --bench soak            (SOAK_REQUESTS=N to change the count)
 
@@ -59,15 +60,60 @@ fn main() {
             let _ = r.map(|r| r.into_string());
         }
     };
+    let mcp_client = |n: u64| {
+        let agent = ureq::AgentBuilder::new().build();
+        let url = format!("{base}/mcp");
+        let post = |session: Option<&str>, body: &str| {
+            let mut req = agent
+                .post(&url)
+                .set("content-type", "application/json")
+                .set("accept", "application/json, text/event-stream");
+            if let Some(id) = session {
+                req = req.set("mcp-session-id", id).set("mcp-protocol-version", "2025-06-18");
+            }
+            match req.send_string(body) {
+                Ok(r) | Err(ureq::Error::Status(_, r)) => {
+                    let id = r.header("mcp-session-id").map(str::to_owned);
+                    let _ = r.into_string();
+                    id
+                }
+                Err(_) => None,
+            }
+        };
+        let mut session: Option<String> = None;
+        for i in 0..n {
+            if i % 200 == 0 {
+                if let (Some(id), true) = (&session, i % 400 == 0) {
+                    let _ = agent.delete(&url).set("mcp-session-id", id).call();
+                }
+                session = post(
+                    None,
+                    r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"soak","version":"1"}}}"#,
+                );
+                post(session.as_deref(), r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+                continue;
+            }
+            let body = match i % 50 {
+                0 => "{not json".to_owned(),
+                1 => format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/list"}}"#),
+                _ => format!(
+                    r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"search_flights","arguments":{{"from":"JFK","to":"CDG","date":"2026-05-12"}}}}}}"#
+                ),
+            };
+            post(session.as_deref(), &body);
+        }
+    };
     let pid = child.id();
     std::thread::scope(|s| {
         s.spawn(|| client(total / 100, 0));
+        s.spawn(|| mcp_client(total / 100));
     });
     let before = rss_kib(pid);
     std::thread::scope(|s| {
         for k in 0..4 {
             s.spawn(move || client(total / 4, k));
         }
+        s.spawn(|| mcp_client(total / 4));
     });
     let after = rss_kib(pid);
     let _ = child.kill();

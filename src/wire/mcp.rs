@@ -246,25 +246,54 @@ fn transport_fault(called: &Called) -> bool {
     called.transport && called.fault.is_some()
 }
 
+/// Sessions kept at once, at least (two per agent of a fleet when that is more): past this,
+/// the oldest is closed when a client initialises another (its client gets 404 and must
+/// initialise again), so a long `serve` keeps flat memory (an idle session holds ~120 KiB in
+/// the SDK until its 5-minute keep-alive ends).
+pub const MAX_SESSIONS: usize = 128;
+
 /// The streamable HTTP service behind `/mcp` (ended by its cancellation token), and its
-/// sessions (a `transport = true` 404 expires the caller's).
+/// sessions (a `transport = true` 404 expires the caller's), oldest first.
 pub struct HttpService {
     service: StreamableHttpService<McpTools, LocalSessionManager>,
     sessions: Arc<LocalSessionManager>,
+    opened: std::sync::Mutex<std::collections::VecDeque<Arc<str>>>,
+    max_sessions: usize,
     encoding: Encoding,
+}
+
+impl HttpService {
+    /// Counts a session a client just opened, closing the oldest past the limit.
+    async fn opened(&self, id: &str) {
+        use rmcp::transport::streamable_http_server::SessionManager;
+        let oldest = {
+            let mut opened = self.opened.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            opened.push_back(Arc::from(id));
+            if opened.len() > self.max_sessions { opened.pop_front() } else { None }
+        };
+        if let Some(old) = oldest {
+            let _ = self.sessions.close_session(&old).await;
+        }
+    }
 }
 
 pub fn http_service(
     scenario: &Scenario,
+    agents: u32,
     encoding: Encoding,
     stop: tokio_util::sync::CancellationToken,
     hosts: Vec<String>,
 ) -> HttpService {
     let tools = McpTools::new(scenario, encoding, None);
     let config = StreamableHttpServerConfig::default().with_cancellation_token(stop).with_allowed_hosts(hosts);
-    let sessions = Arc::new(LocalSessionManager::default());
+    let mut manager = LocalSessionManager::default();
+    // A finished request's events are not kept for a late resumption (the server offers none):
+    // a session holds only what is in flight.
+    manager.session_config.completed_cache_ttl = std::time::Duration::ZERO;
+    let sessions = Arc::new(manager);
     let service = StreamableHttpService::new(move || Ok(tools.clone()), sessions.clone(), config);
-    HttpService { service, sessions, encoding }
+    let max_sessions = MAX_SESSIONS.max(2 * agents as usize);
+    HttpService { service, sessions, opened: Default::default(), max_sessions, encoding }
 }
 
 /// A request at `/mcp`: a `tools/call` is decided here (a transport fault answered as HTTP), a
@@ -287,6 +316,13 @@ pub async fn http(
     let method = message.as_ref().and_then(|m| m["method"].as_str());
     if method == Some("tools/list") {
         parts.extensions.insert(Listed(Arc::new(listed(shared, agent))));
+    }
+    if method == Some("initialize") {
+        let response = sdk(service, parts, body).await;
+        if let Some(id) = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+            service.opened(id).await;
+        }
+        return response;
     }
     if let Some((id, name, args)) = message.as_ref().and_then(tool_call_of) {
         let outcome = tool_call(shared, agent, &name, Ok(args)).await;

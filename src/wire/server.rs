@@ -185,7 +185,7 @@ impl WireServer {
             .map_err(|e| Error::Usage(format!("cannot listen on {addr}: {e}")))?;
         let mcp_stop = tokio_util::sync::CancellationToken::new();
         let hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned(), addr.ip().to_string()];
-        let service = mcp::http_service(&scenario, mcp, mcp_stop.clone(), hosts);
+        let service = mcp::http_service(&scenario, agents, mcp, mcp_stop.clone(), hosts);
         let mocks = Mocks::new(scenario, 0, agents, time_scale, true);
         let shared = Arc::new(Shared { mocks: Mutex::new(mocks), time_scale, mcp: Some(service) });
         let app = axum::Router::new()

@@ -341,6 +341,18 @@ fn schema_drift_announces_a_new_revision_and_fails_until_the_tools_are_listed_ag
     assert_eq!(after.message["result"]["isError"], false, "{}", after.message);
 }
 
+/// A long `serve` keeps at most 128 sessions: the 129th a client opens closes the oldest.
+#[test]
+fn past_the_session_limit_the_oldest_session_is_closed() {
+    let served = Served::start_with("tests/fixtures/mcp/schema-drift.toml", &[]);
+    let mut sessions: Vec<Session> = (0..128).map(|_| Session::open(&served.base)).collect();
+    assert_eq!(sessions[0].request("tools/list", json!({})).status, 200);
+    sessions.push(Session::open(&served.base));
+    assert_eq!(sessions[0].request("tools/list", json!({})).status, 404, "the oldest is closed");
+    assert_eq!(sessions[1].request("tools/list", json!({})).status, 200, "the others stay");
+    assert_eq!(sessions[128].request("tools/list", json!({})).status, 200);
+}
+
 /// The text the model was given for the first tool result of run 0, from the native trace.
 fn first_result_seen(out: &std::path::Path) -> Option<String> {
     let trace = std::fs::read_to_string(out.join("traces/run-0.jsonl")).ok()?;
