@@ -180,7 +180,7 @@ pub fn as_recorded_scenario(trace: &Trace) -> Scenario {
                     rules.push(rule(Target::Tool(tool as u16), attempt, fault, &name));
                 }
             }
-            TraceEvent::Final { .. } => {}
+            TraceEvent::Final { .. } | TraceEvent::Mcp { .. } => {}
         }
     }
     let strategy = as_recorded_strategy(format);

@@ -114,7 +114,7 @@ fn answered_calls(trace: &Trace) -> Vec<RecordedCall> {
                 c.content.clone_from(content);
                 answered[i] = true;
             }
-            TraceEvent::ModelCall { .. } | TraceEvent::Final { .. } => {}
+            TraceEvent::ModelCall { .. } | TraceEvent::Final { .. } | TraceEvent::Mcp { .. } => {}
         }
     }
     calls.into_iter().zip(answered).filter(|(_, a)| *a).map(|(c, _)| c).collect()
@@ -192,7 +192,7 @@ pub fn compile(trace: &Trace) -> Compiled {
                 });
             }
             TraceEvent::Final { text, .. } => task.final_text.clone_from(text),
-            TraceEvent::ToolCall { .. } | TraceEvent::ToolResult { .. } => {}
+            TraceEvent::ToolCall { .. } | TraceEvent::ToolResult { .. } | TraceEvent::Mcp { .. } => {}
         }
     }
 

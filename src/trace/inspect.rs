@@ -113,6 +113,7 @@ pub fn stats(trace: &Trace) -> Stats<'_> {
                 }
             }
             TraceEvent::Final { outcome, .. } => ended = ended_name(*outcome),
+            TraceEvent::Mcp { .. } => {}
         }
     }
     let failed = |r: &Row| !matches!(r.outcome, "ok" | "partial" | "unanswered");

@@ -177,6 +177,12 @@ pub enum TraceEvent {
         text: String,
         outcome: FinalOutcome,
     },
+    /// An MCP JSON-RPC message as it crossed a mock MCP server (`exec`): a `tools/call` request
+    /// or its answer (an answer of the endpoint's own under `http_status`), or a notification.
+    /// Informative: the conversation is told by the other events.
+    Mcp {
+        message: serde_json::Value,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -282,9 +282,11 @@ impl World {
         self.drift.fill(None);
     }
 
-    /// Records one MCP message (when traffic is recorded, up to [`MAX_MEMORY`]).
+    /// Records one MCP message, in the MCP log and the native trace (when traffic is recorded,
+    /// up to [`MAX_MEMORY`]).
     pub fn log_mcp(&mut self, message: serde_json::Value) {
         if self.record_trace && self.mcp_log.len() < MAX_MEMORY {
+            self.record(crate::trace::TraceEvent::Mcp { message: message.clone() });
             self.mcp_log.push(message);
         }
     }

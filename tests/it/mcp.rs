@@ -276,6 +276,15 @@ fn the_official_python_sdk_meets_every_strategy_and_a_transport_failure() {
             "jsonrpc-error" => assert_eq!(lines[3]["error"]["code"], -32603, "{log}"),
             _ => assert_eq!(lines[3]["result"]["isError"], true, "{log}"),
         }
+        // The native trace holds the same messages where they crossed, between the tool call
+        // the model asked for and the result the agent handed back.
+        let trace = std::fs::read_to_string(dir.path().join("traces/run-0.jsonl")).unwrap();
+        let events: Vec<Value> = trace.lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
+        let crossed: Vec<&Value> = events.iter().filter(|e| e["type"] == "mcp").map(|e| &e["message"]).collect();
+        assert_eq!(crossed, lines.iter().collect::<Vec<_>>(), "{trace}");
+        let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        let first_call = kinds.iter().position(|k| *k == "tool_call").unwrap();
+        assert_eq!(kinds[first_call..first_call + 4], ["tool_call", "mcp", "mcp", "tool_result"], "{trace}");
         let inspect = crate::tracefault().arg("inspect").arg(dir.path().join("mcp/run-0.jsonl")).output().unwrap();
         let table = String::from_utf8_lossy(&inspect.stdout);
         assert!(inspect.status.success() && table.contains("(mcp)") && table.contains("transient"), "{table}");
