@@ -1,11 +1,13 @@
 //! Fits the simulated model's profile from real traces (`tracefault calibrate`): after each
 //! outcome class, how often the recorded model re-issued the identical call, changed its
-//! arguments, moved on, or gave up. Figures resting on too few observations keep the default.
+//! arguments, moved on, or gave up. Each fitted probability carries its 95% Wilson interval
+//! as its range; figures resting on too few observations keep the default and its plausible
+//! range.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::engine::profile::Profile;
+use crate::engine::profile::{Figure, Profile, plausible};
 use crate::trace::Trace;
 use crate::trace::inspect::{Next, follow_up, stats};
 
@@ -23,6 +25,27 @@ pub struct Fit {
     /// transient or terminal failures.
     pub longest_fix_run: u32,
     pub longest_retry_run: u32,
+}
+
+/// The 95% Wilson score interval of `k` successes in `n` trials, widened outwards to three
+/// decimals (so the rounded estimate stays inside).
+pub fn wilson(k: u64, n: u64) -> [f64; 2] {
+    if n == 0 {
+        return [0.0, 1.0];
+    }
+    let (k, n, z) = (k as f64, n as f64, 1.959_963_984_540_054_f64);
+    let p = k / n;
+    let denom = 1.0 + z * z / n;
+    let centre = (p + z * z / (2.0 * n)) / denom;
+    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denom;
+    let lo = ((centre - half) * 1000.0).floor() / 1000.0;
+    let hi = ((centre + half) * 1000.0).ceil() / 1000.0;
+    [lo.max(0.0), hi.min(1.0)]
+}
+
+/// `key = { value = V, range = [LO, HI] }`.
+fn ranged(key: &str, value: f64, [lo, hi]: [f64; 2]) -> String {
+    format!("{key} = {{ value = {value:?}, range = [{lo:?}, {hi:?}] }}")
 }
 
 /// The class a row's outcome counts under.
@@ -83,44 +106,54 @@ impl Fit {
         let mut p = Profile::bundled_default();
         p.name = "calibrated".into();
         let mut lines = Vec::new();
-        let mut fit = |key: &str, k: u64, n: u64, default: f64, what: &str| -> f64 {
+        let mut fit = |key: &str, k: u64, n: u64, default: f64, what: &str| -> Figure {
             if n >= min_obs {
-                let v = (k as f64 / n as f64 * 1000.0).round() / 1000.0;
-                lines.push(format!("{key} = {v} # {k} of {n} {what}"));
-                v
+                let value = (k as f64 / n as f64 * 1000.0).round() / 1000.0;
+                let range = wilson(k, n);
+                lines
+                    .push(format!("{} # {k} of {n} {what}; range: the 95% Wilson interval", ranged(key, value, range)));
+                Figure::Ranged { value, range }
             } else {
-                lines.push(format!("{key} = {default} # default kept: {n} observations of {what} (need {min_obs})"));
-                default
+                let range = plausible(key).unwrap_or([default, default]);
+                lines.push(format!(
+                    "{} # default kept: {n} observations of {what} (need {min_obs}); range: plausible (README)",
+                    ranged(key, default, range)
+                ));
+                Figure::Ranged { value: default, range }
             }
         };
-        p.p_continue = fit(
+        let figure = fit(
             "p_continue",
             self.k("partial", &[Next::RetryIdentical]),
             self.n("partial"),
             p.p_continue,
             "partial results were followed by the identical call",
         );
-        p.p_retry_transient = fit(
+        p.set("p_continue", figure);
+        let figure = fit(
             "p_retry_transient",
             self.k("transient", &[Next::RetryIdentical]),
             self.n("transient"),
             p.p_retry_transient,
             "transient failures were retried identically by the model",
         );
-        p.p_fix_args = fit(
+        p.set("p_retry_transient", figure);
+        let figure = fit(
             "p_fix_args",
             self.fixes.0,
             self.fixes.1,
             p.p_fix_args,
             "argument changes after bad arguments succeeded",
         );
-        p.p_give_up_terminal = fit(
+        p.set("p_fix_args", figure);
+        let figure = fit(
             "p_give_up_terminal",
             self.k("terminal", &[Next::GaveUp, Next::MovedOn]),
             self.n("terminal"),
             p.p_give_up_terminal,
             "terminal failures were abandoned",
         );
+        p.set("p_give_up_terminal", figure);
         let mut ints = |key: &str, observed: u32, n: u64, default: u32| -> u32 {
             if n >= min_obs && observed > 0 {
                 lines.push(format!("{key} = {observed} # longest run observed over {n} observations"));
@@ -160,13 +193,46 @@ impl Fit {
             "model_latency_ms = {}\ntool_latency_ms = {}\nprompt_tokens = {}",
             p.model_latency_ms, p.tool_latency_ms, p.prompt_tokens
         );
-        let _ = writeln!(toml, "\n[perception] # not observable in traces: defaults kept");
-        let per = &p.perception;
-        let _ = writeln!(
-            toml,
-            "envelope = {}\nflag = {}\nobject = {}\nprefix = {}\nraw = {}\nunmarked = {}",
-            per.envelope, per.flag, per.object, per.prefix, per.raw, per.unmarked
-        );
+        let _ = writeln!(toml, "\n[perception] # not observable in traces: defaults kept, with their plausible ranges");
+        for key in ["envelope", "flag", "object", "prefix", "raw", "unmarked"] {
+            let full = format!("perception.{key}");
+            let value = p.probability(&full).unwrap_or_default();
+            let range = plausible(&full).unwrap_or([value, value]);
+            p.set(&full, Figure::Ranged { value, range });
+            let _ = writeln!(toml, "{}", ranged(key, value, range));
+        }
         (p, toml)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wilson_intervals_match_the_formula_widened_to_three_decimals() {
+        // By hand from p ± z·sqrt(p(1-p)/n + z²/4n²), centred at (p + z²/2n), over 1 + z²/n:
+        // 12/13 → [0.66686, 0.98629]; 0/10 → [0, 0.27753]; 7/10 → [0.39678, 0.89221]; 5/5 → [0.56552, 1].
+        assert_eq!(wilson(12, 13), [0.666, 0.987]);
+        assert_eq!(wilson(0, 10), [0.0, 0.278]);
+        assert_eq!(wilson(7, 10), [0.396, 0.893]);
+        assert_eq!(wilson(5, 5), [0.565, 1.0]);
+        assert_eq!(wilson(0, 0), [0.0, 1.0], "no observations: anything");
+    }
+
+    #[test]
+    fn every_probability_of_a_fitted_profile_has_a_range_holding_its_value() {
+        let mut fit = Fit::default();
+        fit.counts.insert(("partial".into(), Next::RetryIdentical), 12);
+        fit.counts.insert(("partial".into(), Next::MovedOn), 1);
+        let (p, toml) = fit.profile(5);
+        assert_eq!(p.p_continue, 0.923);
+        assert_eq!(p.ranges["p_continue"], [0.666, 0.987]);
+        assert_eq!(p.ranges["p_fix_args"], crate::engine::profile::plausible("p_fix_args").unwrap(), "default kept");
+        assert_eq!(p.ranges.len(), crate::engine::profile::PROBABILITIES.len());
+        assert_eq!(p.validate(), Ok(()));
+        assert!(toml.contains("p_continue = { value = 0.923, range = [0.666, 0.987] } # 12 of 13"), "{toml}");
+        let back: Profile = toml::from_str(&toml).unwrap();
+        assert_eq!(back, p, "the written profile reads back the same, ranges included");
     }
 }

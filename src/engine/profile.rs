@@ -1,5 +1,10 @@
-//! The simulated model's profile: documented, overridable parameters (design 3.6).
+//! The simulated model's profile: documented, overridable parameters (design 3.6), each
+//! probability with an optional plausible range (`p_fix_args = { value = 0.7, range = [0.5,
+//! 0.9] }`) for sensitivity sweeps.
 
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::envelope::read::Signal;
@@ -31,8 +36,98 @@ impl Perception {
     }
 }
 
+/// A probability as a profile file writes it: a number, or a value with its plausible range.
+#[derive(Clone, Copy, Debug, PartialEq, JsonSchema)]
+#[serde(untagged, deny_unknown_fields)]
+pub enum Figure {
+    Value(f64),
+    Ranged { value: f64, range: [f64; 2] },
+}
+
+/// Read by hand rather than `untagged`, so a mistake inside the table names its key.
+impl<'de> Deserialize<'de> for Figure {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Figure, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Ranged {
+            value: f64,
+            range: [f64; 2],
+        }
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Figure;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a probability, or { value = V, range = [LO, HI] }")
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Figure, E> {
+                Ok(Figure::Value(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Figure, E> {
+                Ok(Figure::Value(v as f64))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Figure, E> {
+                Ok(Figure::Value(v as f64))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Figure, A::Error> {
+                let r = Ranged::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(Figure::Ranged { value: r.value, range: r.range })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Figure {
+    pub fn value(self) -> f64 {
+        match self {
+            Figure::Value(v) | Figure::Ranged { value: v, .. } => v,
+        }
+    }
+
+    pub fn range(self) -> Option<[f64; 2]> {
+        match self {
+            Figure::Value(_) => None,
+            Figure::Ranged { range, .. } => Some(range),
+        }
+    }
+}
+
+/// The probabilities of a profile, by key (`perception.` for the accuracies).
+pub const PROBABILITIES: [&str; 10] = [
+    "p_continue",
+    "p_retry_transient",
+    "p_fix_args",
+    "p_give_up_terminal",
+    "perception.envelope",
+    "perception.flag",
+    "perception.object",
+    "perception.prefix",
+    "perception.raw",
+    "perception.unmarked",
+];
+
+/// The range each probability plausibly takes when nothing was measured: the README's table
+/// gives the reasoning per key (all are tracefault's assumptions around the design figures).
+pub const PLAUSIBLE: [(&str, [f64; 2]); 10] = [
+    ("p_continue", [0.80, 0.97]),
+    ("p_retry_transient", [0.50, 0.95]),
+    ("p_fix_args", [0.50, 0.90]),
+    ("p_give_up_terminal", [0.70, 0.99]),
+    ("perception.envelope", [0.90, 1.00]),
+    ("perception.flag", [0.85, 0.99]),
+    ("perception.object", [0.80, 0.98]),
+    ("perception.prefix", [0.75, 0.97]),
+    ("perception.raw", [0.40, 0.80]),
+    ("perception.unmarked", [0.55, 0.90]),
+];
+
+/// The plausible range of probability `key` (see [`PLAUSIBLE`]).
+pub fn plausible(key: &str) -> Option<[f64; 2]> {
+    PLAUSIBLE.iter().find(|(k, _)| *k == key).map(|(_, r)| *r)
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, try_from = "ProfileFile")]
 pub struct Profile {
     pub name: String,
     pub p_continue: f64,
@@ -45,9 +140,122 @@ pub struct Profile {
     pub tool_latency_ms: u64,
     pub prompt_tokens: u32,
     pub perception: Perception,
+    /// The plausible range of each probability that has one, by key (see [`PROBABILITIES`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ranges: BTreeMap<String, [f64; 2]>,
+}
+
+/// A profile as a file writes it: probabilities as [`Figure`]s.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    name: String,
+    p_continue: Figure,
+    p_retry_transient: Figure,
+    max_model_retries: u32,
+    p_fix_args: Figure,
+    max_fix_attempts: u32,
+    p_give_up_terminal: Figure,
+    model_latency_ms: u64,
+    tool_latency_ms: u64,
+    prompt_tokens: u32,
+    perception: PerceptionFile,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PerceptionFile {
+    envelope: Figure,
+    flag: Figure,
+    object: Figure,
+    prefix: Figure,
+    raw: Figure,
+    unmarked: Figure,
+}
+
+impl TryFrom<ProfileFile> for Profile {
+    type Error = String;
+
+    fn try_from(f: ProfileFile) -> Result<Profile, String> {
+        let per = &f.perception;
+        let mut p = Profile {
+            name: f.name,
+            p_continue: 0.0,
+            p_retry_transient: 0.0,
+            max_model_retries: f.max_model_retries,
+            p_fix_args: 0.0,
+            max_fix_attempts: f.max_fix_attempts,
+            p_give_up_terminal: 0.0,
+            model_latency_ms: f.model_latency_ms,
+            tool_latency_ms: f.tool_latency_ms,
+            prompt_tokens: f.prompt_tokens,
+            perception: Perception { envelope: 0.0, flag: 0.0, object: 0.0, prefix: 0.0, raw: 0.0, unmarked: 0.0 },
+            ranges: BTreeMap::new(),
+        };
+        let figures = [
+            f.p_continue,
+            f.p_retry_transient,
+            f.p_fix_args,
+            f.p_give_up_terminal,
+            per.envelope,
+            per.flag,
+            per.object,
+            per.prefix,
+            per.raw,
+            per.unmarked,
+        ];
+        for (key, figure) in PROBABILITIES.into_iter().zip(figures) {
+            p.set(key, figure);
+        }
+        p.validate().map_err(|(k, e)| format!("{k}: expected {e}"))?;
+        Ok(p)
+    }
 }
 
 impl Profile {
+    /// The probability `key` (one of [`PROBABILITIES`]).
+    pub fn probability(&self, key: &str) -> Option<f64> {
+        let per = &self.perception;
+        Some(match key {
+            "p_continue" => self.p_continue,
+            "p_retry_transient" => self.p_retry_transient,
+            "p_fix_args" => self.p_fix_args,
+            "p_give_up_terminal" => self.p_give_up_terminal,
+            "perception.envelope" => per.envelope,
+            "perception.flag" => per.flag,
+            "perception.object" => per.object,
+            "perception.prefix" => per.prefix,
+            "perception.raw" => per.raw,
+            "perception.unmarked" => per.unmarked,
+            _ => return None,
+        })
+    }
+
+    /// Sets probability `key` (one of [`PROBABILITIES`]) and its range (a figure without one
+    /// fixes the value: an earlier range goes). Returns whether the key is a probability.
+    pub fn set(&mut self, key: &str, figure: Figure) -> bool {
+        let per = &mut self.perception;
+        let slot = match key {
+            "p_continue" => &mut self.p_continue,
+            "p_retry_transient" => &mut self.p_retry_transient,
+            "p_fix_args" => &mut self.p_fix_args,
+            "p_give_up_terminal" => &mut self.p_give_up_terminal,
+            "perception.envelope" => &mut per.envelope,
+            "perception.flag" => &mut per.flag,
+            "perception.object" => &mut per.object,
+            "perception.prefix" => &mut per.prefix,
+            "perception.raw" => &mut per.raw,
+            "perception.unmarked" => &mut per.unmarked,
+            _ => return false,
+        };
+        *slot = figure.value();
+        match figure.range() {
+            Some(r) => self.ranges.insert(key.to_owned(), r),
+            None => self.ranges.remove(key),
+        };
+        true
+    }
+
     pub fn bundled_default() -> Profile {
         toml::from_str(DEFAULT_PROFILE_TOML).expect("the bundled profile parses")
     }
@@ -69,6 +277,20 @@ impl Profile {
         for (k, v) in probs {
             if !(0.0..=1.0).contains(&v) {
                 return Err((k.into(), format!("a probability in [0, 1], got {v}")));
+            }
+        }
+        for (k, &[lo, hi]) in &self.ranges {
+            let Some(v) = self.probability(k) else {
+                return Err((k.clone(), format!("a range only on a probability ({})", PROBABILITIES.join(", "))));
+            };
+            if !(0.0..=1.0).contains(&lo) || !(0.0..=1.0).contains(&hi) {
+                return Err((k.clone(), format!("a range within [0, 1], got [{lo}, {hi}]")));
+            }
+            if lo > hi {
+                return Err((k.clone(), format!("a range [LO, HI] with LO <= HI, got [{lo}, {hi}]")));
+            }
+            if !(lo..=hi).contains(&v) {
+                return Err((k.clone(), format!("a value within its range [{lo}, {hi}], got {v}")));
             }
         }
         if self.max_fix_attempts > 16 || self.max_model_retries > 64 {
@@ -100,6 +322,39 @@ mod tests {
         assert!(p.perception.flag > p.perception.object);
         assert!(p.perception.object > p.perception.prefix);
         assert!(p.perception.prefix > p.perception.raw);
+    }
+
+    #[test]
+    fn probabilities_take_a_value_or_a_value_with_its_range() {
+        let src = DEFAULT_PROFILE_TOML.replace("p_fix_args = 0.7", "p_fix_args = { value = 0.7, range = [0.5, 0.9] }");
+        let p: Profile = toml::from_str(&src).unwrap();
+        assert_eq!(p.p_fix_args, 0.7);
+        assert_eq!(p.ranges, BTreeMap::from([("p_fix_args".to_owned(), [0.5, 0.9])]));
+        let err = |range: &str| {
+            let src = DEFAULT_PROFILE_TOML.replace("raw = 0.60", &format!("raw = {{ value = 0.6, range = {range} }}"));
+            toml::from_str::<Profile>(&src).unwrap_err().message().to_owned()
+        };
+        assert!(
+            err("[0.7, 0.5]").contains("perception.raw: expected a range [LO, HI] with LO <= HI"),
+            "{}",
+            err("[0.7, 0.5]")
+        );
+        assert!(err("[-0.1, 0.9]").contains("perception.raw: expected a range within [0, 1]"));
+        assert!(err("[0.7, 0.9]").contains("perception.raw: expected a value within its range [0.7, 0.9], got 0.6"));
+        let mut fixed = p.clone();
+        fixed.set("p_fix_args", Figure::Value(0.95));
+        assert!(fixed.ranges.is_empty(), "a plain value fixes the figure");
+        assert!(!fixed.set("max_fix_attempts", Figure::Value(2.0)), "not a probability");
+    }
+
+    #[test]
+    fn every_probability_has_a_plausible_range_around_its_default() {
+        let p = Profile::bundled_default();
+        for key in PROBABILITIES {
+            let [lo, hi] = plausible(key).unwrap();
+            let v = p.probability(key).unwrap();
+            assert!(0.0 <= lo && lo <= v && v <= hi && hi <= 1.0, "{key}: {v} in [{lo}, {hi}]");
+        }
     }
 
     #[test]

@@ -6,6 +6,8 @@ use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
+use crate::engine::profile::Figure;
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioDto {
@@ -236,12 +238,12 @@ impl<'de> Deserialize<'de> for ProfileRefDto {
 pub struct ProfileOverridesDto {
     pub base: Option<String>,
     pub name: Option<String>,
-    pub p_continue: Option<f64>,
-    pub p_retry_transient: Option<f64>,
+    pub p_continue: Option<Figure>,
+    pub p_retry_transient: Option<Figure>,
     pub max_model_retries: Option<u32>,
-    pub p_fix_args: Option<f64>,
+    pub p_fix_args: Option<Figure>,
     pub max_fix_attempts: Option<u32>,
-    pub p_give_up_terminal: Option<f64>,
+    pub p_give_up_terminal: Option<Figure>,
     pub model_latency_ms: Option<u64>,
     pub tool_latency_ms: Option<u64>,
     pub prompt_tokens: Option<u32>,
@@ -251,12 +253,12 @@ pub struct ProfileOverridesDto {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PerceptionOverridesDto {
-    pub envelope: Option<f64>,
-    pub flag: Option<f64>,
-    pub object: Option<f64>,
-    pub prefix: Option<f64>,
-    pub raw: Option<f64>,
-    pub unmarked: Option<f64>,
+    pub envelope: Option<Figure>,
+    pub flag: Option<Figure>,
+    pub object: Option<Figure>,
+    pub prefix: Option<Figure>,
+    pub raw: Option<Figure>,
+    pub unmarked: Option<Figure>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

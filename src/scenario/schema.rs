@@ -72,25 +72,52 @@ pub fn structural_problems(value: &Value, src: Option<&str>) -> Vec<Problem> {
     });
     let locator = Locator::new(src);
     let mut out = Vec::new();
+    let mut found = Vec::new();
     for e in validator.iter_errors(value) {
-        let at = field_of(e.instance_path().as_str());
-        let mut push = |field: String, message: String| {
-            let line = locator.line(&field);
-            out.push(Problem { field, line, message });
-        };
-        match e.kind() {
-            ValidationErrorKind::AdditionalProperties { unexpected } => {
-                for key in unexpected {
-                    let field = if at.is_empty() { key.clone() } else { format!("{at}.{key}") };
-                    push(field, "unknown key".to_owned());
-                }
-            }
-            _ => push(at, e.to_string()),
-        }
+        problems_of(&e, &mut found);
+    }
+    for (field, message) in found {
+        let line = locator.line(&field);
+        out.push(Problem { field, line, message });
     }
     out.sort_by(|a, b| (a.line, &a.field).cmp(&(b.line, &b.field)));
     out.dedup();
     out
+}
+
+/// The (field, message) pairs one schema error stands for. A value that matches none of a
+/// field's alternatives (`p_fix_args = { value = 0.7, rang = … }`) is told by the alternative it
+/// came closest to, the one whose problems lie deepest (a wrong type counting least), so the
+/// message names the key inside it rather than "not valid under any of the schemas".
+fn problems_of(e: &jsonschema::ValidationError<'_>, out: &mut Vec<(String, String)>) {
+    let at = field_of(e.instance_path().as_str());
+    match e.kind() {
+        ValidationErrorKind::AdditionalProperties { unexpected } => {
+            for key in unexpected {
+                let field = if at.is_empty() { key.clone() } else { format!("{at}.{key}") };
+                out.push((field, "unknown key".to_owned()));
+            }
+        }
+        ValidationErrorKind::AnyOf { context } => {
+            let depth = |e: &jsonschema::ValidationError<'_>| {
+                let extra = match e.kind() {
+                    ValidationErrorKind::Type { .. } => 0,
+                    ValidationErrorKind::AdditionalProperties { .. } => 2,
+                    _ => 1,
+                };
+                2 * e.instance_path().as_str().matches('/').count() + extra
+            };
+            let own = 2 * e.instance_path().as_str().matches('/').count();
+            let best = context.iter().filter(|b| !b.is_empty()).max_by_key(|b| b.iter().map(depth).max().unwrap_or(0));
+            match best {
+                Some(branch) if branch.iter().map(depth).max().unwrap_or(0) > own => {
+                    branch.iter().for_each(|e| problems_of(e, out));
+                }
+                _ => out.push((at, e.to_string())),
+            }
+        }
+        _ => out.push((at, e.to_string())),
+    }
 }
 
 /// `/faults/2/http` → `faults[2].http`.

@@ -14,7 +14,7 @@ use super::{Gate, Scenario};
 use crate::engine::breaker::{BreakerConfig, BreakerMode};
 use crate::engine::faults::{FaultPlan, FaultRule, RateLimit, Target, Trigger};
 use crate::engine::load::ToolLoad;
-use crate::engine::profile::Profile;
+use crate::engine::profile::{PROBABILITIES, Profile};
 use crate::engine::retry::{Backoff, MAX_ATTEMPTS_LIMIT, RetryPolicy};
 use crate::engine::rng::fnv1a64;
 use crate::engine::strategy::{Partials, Routing, Strategy};
@@ -672,22 +672,29 @@ fn profile_from_dto(ctx: &Ctx, d: Option<&ProfileRefDto>, trace: Option<&Trace>)
                     }
                 };
             }
-            set!(p_continue <- o.p_continue);
-            set!(p_retry_transient <- o.p_retry_transient);
             set!(max_model_retries <- o.max_model_retries);
-            set!(p_fix_args <- o.p_fix_args);
             set!(max_fix_attempts <- o.max_fix_attempts);
-            set!(p_give_up_terminal <- o.p_give_up_terminal);
             set!(model_latency_ms <- o.model_latency_ms);
             set!(tool_latency_ms <- o.tool_latency_ms);
             set!(prompt_tokens <- o.prompt_tokens);
-            if let Some(per) = &o.perception {
-                set!(perception.envelope <- per.envelope);
-                set!(perception.flag <- per.flag);
-                set!(perception.object <- per.object);
-                set!(perception.prefix <- per.prefix);
-                set!(perception.raw <- per.raw);
-                set!(perception.unmarked <- per.unmarked);
+            let per = o.perception.as_ref();
+            let figures = [
+                o.p_continue,
+                o.p_retry_transient,
+                o.p_fix_args,
+                o.p_give_up_terminal,
+                per.and_then(|p| p.envelope),
+                per.and_then(|p| p.flag),
+                per.and_then(|p| p.object),
+                per.and_then(|p| p.prefix),
+                per.and_then(|p| p.raw),
+                per.and_then(|p| p.unmarked),
+            ];
+            for (key, figure) in PROBABILITIES.into_iter().zip(figures) {
+                if let Some(f) = figure {
+                    p.set(key, f);
+                    changed = true;
+                }
             }
             p.name = match &o.name {
                 Some(n) => n.clone(),

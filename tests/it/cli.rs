@@ -354,3 +354,23 @@ fn mcp_fault_keys_are_checked() {
     tracefault().args(["serve", "s.toml", "--mcp-strategy", "mcp-yaml"]).current_dir(dir.path()).assert().code(2);
     tracefault().args(["mcp", "s.toml"]).current_dir(dir.path()).assert().code(2);
 }
+
+#[test]
+fn profile_ranges_are_checked_and_named() {
+    let with =
+        |line: &str| broken("s.toml", &MINIMAL.replace("runs = 20\n", &format!("runs = 20\n[profile]\n{line}\n")));
+    let err = with("p_fix_args = { value = 0.7, range = [0.9, 0.5] }");
+    assert!(
+        err.contains("s.toml:4: profile.p_fix_args: expected a range [LO, HI] with LO <= HI, got [0.9, 0.5]"),
+        "{err}"
+    );
+    let err = with("perception = { raw = { value = 0.6, range = [0.5, 1.2] } }");
+    assert!(err.contains("profile.perception.raw: expected a range within [0, 1], got [0.5, 1.2]"), "{err}");
+    let err = with("p_continue = { value = 0.5, range = [0.8, 0.97] }");
+    assert!(err.contains("profile.p_continue: expected a value within its range [0.8, 0.97], got 0.5"), "{err}");
+    let err = with("p_fix_args = { value = 0.7, rang = [0.5, 0.9] }");
+    assert!(err.contains("profile.p_fix_args.rang: unknown field `rang`, expected `value` or `range`"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let ok = MINIMAL.replace("runs = 20\n", "runs = 20\n[profile]\np_fix_args = { value = 0.7, range = [0.5, 0.9] }\n");
+    tracefault().arg("validate").arg(write(dir.path(), "s.toml", &ok)).assert().code(0);
+}

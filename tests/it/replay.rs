@@ -95,10 +95,17 @@ fn calibrate_writes_a_profile_scenarios_can_use() {
         // "Error" is a failure, terminal when it says "not found"; the next assistant turn with
         // tool calls decides): of 66 bad-argument failures, 24 were followed by the same tool
         // with changed arguments only, and 9 of those changed calls succeeded; of 7 terminal
-        // failures, 5 were not followed by the same tool.
-        .stdout(predicate::str::contains("p_fix_args = 0.375 # 9 of 24 argument changes"))
-        .stdout(predicate::str::contains("p_give_up_terminal = 0.714 # 5 of 7 terminal failures"))
-        .stdout(predicate::str::contains("p_continue = 0.93 # default kept: 0 observations"));
+        // failures, 5 were not followed by the same tool. Their 95% Wilson intervals, by hand:
+        // 9/24 → [0.21159, 0.57290], 5/7 → [0.35893, 0.91778]; a default keeps its plausible range.
+        .stdout(predicate::str::contains(
+            "p_fix_args = { value = 0.375, range = [0.211, 0.573] } # 9 of 24 argument changes",
+        ))
+        .stdout(predicate::str::contains(
+            "p_give_up_terminal = { value = 0.714, range = [0.358, 0.918] } # 5 of 7 terminal failures",
+        ))
+        .stdout(predicate::str::contains(
+            "p_continue = { value = 0.93, range = [0.8, 0.97] } # default kept: 0 observations",
+        ));
     // `profile = "…"` resolves next to the scenario file, and the fitted figures are the ones used.
     let sc = write(dir.path(), "s.toml", &format!("profile = \"fitted.toml\"\n{}", crate::MINIMAL));
     let out = tracefault().arg("run").arg(&sc).arg("--out").arg(dir.path().join("o")).output().unwrap();
@@ -110,6 +117,14 @@ fn calibrate_writes_a_profile_scenarios_can_use() {
     assert_eq!(profile["p_fix_args"], 0.375);
     assert_eq!(profile["p_give_up_terminal"], 0.714);
     assert_eq!(profile["max_fix_attempts"], 4);
+    assert_eq!(profile["ranges"]["p_fix_args"], serde_json::json!([0.211, 0.573]), "the report says the ranges");
+    // A range that does not hold is bad input naming the parameter.
+    let bad = std::fs::read_to_string(dir.path().join("fitted.toml")).unwrap().replace("[0.211, 0.573]", "[0.6, 0.5]");
+    std::fs::write(dir.path().join("fitted.toml"), bad).unwrap();
+    let out = tracefault().arg("validate").arg(&sc).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("p_fix_args: expected a range [LO, HI] with LO <= HI, got [0.6, 0.5]"), "{err}");
 }
 
 /// `profile = "calibrated"` fits the profile from the scenario's own trace.
