@@ -11,6 +11,7 @@
 //! - [`metrics`] — events folded into per-run metrics and exact per-strategy aggregates.
 //! - [`suite`] — every scenario × strategy × run, in parallel, merged in a fixed order.
 //! - [`report`] — `summary.csv`, `runs.csv`, `report.json`, `report.md`, `junit.xml`.
+//! - [`sweep`] — the suite over many plausible profiles: which conclusions hold.
 //!
 //! # Determinism contract
 //! Every random draw comes from a ChaCha8 stream keyed by a fixed hash of (root seed,
@@ -35,5 +36,6 @@ pub mod scenario;
 pub mod shard;
 pub mod shrink;
 pub mod suite;
+pub mod sweep;
 pub mod trace;
 pub mod wire;

@@ -5,6 +5,7 @@ pub mod envelopes;
 pub mod import;
 pub mod replay;
 pub mod run;
+pub mod sweep;
 pub mod validate;
 pub mod wire;
 
@@ -39,6 +40,8 @@ pub enum Command {
     Replay(replay::ReplayArgs),
     /// Fit the simulated model's profile from traces.
     Calibrate(calibrate::CalibrateArgs),
+    /// Rank the strategies over many profiles drawn from the probabilities' plausible ranges.
+    Sweep(sweep::SweepArgs),
     /// Combine shard outputs into the reports one unsharded run would write.
     Merge(MergeArgs),
     /// The smallest fault schedule under which a looping run still loops.
@@ -151,6 +154,7 @@ pub fn execute(cli: Cli) -> Result<i32> {
         Command::Inspect(args) => import::inspect(args),
         Command::Replay(args) => replay::execute(args),
         Command::Calibrate(args) => calibrate::execute(args),
+        Command::Sweep(args) => sweep::execute(args),
         Command::Merge(args) => run::merge(args),
         Command::Shrink(args) => run::shrink(args),
         Command::Serve(args) => wire::serve(args),

@@ -17,6 +17,7 @@ mod oracles;
 mod properties;
 mod replay;
 mod scenarios;
+mod sweep;
 mod trace_schema;
 mod validate;
 mod wire;
