@@ -323,8 +323,9 @@ fn finish_scenario(sc: &Scenario, aggregates: Vec<Aggregate>) -> ScenarioResult 
         warnings.push("no fault fired at all: this scenario tested nothing".to_owned());
     }
     let mut gates = Vec::new();
-    // Gates on the value; those on the change against a baseline are checked by `baseline`.
-    for g in sc.gates.iter().filter(|g| g.min.is_some() || g.max.is_some()) {
+    // Gates on the value; those on the change against a baseline are checked by `baseline`,
+    // those on robustness across profiles by `sweep`.
+    for g in sc.gates.iter().filter(|g| !g.is_robustness() && (g.min.is_some() || g.max.is_some())) {
         for (s, row) in sc.strategies.iter().zip(&rows) {
             if g.strategy != "*" && g.strategy != s.name {
                 continue;

@@ -133,8 +133,9 @@ pub struct MergeArgs {
     /// The `--out` folders of shards 1..N.
     #[arg(required = true)]
     pub dirs: Vec<PathBuf>,
-    #[arg(long, default_value = "reports")]
-    pub out: PathBuf,
+    /// Where the merged reports go (default: `reports`, or `sweep` for sweep shards).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

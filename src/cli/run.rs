@@ -241,8 +241,13 @@ pub fn shrink(args: super::ShrinkArgs) -> Result<i32> {
 
 /// `tracefault merge`: the shards' results, published as one run.
 pub fn merge(args: super::MergeArgs) -> Result<i32> {
+    if args.dirs.iter().any(|d| crate::sweep::is_shard(d)) {
+        let swept = crate::sweep::merge(&args.dirs)?;
+        return super::sweep::publish(&swept, args.out.as_deref().unwrap_or(Path::new("sweep")));
+    }
+    let out = args.out.unwrap_or_else(|| PathBuf::from("reports"));
     let (suite, manifests) = shard::load_suite_of(&args.dirs)?;
-    let set = FolderWriter::begin(&args.out)?;
+    let set = FolderWriter::begin(&out)?;
     let with_rows = shard::with_rows(&manifests);
     let mut sink = RunsFile::create(&set, with_rows, false)?;
     let results = shard::merge(&suite, manifests, &mut sink)?;

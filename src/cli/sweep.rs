@@ -1,13 +1,14 @@
 //! `tracefault sweep`: rank the strategies over many plausible profiles (see [`crate::sweep`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
 use crate::error::{Error, Result, exit};
 use crate::scenario::load::load_suite;
+use crate::shard::Shard;
 use crate::suite::{self, RunOptions};
-use crate::sweep::{ParamRange, sweep};
+use crate::sweep::{self, ParamRange, Plan, Sensitivity, Sweep};
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
@@ -25,12 +26,20 @@ pub struct SweepArgs {
     /// faults and model draws).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// How parameters' influence is measured: `src` (correlations over the samples, no extra
+    /// runs) or `sobol` (first-order and total indices; runs samples × 12 profiles).
+    #[arg(long, value_enum, default_value = "src")]
+    pub sensitivity: Sensitivity,
     /// Runs per scenario, strategy and profile (default: each scenario's `runs`).
     #[arg(long, value_parser = super::runs_parser())]
     pub runs: Option<u64>,
     /// Worker threads (default: the number of cores). Never changes the output.
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// Evaluate only every N-th profile, starting at the K-th, into `--out`; combine the shards
+    /// with `tracefault merge`.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<Shard>,
     /// Where sweep.csv, sweep.json and report.md go.
     #[arg(long, default_value = "sweep")]
     pub out: PathBuf,
@@ -45,14 +54,52 @@ pub fn execute(args: SweepArgs) -> Result<i32> {
     let mut suite = load_suite(&args.paths)?;
     suite::apply_overrides(&mut suite, &opts)?;
     suite.retain(|sc| !sc.strategies.is_empty());
-    let swept = sweep(&suite, args.samples as usize, args.seed, &args.params, &opts, &|_| {})?;
-    std::fs::create_dir_all(&args.out).map_err(|e| Error::io(&args.out, e))?;
-    let json = serde_json::to_string_pretty(&swept.json(args.seed)).expect("JSON values serialize") + "\n";
-    crate::output::write_file(&args.out.join("sweep.csv"), swept.csv().as_bytes())?;
-    crate::output::write_file(&args.out.join("sweep.json"), json.as_bytes())?;
+    let plan = Plan { samples: args.samples as usize, seed: args.seed, sensitivity: args.sensitivity };
+    if let Some(shard) = args.shard {
+        let n = sweep::run_shard(&suite, plan, &args.params, &opts, shard, &args.out)?;
+        println!(
+            "sweep shard {}/{}: {n} of {} profiles written to {}/{}; combine the shards with `tracefault merge DIR... --out DIR`",
+            shard.k,
+            shard.n,
+            plan.evaluations(),
+            args.out.display(),
+            sweep::SHARD_FILE
+        );
+        return Ok(exit::OK);
+    }
+    let swept = sweep::sweep(&suite, plan, &args.params, &opts)?;
+    publish(&swept, &args.out)
+}
+
+/// Writes a sweep's files into `out`, prints its summary and gates; returns the exit code.
+pub fn publish(swept: &Sweep, out: &Path) -> Result<i32> {
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    let json = serde_json::to_string_pretty(&swept.json()).expect("JSON values serialize") + "\n";
+    crate::output::write_file(&out.join("sweep.csv"), swept.csv().as_bytes())?;
+    crate::output::write_file(&out.join("sweep.json"), json.as_bytes())?;
     let md = swept.markdown();
-    crate::output::write_file(&args.out.join("report.md"), md.as_bytes())?;
+    crate::output::write_file(&out.join("report.md"), md.as_bytes())?;
+    crate::output::write_file(&out.join("report.html"), swept.html().as_bytes())?;
     print!("{md}");
-    println!("sweep written to {}/ (sweep.csv, sweep.json, report.md)", args.out.display());
-    Ok(exit::OK)
+    println!("sweep written to {}/ (sweep.csv, sweep.json, report.md, report.html)", out.display());
+    let gates = swept.gates();
+    let failed: Vec<_> = gates.iter().filter(|g| !g.passed).collect();
+    for g in &failed {
+        let bound = match (g.min, g.max) {
+            (Some(lo), _) if g.value < lo => format!(">= {lo}"),
+            (_, Some(hi)) => format!("<= {hi}"),
+            _ => String::new(),
+        };
+        eprintln!("FAIL: {} / {}: {} = {:.3} is not {bound}", g.scenario, g.strategy, g.metric, g.value);
+    }
+    if gates.is_empty() {
+        return Ok(exit::OK);
+    }
+    if failed.is_empty() {
+        println!("PASS: {} gates passed", gates.len());
+        Ok(exit::OK)
+    } else {
+        println!("FAIL: {} of {} gates failed", failed.len(), gates.len());
+        Ok(exit::FAILED)
+    }
 }

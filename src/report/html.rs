@@ -20,10 +20,38 @@ const VEGA_LITE: &str = include_str!("../../assets/vega/vega-lite.min.js");
 pub struct ReportHtml;
 
 /// A chart: its Vega-Lite spec and the number of data marks (bars, rules, points) it draws.
-struct Chart {
-    title: String,
-    spec: Value,
-    marks: usize,
+pub struct Chart {
+    pub title: String,
+    pub spec: Value,
+    pub marks: usize,
+}
+
+/// The page's head, its `<h1>` and the error box; `intro` is HTML.
+pub fn page_start(h: &mut String, title: &str, intro: &str) {
+    let title = xml_escape(title);
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{title}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{title}</h1>\n<p>{intro}</p>\n<pre id=\"errors\"></pre>\n"
+    );
+}
+
+/// Chart number `n` of the page: its box and its spec.
+pub fn chart(h: &mut String, n: usize, chart: &Chart) {
+    let spec = serde_json::to_string(&chart.spec).expect("serializes").replace("</", "<\\/");
+    let _ = writeln!(
+        h,
+        "<div><h3>{}</h3><div class=\"chart\" id=\"chart-{n}\" data-spec=\"spec-{n}\" data-expected-marks=\"{}\"></div>\n<script type=\"application/json\" id=\"spec-{n}\">{spec}</script></div>",
+        xml_escape(&chart.title),
+        chart.marks
+    );
+}
+
+/// The inlined Vega, Vega-Lite and the drawing script, and the page's end.
+pub fn page_end(h: &mut String) {
+    let _ = write!(
+        h,
+        "<script>{VEGA}</script>\n<script>{VEGA_LITE}</script>\n<script>{SCRIPT}</script>\n</body>\n</html>\n"
+    );
 }
 
 /// Success and loop rate per strategy, each with its 95% interval: a bar and a rule per rate.
@@ -253,16 +281,15 @@ impl Exporter for ReportHtml {
 
     fn write(&self, report: &Report<'_>, out: &mut Vec<u8>) -> std::io::Result<()> {
         let mut h = String::new();
-        let _ = write!(
-            h,
-            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>tracefault report</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
-        );
         let verdict =
             if report.passed() { "<span class=\"pass\">PASS</span>" } else { "<span class=\"fail\">FAIL</span>" };
-        let _ = writeln!(
-            h,
-            "<h1>tracefault report</h1>\n<p>{verdict} · tracefault {VERSION} · {} scenario(s). Every figure is reproducible: same files, same seed, same bytes.</p>\n<pre id=\"errors\"></pre>",
-            report.results.len()
+        page_start(
+            &mut h,
+            "tracefault report",
+            &format!(
+                "{verdict} · tracefault {VERSION} · {} scenario(s). Every figure is reproducible: same files, same seed, same bytes.",
+                report.results.len()
+            ),
         );
         // The sortable summary.
         let rows: usize = report.results.iter().map(|r| r.rows.len()).sum();
@@ -297,15 +324,9 @@ impl Exporter for ReportHtml {
             let _ = writeln!(h, "<p>seed {} · {} runs per strategy</p>\n<div class=\"charts\">", r.seed, r.runs);
             let charts =
                 [Some(rates_chart(r)), Some(calls_chart(r)), Some(delta_chart(r)), baseline_chart(report, &sc.name)];
-            for chart in charts.into_iter().flatten() {
+            for c in charts.into_iter().flatten() {
                 n += 1;
-                let spec = serde_json::to_string(&chart.spec).expect("serializes").replace("</", "<\\/");
-                let _ = writeln!(
-                    h,
-                    "<div><h3>{}</h3><div class=\"chart\" id=\"chart-{n}\" data-spec=\"spec-{n}\" data-expected-marks=\"{}\"></div>\n<script type=\"application/json\" id=\"spec-{n}\">{spec}</script></div>",
-                    xml_escape(&chart.title),
-                    chart.marks
-                );
+                chart(&mut h, n, &c);
             }
             h.push_str("</div>\n");
             if let Some(c) = report.comparison {
@@ -326,10 +347,7 @@ impl Exporter for ReportHtml {
                 xml_escape(&crate::baseline::markdown(c, report.fail_on_regression))
             );
         }
-        let _ = write!(
-            h,
-            "<script>{VEGA}</script>\n<script>{VEGA_LITE}</script>\n<script>{SCRIPT}</script>\n</body>\n</html>\n"
-        );
+        page_end(&mut h);
         out.extend_from_slice(h.as_bytes());
         Ok(())
     }

@@ -299,6 +299,9 @@ pub struct GateDto {
     pub max_increase: Option<f64>,
     /// The most the metric may rise against the baseline, in percent of the baseline's value.
     pub max_increase_pct: Option<f64>,
+    /// With `metric = "rank_first_share"`: the metric the strategies are ranked on in each
+    /// profile of a `sweep` (default `success_rate`).
+    pub on: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -29,6 +29,23 @@ pub struct Gate {
     /// percent of old.
     pub max_increase: Option<f64>,
     pub max_increase_pct: Option<f64>,
+    /// For a [`RANK_FIRST_SHARE`] gate: the metric ranked on (one of [`RANKED`]).
+    pub on: Option<String>,
+}
+
+/// The gate metric checked by `sweep`: the share of profiles in which the strategy ranks
+/// first on the gate's `on` metric.
+pub const RANK_FIRST_SHARE: &str = "rank_first_share";
+
+/// The metrics a sweep ranks strategies on, and whether higher is better.
+pub const RANKED: [(&str, bool); 4] =
+    [("success_rate", true), ("loop_rate", false), ("calls_mean", false), ("wasted_retries_per_run", false)];
+
+impl Gate {
+    /// Whether this gate is checked across a sweep's profiles rather than on one run.
+    pub fn is_robustness(&self) -> bool {
+        self.metric == RANK_FIRST_SHARE
+    }
 }
 
 /// A validated scenario: everything the engine needs, nothing that can be invalid.

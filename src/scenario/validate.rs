@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::dto::*;
 use super::locate::Locator;
-use super::{Gate, Scenario};
+use super::{Gate, RANK_FIRST_SHARE, RANKED, Scenario};
 use crate::engine::breaker::{BreakerConfig, BreakerMode};
 use crate::engine::faults::{FaultPlan, FaultRule, RateLimit, Target, Trigger};
 use crate::engine::load::ToolLoad;
@@ -157,11 +157,40 @@ pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scen
                 format!("one of the scenario's strategies or \"*\", got {:?}", g.strategy),
             ));
         }
-        if !SUMMARY_COLUMNS[2..].contains(&g.metric.as_str()) {
+        let robustness = g.metric == RANK_FIRST_SHARE;
+        if !robustness && !SUMMARY_COLUMNS[2..].contains(&g.metric.as_str()) {
             return Err(ctx.err(
                 format!("gates[{i}].metric"),
-                format!("a numeric column of summary.csv ({}), got {:?}", SUMMARY_COLUMNS[2..].join(", "), g.metric),
+                format!(
+                    "a numeric column of summary.csv ({}) or {RANK_FIRST_SHARE:?}, got {:?}",
+                    SUMMARY_COLUMNS[2..].join(", "),
+                    g.metric
+                ),
             ));
+        }
+        let ranked: Vec<&str> = RANKED.iter().map(|(m, _)| *m).collect();
+        match &g.on {
+            Some(_) if !robustness => {
+                return Err(ctx.err(format!("gates[{i}].on"), format!("only with metric = {RANK_FIRST_SHARE:?}")));
+            }
+            Some(on) if !ranked.contains(&on.as_str()) => {
+                return Err(ctx.err(format!("gates[{i}].on"), format!("one of {}, got {on:?}", ranked.join(", "))));
+            }
+            _ => {}
+        }
+        if robustness && (g.max_increase.is_some() || g.max_increase_pct.is_some()) {
+            return Err(ctx.err(
+                format!("gates[{i}]"),
+                format!("`min` or `max` with {RANK_FIRST_SHARE:?} (a share of profiles, not compared with a baseline)"),
+            ));
+        }
+        for (k, v) in [("min", g.min), ("max", g.max)] {
+            if let Some(v) = v
+                && robustness
+                && !(0.0..=1.0).contains(&v)
+            {
+                return Err(ctx.err(format!("gates[{i}].{k}"), format!("a share within [0, 1], got {v}")));
+            }
         }
         if [g.min, g.max, g.max_increase, g.max_increase_pct].iter().all(Option::is_none) {
             return Err(ctx.err(format!("gates[{i}]"), "`min`, `max`, `max_increase` or `max_increase_pct`"));
@@ -185,6 +214,7 @@ pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scen
             max: g.max,
             max_increase: g.max_increase,
             max_increase_pct: g.max_increase_pct,
+            on: robustness.then(|| g.on.clone().unwrap_or_else(|| RANKED[0].0.to_owned())),
         });
     }
     let runs = dto.runs.unwrap_or(DEFAULT_RUNS);

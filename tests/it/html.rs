@@ -98,3 +98,25 @@ fn a_report_with_a_baseline_draws_the_comparison() {
     assert!(status.status.success());
     assert!(std::fs::metadata(&shot).unwrap().len() > 10_000);
 }
+
+#[test]
+fn a_sweep_report_draws_its_ranking_and_tornado_charts() {
+    let Some(browser) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    for sensitivity in ["src", "sobol"] {
+        let out = dir.path().join(sensitivity);
+        tracefault()
+            .arg("sweep")
+            .args(["scenarios/01-worked-example.toml", "scenarios/02-ambiguous-loop.toml"])
+            .args(["--samples", "6", "--runs", "50", "--sensitivity", sensitivity, "--out"])
+            .arg(&out)
+            .current_dir(root())
+            .assert()
+            .code(0);
+        // Per scenario: ranks first (6 strategies × 4 metrics bars), what moves success (10 bars).
+        check(&browser, &out.join("report.html"), 4);
+        let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+        assert!(html.contains("data-expected-marks=\"24\""), "{sensitivity}");
+        assert!(html.contains("data-expected-marks=\"10\""), "{sensitivity}");
+    }
+}
