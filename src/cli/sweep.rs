@@ -55,8 +55,12 @@ pub fn execute(args: SweepArgs) -> Result<i32> {
     suite::apply_overrides(&mut suite, &opts)?;
     suite.retain(|sc| !sc.strategies.is_empty());
     let plan = Plan { samples: args.samples as usize, seed: args.seed, sensitivity: args.sensitivity };
+    let total = args.shard.map_or(plan.evaluations(), |s| crate::shard::selected(plan.evaluations(), s).len());
+    let bar = super::run::progress_bar(total as u64, "profiles");
+    let progress = || bar.inc(1);
     if let Some(shard) = args.shard {
-        let n = sweep::run_shard(&suite, plan, &args.params, &opts, shard, &args.out)?;
+        let n = sweep::run_shard(&suite, plan, &args.params, &opts, shard, &args.out, &progress)?;
+        bar.finish_and_clear();
         println!(
             "sweep shard {}/{}: {n} of {} profiles written to {}/{}; combine the shards with `tracefault merge DIR... --out DIR`",
             shard.k,
@@ -67,7 +71,8 @@ pub fn execute(args: SweepArgs) -> Result<i32> {
         );
         return Ok(exit::OK);
     }
-    let swept = sweep::sweep(&suite, plan, &args.params, &opts)?;
+    let swept = sweep::sweep(&suite, plan, &args.params, &opts, &progress)?;
+    bar.finish_and_clear();
     publish(&swept, &args.out)
 }
 

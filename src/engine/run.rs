@@ -790,14 +790,21 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
         let turn = u64::from(self.ag.turn);
         let mut give_up = false;
         let mut reissue = false;
+        let mut judged = false;
         let Agent { slots, model, .. } = &mut *self.ag;
         for (i, s) in slots.iter_mut().enumerate().filter(|(_, s)| s.active) {
             let slot = (i as u64 * TURN_SLOTS + turn) * DRAWS_PER_TURN;
             let perceived = match s.last_class {
                 None => Perceived::Ok,
-                Some(ErrorClass::Partial) if s.more_available => Perceived::Partial,
+                Some(ErrorClass::Partial) if s.more_available => {
+                    judged = true;
+                    Perceived::Partial
+                }
                 Some(ErrorClass::Partial) => Perceived::Ok,
-                Some(c) => perceive_failure(profile, s.signal, c, model.unit(slot), model.unit(slot + 1)),
+                Some(c) => {
+                    judged = true;
+                    perceive_failure(profile, s.signal, c, model.unit(slot), model.unit(slot + 1))
+                }
             };
             let u = if perceived == Perceived::Ok { 0.0 } else { model.unit(slot + 2) };
             match act(profile, perceived, &s.hist, u) {
@@ -821,6 +828,9 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
                 }
                 Action::GiveUp => give_up = true,
             }
+        }
+        if judged {
+            self.obs.judged();
         }
         if give_up {
             return Some(TerminatedBy::GaveUp);

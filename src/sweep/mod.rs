@@ -221,31 +221,70 @@ fn frame(suite: &[Scenario], plan: Plan, given: &[ParamRange]) -> Sweep {
     Sweep { plan, fingerprint: fingerprint(suite), scenarios }
 }
 
-/// Runs the evaluations `indices` of the plan.
+/// Runs the evaluations `indices` of the plan. With `reuse`, a strategy under which no run of a
+/// scenario had the simulated model read a failed or partial result ([`Aggregate::judgements`]
+/// 0) is run once for that scenario: no probability decided anything there, so every profile
+/// gives the same bits (each strategy's runs draw from streams that do not depend on the other
+/// strategies, so leaving it out does not move them). Orchestrator-handled failures, as in the
+/// bundled fleets, are such.
+///
+/// [`Aggregate::judgements`]: crate::metrics::aggregate::Aggregate::judgements
 fn evaluate(
     suite: &[Scenario],
     points: &[Vec<f64>],
     indices: &[usize],
     given: &[ParamRange],
     opts: &RunOptions,
+    reuse: bool,
+    progress: &dyn Fn(),
 ) -> Result<Vec<Evaluated>> {
+    // Per scenario and strategy: its metrics, once known to be the same under every profile.
+    let mut fixed: Vec<Vec<Option<[u64; 4]>>> = suite.iter().map(|sc| vec![None; sc.strategies.len()]).collect();
     let mut out = Vec::with_capacity(indices.len());
     for &index in indices {
-        let drawn: Vec<Scenario> = suite
+        let profiles: Vec<Profile> = suite.iter().map(|sc| profile_at(&sc.profile, &points[index], given)).collect();
+        // The scenarios with strategies still to run, each with only those strategies.
+        let mut live: Vec<(usize, Vec<usize>)> = Vec::new();
+        let mut drawn: Vec<Scenario> = Vec::new();
+        for (i, sc) in suite.iter().enumerate() {
+            let open: Vec<usize> = (0..sc.strategies.len()).filter(|&s| fixed[i][s].is_none()).collect();
+            if open.is_empty() {
+                continue;
+            }
+            drawn.push(Scenario {
+                profile: profiles[i].clone(),
+                strategies: open.iter().map(|&s| sc.strategies[s].clone()).collect(),
+                baseline: open.iter().position(|&s| s == sc.baseline).unwrap_or(0),
+                ..sc.clone()
+            });
+            live.push((i, open));
+        }
+        let results = if drawn.is_empty() {
+            Vec::new()
+        } else {
+            run_suite(&drawn, opts, &mut std::io::sink(), false, &|_| {})
+                .map_err(|e| Error::Usage(format!("sweep: {e}")))?
+        };
+        let mut metrics = fixed.clone();
+        for ((i, open), r) in live.iter().zip(&results) {
+            for ((&s, row), agg) in open.iter().zip(&r.rows).zip(&r.aggregates) {
+                let m = RANKED.map(|(m, _)| row.get(m).unwrap_or(f64::NAN).to_bits());
+                if reuse && agg.judgements == 0 {
+                    fixed[*i][s] = Some(m);
+                }
+                metrics[*i][s] = Some(m);
+            }
+        }
+        let params = profiles
             .iter()
-            .map(|sc| Scenario { profile: profile_at(&sc.profile, &points[index], given), ..sc.clone() })
+            .map(|p| PROBABILITIES.iter().map(|k| p.probability(k).unwrap_or(0.0).to_bits()).collect())
             .collect();
-        let results = run_suite(&drawn, opts, &mut std::io::sink(), false, &|_| {})
-            .map_err(|e| Error::Usage(format!("sweep: {e}")))?;
-        let params = drawn
-            .iter()
-            .map(|sc| PROBABILITIES.iter().map(|k| sc.profile.probability(k).unwrap_or(0.0).to_bits()).collect())
-            .collect();
-        let metrics = results
-            .iter()
-            .map(|r| r.rows.iter().map(|row| RANKED.map(|(m, _)| row.get(m).unwrap_or(f64::NAN).to_bits())).collect())
+        let metrics = metrics
+            .into_iter()
+            .map(|sc| sc.into_iter().map(|m| m.unwrap_or([f64::NAN.to_bits(); 4])).collect())
             .collect();
         out.push(Evaluated { index, params, metrics });
+        progress();
     }
     Ok(out)
 }
@@ -272,11 +311,17 @@ fn assemble(mut sweep: Sweep, mut evaluated: Vec<Evaluated>) -> Result<Sweep> {
     Ok(sweep)
 }
 
-/// Runs the whole sweep.
-pub fn sweep(suite: &[Scenario], plan: Plan, given: &[ParamRange], opts: &RunOptions) -> Result<Sweep> {
+/// Runs the whole sweep; `progress` is called after each profile.
+pub fn sweep(
+    suite: &[Scenario],
+    plan: Plan,
+    given: &[ParamRange],
+    opts: &RunOptions,
+    progress: &dyn Fn(),
+) -> Result<Sweep> {
     check(plan)?;
     let all: Vec<usize> = (0..plan.evaluations()).collect();
-    let evaluated = evaluate(suite, &plan.points(), &all, given, opts)?;
+    let evaluated = evaluate(suite, &plan.points(), &all, given, opts, true, progress)?;
     assemble(frame(suite, plan, given), evaluated)
 }
 
@@ -288,7 +333,7 @@ fn check(plan: Plan) -> Result<()> {
 }
 
 /// Runs shard `shard` of the sweep and writes its file into `out`; returns how many profiles
-/// it evaluated.
+/// it evaluated. `progress` is called after each profile.
 pub fn run_shard(
     suite: &[Scenario],
     plan: Plan,
@@ -296,10 +341,11 @@ pub fn run_shard(
     opts: &RunOptions,
     shard: Shard,
     out: &Path,
+    progress: &dyn Fn(),
 ) -> Result<usize> {
     check(plan)?;
     let indices = crate::shard::selected(plan.evaluations(), shard);
-    let evaluated = evaluate(suite, &plan.points(), &indices, given, opts)?;
+    let evaluated = evaluate(suite, &plan.points(), &indices, given, opts, true, progress)?;
     let file = ShardFile {
         tracefault_version: crate::report::VERSION.into(),
         shard,
@@ -391,6 +437,40 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_scenario_the_profile_never_reaches_is_run_once_and_reads_the_same() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+        let paths = [
+            dir.join("16-aws-backoff-10.toml"),
+            dir.join("01-worked-example.toml"),
+            dir.join("20-seeds-fleet-outage.toml"),
+        ];
+        let opts = RunOptions { jobs: 2, seed: None, runs: Some(6), strategies: Vec::new() };
+        let mut suite = crate::scenario::load::load_suite(&paths).unwrap();
+        crate::suite::apply_overrides(&mut suite, &opts).unwrap();
+        // The AWS fleet's orchestrator retries every conflict: the model never judges a failure.
+        // The worked example hands 503s and a 400 to the model.
+        let results = run_suite(&suite, &opts, &mut std::io::sink(), false, &|_| {}).unwrap();
+        let judged: Vec<(&str, bool)> =
+            results.iter().map(|r| (r.scenario.name.as_str(), r.aggregates.iter().any(|a| a.judgements > 0))).collect();
+        assert_eq!(
+            judged,
+            [("worked-example-503-503-400", true), ("aws-backoff-10", false), ("seeds-fleet-search-outage", true)]
+        );
+        // The seeds' fleet: every strategy hands some 503s to the model (five-field once its
+        // retries or the breaker are spent), so each is run under every profile.
+        let plan = Plan { samples: 4, seed: 5, sensitivity: Sensitivity::Src };
+        let all: Vec<usize> = (0..4).collect();
+        let bits = |reuse| {
+            evaluate(&suite, &plan.points(), &all, &[], &opts, reuse, &|| {})
+                .unwrap()
+                .into_iter()
+                .map(|e| (e.params, e.metrics))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(bits(true), bits(false));
     }
 
     #[test]
