@@ -367,6 +367,12 @@ pub fn is_shard(dir: &Path) -> bool {
 pub fn merge(dirs: &[PathBuf]) -> Result<Sweep> {
     let mut files = Vec::new();
     for d in dirs {
+        if !is_shard(d) {
+            return Err(Error::Usage(format!(
+                "{}: not a sweep shard (no {SHARD_FILE}); merge the shards of a sweep and those of a run apart",
+                d.display()
+            )));
+        }
         let path = d.join(SHARD_FILE);
         let text = crate::input::read_text(&path, crate::input::Input::Config)?;
         let f: ShardFile = serde_json::from_str(&text)

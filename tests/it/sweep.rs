@@ -196,6 +196,13 @@ fn a_sharded_sweep_merges_to_the_same_bytes() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
+    // A run's shard does not mix in.
+    let run_shard = dir.path().join("run-shard");
+    tracefault().arg("run").arg(&sc).args(["--runs", "20", "--shard", "1/1", "--out"]).arg(&run_shard).assert().code(0);
+    let o =
+        tracefault().arg("merge").args([part(1), run_shard]).arg("--out").arg(dir.path().join("m5")).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a sweep shard"), "{o:?}");
     // A shard of another sweep (another seed) does not mix in.
     sweep(&["--shard", "2/3", "--seed", "9"], "other");
     let o = tracefault()
