@@ -212,6 +212,11 @@ mod tests {
         // (two samples are a poor estimate; the formula is what is checked).
         let (s, t) = sobol(&[0.0, 1.0], &[1.0, 0.0], &[1.0, 0.0]);
         assert!((s - 2.0).abs() < 1e-12 && (t - 2.0).abs() < 1e-12, "{s} {t}");
+        // Three samples, y = x_1: f_A = (0, 1, 2), f_B = f_AB1 = (2, 0, 1). Over A and B the mean
+        // is 6/6 = 1 and V = (1 + 0 + 1 + 1 + 1 + 0) / 6 = 2/3. S_1 = (2·2 + 0·(−1) + 1·(−1)) / 3
+        // / V = 1 / (2/3) = 1.5; S_T1 = (4 + 1 + 1) / 6 / V = 1.5.
+        let (s, t) = sobol(&[0.0, 1.0, 2.0], &[2.0, 0.0, 1.0], &[2.0, 0.0, 1.0]);
+        assert!((s - 1.5).abs() < 1e-12 && (t - 1.5).abs() < 1e-12, "{s} {t}");
         // A parameter y does not read: A_B^(i) gives A's outputs, both indices exactly 0.
         assert_eq!(sobol(&[0.3, 0.7, 0.1], &[0.5, 0.2, 0.9], &[0.3, 0.7, 0.1]), (0.0, 0.0));
         // An output that never varies moves with nothing.
