@@ -90,11 +90,7 @@ pub fn publish(swept: &Sweep, out: &Path) -> Result<i32> {
     let gates = swept.gates();
     let failed: Vec<_> = gates.iter().filter(|g| !g.passed).collect();
     for g in &failed {
-        let bound = match (g.min, g.max) {
-            (Some(lo), _) if g.value < lo => format!(">= {lo}"),
-            (_, Some(hi)) => format!("<= {hi}"),
-            _ => String::new(),
-        };
+        let bound = crate::report::gate_bounds(g.min, g.max);
         eprintln!("FAIL: {} / {}: {} = {:.3} is not {bound}", g.scenario, g.strategy, g.metric, g.value);
     }
     if gates.is_empty() {

@@ -252,12 +252,7 @@ impl Sweep {
                 "### Gates\n\n| scenario | strategy | metric | value | bound | |\n|---|---|---|---|---|---|\n",
             );
             for g in &gates {
-                let bound = match (g.min, g.max) {
-                    (Some(lo), Some(hi)) => format!("{lo} to {hi}"),
-                    (Some(lo), None) => format!(">= {lo}"),
-                    (None, Some(hi)) => format!("<= {hi}"),
-                    (None, None) => String::new(),
-                };
+                let bound = crate::report::gate_bounds(g.min, g.max);
                 let _ = writeln!(
                     out,
                     "| {} | {} | {} | {:.3} | {bound} | {} |",
