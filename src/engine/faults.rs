@@ -147,7 +147,7 @@ pub struct Injector {
     rules: usize,
     /// (root, scenario, run, agent, targets) the streams are keyed for: the strategies of one
     /// run share them, so only the first computes the keys.
-    keyed_for: Option<[u64; 5]>,
+    keyed_for: Option<(u64, u64, u64, u32, usize)>,
 }
 
 impl FaultPlan {
@@ -225,7 +225,8 @@ impl FaultPlan {
                 inj.buckets.extend_from_slice(&self.full_buckets);
             }
         }
-        let id = [root, scenario, run, u64::from(agent), self.targets as u64];
+        // A tuple, not an array: an array's comparison is a call to `memcmp`.
+        let id = (root, scenario, run, agent, self.targets);
         if inj.keyed_for == Some(id) {
             return;
         }

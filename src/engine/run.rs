@@ -199,7 +199,16 @@ impl Queue {
     #[inline(always)]
     fn pop(&mut self) -> Option<(u64, u32, Ev)> {
         const AGENT: u64 = (1 << AGENT_BITS) - 1;
-        if let Some(Reverse((t, seq, ev))) = self.heap.pop() {
+        // The heap is almost always empty: asking it (out of line) costs every pop.
+        if !self.heap.is_empty()
+            && let Some(Reverse((t, seq, ev))) = self.heap.pop()
+        {
+            return Some((t, (seq & AGENT) as u32, ev));
+        }
+        if self.small.len() == 1 {
+            // The common case: one event pending (the one just scheduled).
+            let (t, seq, ev) = self.small[0];
+            self.small.clear();
             return Some((t, (seq & AGENT) as u32, ev));
         }
         let (i, &(t, seq, ev)) = self.small.iter().enumerate().min_by_key(|(_, e)| (e.0, e.1))?;
