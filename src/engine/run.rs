@@ -302,8 +302,9 @@ struct Agent {
 
 impl Agent {
     /// Agent `agent` of run `run`, starting at `start_ms`.
+    /// `SHARED`: the run shares something (see [`drive`]); only then are the fleet's notes kept.
     #[inline(always)]
-    fn reset(&mut self, sc: &Scenario, root: u64, run: u64, agent: u32, start_ms: u64) {
+    fn reset<const SHARED: bool>(&mut self, sc: &Scenario, root: u64, run: u64, agent: u32, start_ms: u64) {
         let targets = sc.task.tools.len() + 1;
         self.slots.clear();
         for v in [&mut self.attempts, &mut self.successes] {
@@ -314,14 +315,14 @@ impl Agent {
         self.terminal.resize(targets, None);
         self.refusals.clear();
         self.refusals.resize(targets, Refusal::default());
-        if sc.loaded {
+        if SHARED && sc.loaded {
             self.load_until.clear();
             self.load_until.resize(targets, 0);
         }
         self.told_open.clear();
         self.told_open.resize(targets, NEVER);
-        // Read only beside a `told_open` set in this run, which writes it too.
-        if self.told_opened_at.len() < targets {
+        // Read only beside a `told_open` set in this run, which writes it too (fleet breakers).
+        if SHARED && self.told_opened_at.len() < targets {
             self.told_opened_at.resize(targets, 0);
         }
         self.breakers.resize_with(targets, Breaker::default);
@@ -395,7 +396,8 @@ fn drive<O: Observer, const SHARED: bool>(
     ws: &mut Workspace,
     obs: &mut O,
 ) -> TerminatedBy {
-    let n = sc.fleet.agents as usize;
+    // A lone agent's loop knows it has one agent (the constant folds through it).
+    let n = if SHARED { sc.fleet.agents as usize } else { 1 };
     let fleet = SHARED && n > 1;
     ws.sh.queue.clear();
     ws.sh.seen.serve(std::ptr::from_ref(sc) as usize);
@@ -428,7 +430,7 @@ fn drive<O: Observer, const SHARED: bool>(
         ws.agents.resize_with(n, Agent::default);
     }
     for (k, (agent, &start)) in ws.agents.iter_mut().zip(&ws.starts).enumerate() {
-        agent.reset(sc, root, run, k as u32, start);
+        agent.reset::<SHARED>(sc, root, run, k as u32, start);
         ws.sh.queue.push(start, k as u32, Ev::TurnStart);
     }
 
@@ -462,6 +464,7 @@ fn drive<O: Observer, const SHARED: bool>(
             break;
         };
         last_t = t;
+        let a = if SHARED { a } else { 0 };
         let ag = &mut agents[a as usize];
         if SHARED && ag.end.is_some() {
             abandon(sc, sh, ag, t, ev);
