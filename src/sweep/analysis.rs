@@ -249,4 +249,57 @@ mod tests {
         // Calls tie in every profile: nothing flips.
         assert!(sc.flips(10, 2).is_empty());
     }
+
+    /// A scenario of strategies x, y (and z) over `params` with the given metrics.
+    fn swept(params: Vec<Vec<f64>>, metrics: Vec<Vec<[f64; 4]>>) -> SweptScenario {
+        let strategies = ["x", "y", "z"][..metrics[0].len()].iter().map(|s| s.to_string()).collect();
+        SweptScenario { name: "s".into(), strategies, ranges: Vec::new(), gates: Vec::new(), params, metrics }
+    }
+
+    #[test]
+    fn ties_share_first_place_and_are_no_win() {
+        // Success (higher is better) and calls (lower is better) of x, y, z in three profiles.
+        let m = |success: [f64; 3], calls: [f64; 3]| -> Vec<[f64; 4]> {
+            (0..3).map(|s| [success[s], 0.0, calls[s], 0.0]).collect()
+        };
+        let sc = swept(
+            vec![vec![0.5; PROBABILITIES.len()]; 3],
+            vec![
+                m([0.5, 0.5, 0.4], [3.0, 3.0, 4.0]),
+                m([0.3, 0.6, 0.6], [5.0, 2.0, 2.0]),
+                m([0.9, 0.1, 0.2], [1.0, 9.0, 8.0]),
+            ],
+        );
+        // First on success: x in profiles 0 (tied with y) and 2, y in 0 and 1, z in 1 (tied).
+        assert_eq!(sc.rank_first(3, 0), vec![2.0 / 3.0, 2.0 / 3.0, 1.0 / 3.0]);
+        assert_eq!(sc.rank_first(3, 2), vec![2.0 / 3.0, 2.0 / 3.0, 1.0 / 3.0]);
+        // x beats y on success only in profile 2 (profile 0 is a tie); y beats x in profile 1.
+        assert_eq!((sc.beats(3, 0, 0, 1), sc.beats(3, 0, 1, 0)), (1, 1));
+        // Fewer calls win: y beats x only in profile 1 (2 < 5), x beats y only in profile 2.
+        assert_eq!((sc.beats(3, 2, 1, 0), sc.beats(3, 2, 0, 1)), (1, 1));
+    }
+
+    #[test]
+    fn an_imperfect_flip_below_a_threshold_by_hand() {
+        // Parameter 0 runs 0.0, 0.1 … 0.5 (the others fixed); x beats y where it is 0.0, 0.1 and
+        // 0.3, and y beats x elsewhere: three wins each way, so the pair is told once, as x vs y.
+        let params: Vec<Vec<f64>> = (0..6)
+            .map(|i| (0..PROBABILITIES.len()).map(|j| if j == 0 { i as f64 / 10.0 } else { 0.5 }).collect())
+            .collect();
+        let wins = [true, true, false, true, false, false];
+        let metrics = wins.iter().map(|&w| vec![[if w { 0.9 } else { 0.5 }, 0.0, 1.0, 0.0], [0.7, 0.0, 1.0, 0.0]]);
+        // A pair that goes one way in every profile has no split.
+        assert_eq!(best_split(&params, &[true; 6], 0, 1), None);
+        assert_eq!(best_split(&params, &[false; 6], 0, 1), None);
+        let sc = swept(params, metrics.collect());
+        let flips = sc.flips(6, 0);
+        assert_eq!(flips.len(), 1, "{flips:?}");
+        let f = &flips[0];
+        // Cutting at 0.15 with "below": all 3 rest profiles right (none below), 2 of 3 wins right,
+        // (2/3 + 3/3) / 2 = 5/6. Cutting at 0.35 "below" scores the same (3/3 + 2/3) / 2 and
+        // comes later: the first best cut is kept. No cut does better.
+        assert_eq!((f.a, f.b, f.wins, f.param, f.above), (0, 1, 3, 0, false));
+        assert!((f.share - 0.5).abs() < 1e-12 && (f.agreement - 5.0 / 6.0).abs() < 1e-12, "{f:?}");
+        assert!((f.threshold - 0.15).abs() < 1e-12, "{}", f.threshold);
+    }
 }
