@@ -231,14 +231,7 @@ mod tests {
             .collect();
         let metrics: Vec<Vec<[f64; 4]>> =
             (0..10).map(|i| vec![[if i >= 6 { 0.9 } else { 0.5 }, 0.0, 1.0, 0.0], [0.7, 0.0, 1.0, 0.0]]).collect();
-        let sc = SweptScenario {
-            name: "s".into(),
-            strategies: vec!["x".into(), "y".into()],
-            ranges: Vec::new(),
-            gates: Vec::new(),
-            params,
-            metrics,
-        };
+        let sc = swept(params, metrics);
         assert_eq!(sc.rank_first(10, 0), vec![0.4, 0.6]);
         assert_eq!(sc.beats(10, 0, 0, 1), 4);
         let flips = sc.flips(10, 0);
