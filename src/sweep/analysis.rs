@@ -45,8 +45,23 @@ pub fn sobol(f_a: &[f64], f_b: &[f64], f_ab: &[f64]) -> (f64, f64) {
     (first / n / var, total / (2.0 * n) / var)
 }
 
-/// Where "A beats B" flips: the parameter and threshold that best split the profiles where it
-/// holds from those where it does not (a one-split decision rule).
+/// A flip is told in the reports when its rule agrees with this share of profiles or more (see
+/// [`best_split`]), and the pair's order holds each way in at least [`FLIP_MIN_PROFILES`]
+/// profiles (a handful of profiles can always be split off by some threshold).
+pub const FLIP_AGREEMENT: f64 = 0.9;
+pub const FLIP_MIN_PROFILES: usize = 5;
+
+/// One side of a threshold on one parameter.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cut {
+    pub param: usize,
+    /// The side above (`true`) or below the threshold.
+    pub above: bool,
+    pub threshold: f64,
+}
+
+/// Where "A beats B" flips: the region of the profiles, one threshold or two, that best tells
+/// those where it holds from the rest (see [`best_split`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Flip {
     pub a: usize,
@@ -54,10 +69,9 @@ pub struct Flip {
     /// How many profiles `a` beats `b` in, and that as a share of them all.
     pub wins: usize,
     pub share: f64,
-    pub param: usize,
-    /// `a` beats `b` when the parameter is above (`true`) or below the threshold.
-    pub above: bool,
-    pub threshold: f64,
+    /// `a` beats `b` on this side of `cut`, and of `and` too when one threshold is not enough.
+    pub cut: Cut,
+    pub and: Option<Cut>,
     /// The rule's balanced agreement (see [`best_split`]).
     pub agreement: f64,
 }
@@ -144,53 +158,181 @@ impl SweptScenario {
     }
 }
 
-/// The threshold on one parameter that best separates `wins` from the rest, by balanced
-/// agreement: the mean of the share of wins and the share of the rest the rule places right
-/// (so a rule cannot score well by calling everything the majority).
+/// The rule that best separates `wins` from the rest, scored by balanced agreement: the mean
+/// of the share of wins and the share of the rest the rule places right (so a rule cannot score
+/// well by calling everything the majority). First one threshold on one parameter; when that
+/// falls short of [`FLIP_AGREEMENT`] on a flip big enough to tell, the region on one side of two
+/// thresholds (two parameters, or a band of one) — kept only if it reaches it.
 fn best_split(params: &[Vec<f64>], wins: &[bool], a: usize, b: usize) -> Option<Flip> {
     let n = wins.len();
-    let mut best: Option<Flip> = None;
     let total_wins = wins.iter().filter(|w| **w).count();
-    let rest = n - total_wins;
-    if total_wins == 0 || rest == 0 {
+    if total_wins == 0 || total_wins == n {
         return None;
     }
-    for j in 0..PROBABILITIES.len() {
-        let column: Vec<f64> = params.iter().map(|p| p[j]).collect();
-        let mut order: Vec<usize> = (0..n).collect();
-        order.sort_by(|&x, &y| column[x].total_cmp(&column[y]));
-        // The cut between sorted positions c-1 and c: `wins_below` wins and c - wins_below of
-        // the rest lie below it.
-        let mut wins_below = 0;
-        for c in 1..n {
-            wins_below += usize::from(wins[order[c - 1]]);
-            let (lo, hi) = (column[order[c - 1]], column[order[c]]);
-            if lo == hi {
-                continue;
+    let split = Split::new(params, wins);
+    let (cut, score) = split.best_cut(&vec![true; n], 0)?;
+    let agreement = split.agreement(score);
+    let mut flip = Flip { a, b, wins: total_wins, share: total_wins as f64 / n as f64, cut, and: None, agreement };
+    if agreement >= FLIP_AGREEMENT || total_wins < FLIP_MIN_PROFILES {
+        return Some(flip);
+    }
+    let mut inside = vec![false; n];
+    let mut best: Option<(Cut, Cut, usize)> = None;
+    for first in split.cuts() {
+        // No second cut can do better than to keep every win inside the first and drop all
+        // the rest: a first cut whose bound is no better than the best found is passed over.
+        let wins_below = split.wins_below[first.cut.param][first.rank];
+        let inside_wins = if first.cut.above { total_wins - wins_below } else { wins_below };
+        let bound = split.score(inside_wins, split.rest);
+        if best.map_or(split.agreement(bound) < FLIP_AGREEMENT, |b| bound <= b.2) {
+            continue;
+        }
+        for (rank, &p) in split.order[first.cut.param].iter().enumerate() {
+            inside[p] = (rank >= first.rank) == first.cut.above;
+        }
+        // A region is the same whichever cut is named first: the second is searched on this
+        // parameter and the later ones only.
+        if let Some((second, score)) = split.best_cut(&inside, first.cut.param)
+            && best.is_none_or(|b| score > b.2)
+        {
+            best = Some((first.cut, second, score));
+        }
+    }
+    if let Some((cut, second, score)) = best.filter(|b| split.agreement(b.2) >= FLIP_AGREEMENT) {
+        (flip.cut, flip.and, flip.agreement) = (cut, Some(second), split.agreement(score));
+    }
+    Some(flip)
+}
+
+/// The profiles of a flip, each parameter's column sorted once.
+struct Split<'a> {
+    columns: Vec<Vec<f64>>,
+    /// Per parameter, the profiles in ascending order of it, and how many wins lie among the
+    /// first `k` of them for every `k`.
+    order: Vec<Vec<usize>>,
+    wins_below: Vec<Vec<usize>>,
+    wins: &'a [bool],
+    total_wins: usize,
+    rest: usize,
+}
+
+/// A cut between sorted positions `rank - 1` and `rank` of its parameter.
+struct RankedCut {
+    cut: Cut,
+    rank: usize,
+}
+
+impl<'a> Split<'a> {
+    fn new(params: &[Vec<f64>], wins: &'a [bool]) -> Split<'a> {
+        let columns: Vec<Vec<f64>> = (0..PROBABILITIES.len()).map(|j| params.iter().map(|p| p[j]).collect()).collect();
+        let order: Vec<Vec<usize>> = columns
+            .iter()
+            .map(|column| {
+                let mut order: Vec<usize> = (0..wins.len()).collect();
+                order.sort_by(|&x, &y| column[x].total_cmp(&column[y]));
+                order
+            })
+            .collect();
+        let wins_below = order
+            .iter()
+            .map(|order| {
+                std::iter::once(0)
+                    .chain(order.iter().scan(0, |k, &p| {
+                        *k += usize::from(wins[p]);
+                        Some(*k)
+                    }))
+                    .collect()
+            })
+            .collect();
+        let total_wins = wins.iter().filter(|w| **w).count();
+        Split { columns, order, wins_below, wins, total_wins, rest: wins.len() - total_wins }
+    }
+
+    /// Every cut between two different values of a parameter where wins and the rest meet
+    /// (the profiles on its two sides are not all wins, or all rest), each way. A best region's
+    /// first cut can always be moved to one: between profiles of one kind, moving the cut
+    /// changes the count of that kind alone, so the region's score, whatever its second cut,
+    /// moves one way along the run and peaks at one of its ends.
+    fn cuts(&self) -> Vec<RankedCut> {
+        let mut cuts = Vec::new();
+        for (j, order) in self.order.iter().enumerate() {
+            let column = &self.columns[j];
+            // Runs of equal values: where each starts, and its kind (all wins, all rest, or
+            // mixed: `None`).
+            let mut runs: Vec<(usize, Option<bool>)> = Vec::new();
+            for (c, &p) in order.iter().enumerate() {
+                match runs.last_mut() {
+                    Some(run) if column[order[run.0]] == column[p] => {
+                        run.1 = run.1.filter(|&w| w == self.wins[p]);
+                    }
+                    _ => runs.push((c, Some(self.wins[p]))),
+                }
             }
-            let rest_below = c - wins_below;
-            let balanced = |wins_right: usize, rest_right: usize| {
-                (wins_right as f64 / total_wins as f64 + rest_right as f64 / rest as f64) / 2.0
-            };
-            let above = balanced(total_wins - wins_below, rest_below);
-            let below = balanced(wins_below, rest - rest_below);
-            for (above, agreement) in [(true, above), (false, below)] {
-                if best.as_ref().is_none_or(|f| agreement > f.agreement) {
-                    best = Some(Flip {
-                        a,
-                        b,
-                        wins: total_wins,
-                        share: total_wins as f64 / n as f64,
-                        param: j,
-                        above,
-                        threshold: (lo + hi) / 2.0,
-                        agreement,
-                    });
+            for pair in runs.windows(2) {
+                let ((_, lo), (c, hi)) = (pair[0], pair[1]);
+                if lo.is_none() || lo != hi {
+                    let threshold = (column[order[c - 1]] + column[order[c]]) / 2.0;
+                    cuts.extend(
+                        [true, false].map(|above| RankedCut { cut: Cut { param: j, above, threshold }, rank: c }),
+                    );
                 }
             }
         }
+        cuts
     }
-    best
+
+    /// The cut on parameter `from` or a later one that best separates the wins among the
+    /// profiles `inside` from the rest, the profiles outside all counted as "no win"; with its
+    /// score over all profiles.
+    /// Ties keep the first in (parameter, position, above before below) order; scores are
+    /// compared exactly, as `wins_right · rest + rest_right · wins` (the agreement times
+    /// `2 · wins · rest`), so rounding cannot break a tie.
+    fn best_cut(&self, inside: &[bool], from: usize) -> Option<(Cut, usize)> {
+        let rest = self.rest;
+        let score = |wins_right, rest_right| self.score(wins_right, rest_right);
+        let inside_wins = (0..inside.len()).filter(|&p| inside[p] && self.wins[p]).count();
+        let inside_rest = inside.iter().filter(|i| **i).count() - inside_wins;
+        // Rest profiles outside are placed right by every rule.
+        let rest_outside = rest - inside_rest;
+        let mut best: Option<(Cut, usize)> = None;
+        for (j, order) in self.order.iter().enumerate().skip(from) {
+            let column = &self.columns[j];
+            // The cut between consecutive profiles inside: `wins_below` wins and `rest_below`
+            // of the rest inside lie below it.
+            let (mut wins_below, mut rest_below, mut prev) = (0, 0, None);
+            for &p in order.iter().filter(|&&p| inside[p]) {
+                if let Some(lo) = prev
+                    && lo != column[p]
+                {
+                    let threshold = (lo + column[p]) / 2.0;
+                    let above = score(inside_wins - wins_below, rest_outside + rest_below);
+                    let below = score(wins_below, rest - rest_below);
+                    for (above, score) in [(true, above), (false, below)] {
+                        if best.is_none_or(|b| score > b.1) {
+                            best = Some((Cut { param: j, above, threshold }, score));
+                        }
+                    }
+                }
+                if self.wins[p] {
+                    wins_below += 1;
+                } else {
+                    rest_below += 1;
+                }
+                prev = Some(column[p]);
+            }
+        }
+        best
+    }
+
+    /// The score of a rule that places `wins_right` wins and `rest_right` of the rest right.
+    fn score(&self, wins_right: usize, rest_right: usize) -> usize {
+        wins_right * self.rest + rest_right * self.total_wins
+    }
+
+    /// The balanced agreement of a rule scoring `score` (see [`Split::best_cut`]).
+    fn agreement(&self, score: usize) -> f64 {
+        score as f64 / (2 * self.total_wins * self.rest) as f64
+    }
 }
 
 #[cfg(test)]
@@ -237,8 +379,8 @@ mod tests {
         let flips = sc.flips(10, 0);
         assert_eq!(flips.len(), 1, "{flips:?}");
         let f = &flips[0];
-        assert_eq!((f.a, f.b, f.param, f.above, f.agreement), (0, 1, 3, true, 1.0));
-        assert!((f.threshold - 0.55).abs() < 1e-12, "{}", f.threshold);
+        assert_eq!((f.a, f.b, f.cut.param, f.cut.above, f.and, f.agreement), (0, 1, 3, true, None, 1.0));
+        assert!((f.cut.threshold - 0.55).abs() < 1e-12, "{}", f.cut.threshold);
         // Calls tie in every profile: nothing flips.
         assert!(sc.flips(10, 2).is_empty());
     }
@@ -291,8 +433,64 @@ mod tests {
         // Cutting at 0.15 with "below": all 3 rest profiles right (none below), 2 of 3 wins right,
         // (2/3 + 3/3) / 2 = 5/6. Cutting at 0.35 "below" scores the same (3/3 + 2/3) / 2 and
         // comes later: the first best cut is kept. No cut does better.
-        assert_eq!((f.a, f.b, f.wins, f.param, f.above), (0, 1, 3, 0, false));
+        assert_eq!((f.a, f.b, f.wins, f.cut.param, f.cut.above, f.and), (0, 1, 3, 0, false, None));
         assert!((f.share - 0.5).abs() < 1e-12 && (f.agreement - 5.0 / 6.0).abs() < 1e-12, "{f:?}");
-        assert!((f.threshold - 0.15).abs() < 1e-12, "{}", f.threshold);
+        assert!((f.cut.threshold - 0.15).abs() < 1e-12, "{}", f.cut.threshold);
+    }
+
+    /// Profiles whose parameters are 0.5 but for `p0` and `p1`.
+    fn grid(points: &[(f64, f64)]) -> Vec<Vec<f64>> {
+        points
+            .iter()
+            .map(|&(p0, p1)| {
+                let mut p = vec![0.5; PROBABILITIES.len()];
+                (p[0], p[1]) = (p0, p1);
+                p
+            })
+            .collect()
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-12
+    }
+
+    #[test]
+    fn a_region_of_two_parameters_by_hand() {
+        // A 5 × 5 grid of parameters 0 and 1 (0.1, 0.3 … 0.9); x beats y where p0 > 0.4 and
+        // p1 < 0.6: 9 wins, 16 rest. The best single cut, p0 > 0.4, places all 9 wins and the 10
+        // rest with p0 < 0.4 right: (9/9 + 10/16) / 2 = 0.8125 (p1 < 0.6 ties it, later), short
+        // of 0.9. Both cuts together place everything right: 1.0.
+        let v = [0.1, 0.3, 0.5, 0.7, 0.9];
+        let points: Vec<(f64, f64)> = v.iter().flat_map(|&a| v.iter().map(move |&b| (a, b))).collect();
+        let wins: Vec<bool> = points.iter().map(|&(a, b)| a > 0.4 && b < 0.6).collect();
+        let f = best_split(&grid(&points), &wins, 0, 1).unwrap();
+        let and = f.and.expect("two cuts");
+        assert_eq!((f.wins, f.cut.param, f.cut.above, and.param, and.above, f.agreement), (9, 0, true, 1, false, 1.0));
+        assert!(close(f.cut.threshold, 0.4) && close(and.threshold, 0.6), "{f:?}");
+        // Without the second parameter's wins pattern the one cut scores (9/9 + 10/16) / 2 and
+        // is enough for nothing more: the wins where p0 > 0.4, whatever p1.
+        let wins: Vec<bool> = points.iter().map(|&(a, _)| a > 0.4).collect();
+        let f = best_split(&grid(&points), &wins, 0, 1).unwrap();
+        assert_eq!((f.cut.param, f.cut.above, f.and, f.agreement), (0, true, None, 1.0));
+    }
+
+    #[test]
+    fn a_band_of_one_parameter_and_no_second_cut_that_does_not_reach_the_bar() {
+        // p0 runs 0.0 … 0.9; x beats y where 0.25 < p0 < 0.75 (five wins, five rest). One cut:
+        // p0 > 0.25 places the 5 wins and the 3 rest below it right, (5/5 + 3/5) / 2 = 0.8. The
+        // band places all right.
+        let points: Vec<(f64, f64)> = (0..10).map(|i| (f64::from(i) / 10.0, 0.5)).collect();
+        let wins: Vec<bool> = (0..10).map(|i| (3..=7).contains(&i)).collect();
+        let f = best_split(&grid(&points), &wins, 0, 1).unwrap();
+        let and = f.and.expect("a band");
+        assert_eq!((f.cut.param, f.cut.above, and.param, and.above, f.agreement), (0, true, 0, false, 1.0));
+        assert!(close(f.cut.threshold, 0.25) && close(and.threshold, 0.75), "{f:?}");
+        // Every other profile wins: no region of two cuts does better than a one-cut rule by
+        // enough to reach 0.9, so the best single cut stays, alone. p0 < 0.05 places the first
+        // win and the 5 rest right, (1/5 + 5/5) / 2 = 0.6; nothing scores more.
+        let wins: Vec<bool> = (0..10).map(|i| i % 2 == 0).collect();
+        let f = best_split(&grid(&points), &wins, 0, 1).unwrap();
+        assert_eq!((f.cut.param, f.cut.above, f.and), (0, false, None), "{f:?}");
+        assert!(close(f.cut.threshold, 0.05) && close(f.agreement, 0.6), "{f:?}");
     }
 }

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 
-use super::analysis::Flip;
+use super::analysis::{Cut, FLIP_AGREEMENT, FLIP_MIN_PROFILES, Flip};
 use super::{Sensitivity, Sweep, SweptScenario};
 use crate::calibrate::wilson;
 use crate::engine::profile::PROBABILITIES;
@@ -13,12 +13,6 @@ use crate::report::html::{self, Chart};
 use crate::report::xml_escape;
 use crate::scenario::{RANK_FIRST_SHARE, RANKED};
 use crate::suite::GateResult;
-
-/// A flip is told in `report.md` when its one-split rule agrees with this share of profiles
-/// or more, and the pair's order holds each way in at least [`FLIP_MIN_PROFILES`] profiles (a
-/// handful of profiles can always be split off by some threshold).
-pub const FLIP_AGREEMENT: f64 = 0.9;
-pub const FLIP_MIN_PROFILES: usize = 5;
 
 fn round(v: f64, places: i32) -> f64 {
     let f = 10f64.powi(places);
@@ -39,16 +33,28 @@ impl Flip {
         self.agreement >= FLIP_AGREEMENT && self.wins >= FLIP_MIN_PROFILES
     }
 
-    /// "error-string beats response-object when perception.prefix > 0.94".
+    /// "error-string beats response-object when perception.prefix > 0.940" (and "and
+    /// perception.envelope < 0.930" when the region takes two thresholds).
     pub fn describe(&self, sc: &SweptScenario) -> String {
-        format!(
-            "{} beats {} when {} {} {:.3}",
-            sc.strategies[self.a],
-            sc.strategies[self.b],
-            PROBABILITIES[self.param],
-            if self.above { ">" } else { "<" },
-            self.threshold
-        )
+        let mut s = format!("{} beats {} when {}", sc.strategies[self.a], sc.strategies[self.b], self.cut.describe());
+        if let Some(and) = &self.and {
+            let _ = write!(s, " and {}", and.describe());
+        }
+        s
+    }
+}
+
+impl Cut {
+    fn when(&self) -> &'static str {
+        if self.above { ">" } else { "<" }
+    }
+
+    fn describe(&self) -> String {
+        format!("{} {} {:.3}", PROBABILITIES[self.param], self.when(), self.threshold)
+    }
+
+    fn to_json(self) -> Value {
+        json!({"parameter": PROBABILITIES[self.param], "when": self.when(), "threshold": round(self.threshold, 4)})
     }
 }
 
@@ -150,9 +156,16 @@ impl Sweep {
                             .flips(n, m)
                             .iter()
                             .map(|f| {
-                                json!({"a": sc.strategies[f.a], "b": sc.strategies[f.b], "profiles": f.wins, "a_beats_b": round(f.share, 4),
-                                    "parameter": PROBABILITIES[f.param], "when": if f.above { ">" } else { "<" },
-                                    "threshold": round(f.threshold, 4), "agreement": round(f.agreement, 4)})
+                                let mut v = f.cut.to_json();
+                                v["a"] = json!(sc.strategies[f.a]);
+                                v["b"] = json!(sc.strategies[f.b]);
+                                v["profiles"] = json!(f.wins);
+                                v["a_beats_b"] = json!(round(f.share, 4));
+                                if let Some(and) = f.and {
+                                    v["and"] = and.to_json();
+                                }
+                                v["agreement"] = json!(round(f.agreement, 4));
+                                v
                             })
                             .collect();
                         json!({"metric": name, "higher_is_better": higher,
@@ -183,7 +196,7 @@ impl Sweep {
         };
         json!({"tracefault_version": env!("CARGO_PKG_VERSION"), "design": "latin hypercube", "seed": self.plan.seed,
             "samples": n, "evaluations": self.plan.evaluations(),
-            "sensitivity": method, "flip_rule": format!("the one-parameter threshold that best tells the profiles where a beats b from the rest, by balanced agreement (the mean of the shares of each side it places right); told in report.md when it agrees with at least {FLIP_AGREEMENT} of them and a beats b in at least {FLIP_MIN_PROFILES}"),
+            "sensitivity": method, "flip_rule": format!("the one-parameter threshold that best tells the profiles where a beats b from the rest, by balanced agreement (the mean of the shares of each side it places right); where that agrees with fewer than {FLIP_AGREEMENT} of them, the region on one side of two thresholds ('and': two parameters, or a band of one) if it reaches {FLIP_AGREEMENT}; told in report.md when it agrees with at least {FLIP_AGREEMENT} of them and a beats b in at least {FLIP_MIN_PROFILES}"),
             "scenarios": scenarios, "gates": gates})
     }
 
@@ -383,4 +396,31 @@ fn ranking_chart(sc: &SweptScenario, n: usize) -> Chart {
         }
     });
     Chart { title: "Ranks first".into(), spec, marks }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flip_of_two_thresholds_is_told_with_both() {
+        let sc = SweptScenario {
+            name: "s".into(),
+            strategies: vec!["x".into(), "y".into()],
+            ranges: Vec::new(),
+            gates: Vec::new(),
+            params: Vec::new(),
+            metrics: Vec::new(),
+        };
+        let cut = Cut { param: 7, above: true, threshold: 0.84941 };
+        let and = Cut { param: 6, above: false, threshold: 0.9258 };
+        let mut f = Flip { a: 1, b: 0, wins: 99, share: 0.3867, cut, and: None, agreement: 0.936 };
+        assert_eq!(f.describe(&sc), "y beats x when perception.prefix > 0.849");
+        f.and = Some(and);
+        assert_eq!(f.describe(&sc), "y beats x when perception.prefix > 0.849 and perception.object < 0.926");
+        assert_eq!(and.to_json(), json!({"parameter": "perception.object", "when": "<", "threshold": 0.9258}));
+        assert!(f.told());
+        f.agreement = 0.89;
+        assert!(!f.told());
+    }
 }
