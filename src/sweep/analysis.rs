@@ -493,4 +493,77 @@ mod tests {
         assert_eq!((f.cut.param, f.cut.above, f.and), (0, false, None), "{f:?}");
         assert!(close(f.cut.threshold, 0.05) && close(f.agreement, 0.6), "{f:?}");
     }
+
+    /// The best balanced agreement of every rule, one threshold or a region of two, found by
+    /// trying them all (the cuts between the distinct values of each parameter, each way).
+    fn best_by_brute_force(params: &[Vec<f64>], wins: &[bool]) -> (f64, f64) {
+        let (w, r) = (wins.iter().filter(|x| **x).count(), wins.iter().filter(|x| !**x).count());
+        type Rule = Box<dyn Fn(&[f64]) -> bool>;
+        let mut cuts: Vec<Rule> = Vec::new();
+        for j in 0..PROBABILITIES.len() {
+            let mut values: Vec<f64> = params.iter().map(|p| p[j]).collect();
+            values.sort_by(f64::total_cmp);
+            values.dedup();
+            for t in values.windows(2).map(|v| (v[0] + v[1]) / 2.0) {
+                cuts.push(Box::new(move |p: &[f64]| p[j] > t));
+                cuts.push(Box::new(move |p: &[f64]| p[j] < t));
+            }
+        }
+        let agreement = |rule: &dyn Fn(&[f64]) -> bool| {
+            let right = |win: bool| params.iter().zip(wins).filter(|(p, x)| **x == win && rule(p) == win).count();
+            (right(true) * r + right(false) * w) as f64 / (2 * w * r) as f64
+        };
+        let one = cuts.iter().map(|c| agreement(c)).fold(0.0, f64::max);
+        let two = cuts
+            .iter()
+            .flat_map(|c1| cuts.iter().map(move |c2| (c1, c2)))
+            .map(|(c1, c2)| agreement(&|p: &[f64]| c1(p) && c2(p)))
+            .fold(0.0, f64::max);
+        (one, two)
+    }
+
+    #[test]
+    fn the_pruned_search_finds_the_best_rule_of_the_brute_force() {
+        // Three parameters on a coarse grid (so values tie), wins in a region of two of them
+        // with some profiles flipped: the search must reach the best agreement of all rules.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |k: u64| {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) % k
+        };
+        let mut regions = 0;
+        for case in 0..150 {
+            let n = 20 + next(20) as usize;
+            let params: Vec<Vec<f64>> = (0..n)
+                .map(|_| {
+                    let mut p = vec![0.5; PROBABILITIES.len()];
+                    for v in p.iter_mut().take(3) {
+                        *v = (1 + next(6)) as f64 / 10.0;
+                    }
+                    p
+                })
+                .collect();
+            let (a, b) = ((1 + next(5)) as f64 / 10.0, (2 + next(5)) as f64 / 10.0);
+            let wins: Vec<bool> = params.iter().map(|p| (p[0] > a && p[1] < b) != (next(12) == 0)).collect();
+            let total = wins.iter().filter(|x| **x).count();
+            let Some(f) = best_split(&params, &wins, 0, 1) else {
+                assert!(total == 0 || total == n, "case {case}");
+                continue;
+            };
+            let (one, two) = best_by_brute_force(&params, &wins);
+            let expected =
+                if one >= FLIP_AGREEMENT || total < FLIP_MIN_PROFILES || two < FLIP_AGREEMENT { one } else { two };
+            assert_eq!(f.agreement, expected, "case {case}: {f:?}");
+            assert_eq!(f.and.is_some(), expected > one, "case {case}: {f:?}");
+            // The rule as told places the profiles as its agreement says.
+            let side = |c: &Cut, p: &[f64]| if c.above { p[c.param] > c.threshold } else { p[c.param] < c.threshold };
+            let told = |p: &[f64]| side(&f.cut, p) && f.and.as_ref().is_none_or(|c| side(c, p));
+            let right = |win: bool| params.iter().zip(&wins).filter(|(p, x)| **x == win && told(p) == win).count();
+            let (w, r) = (total, n - total);
+            assert_eq!(f.agreement, (right(true) * r + right(false) * w) as f64 / (2 * w * r) as f64, "case {case}");
+            regions += usize::from(f.and.is_some());
+        }
+        // The cases exercise both answers.
+        assert!(regions > 10, "{regions}");
+    }
 }
