@@ -79,12 +79,13 @@ pub fn execute(args: SweepArgs) -> Result<i32> {
 /// Writes a sweep's files into `out`, prints its summary and gates; returns the exit code.
 pub fn publish(swept: &Sweep, out: &Path) -> Result<i32> {
     std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
-    let json = serde_json::to_string_pretty(&swept.json()).expect("JSON values serialize") + "\n";
+    let flips = swept.flips();
+    let json = serde_json::to_string_pretty(&swept.json(&flips)).expect("JSON values serialize") + "\n";
     crate::output::write_file(&out.join("sweep.csv"), swept.csv().as_bytes())?;
     crate::output::write_file(&out.join("sweep.json"), json.as_bytes())?;
-    let md = swept.markdown();
+    let md = swept.markdown(&flips);
     crate::output::write_file(&out.join("report.md"), md.as_bytes())?;
-    crate::output::write_file(&out.join("report.html"), swept.html().as_bytes())?;
+    crate::output::write_file(&out.join("report.html"), swept.html(&flips).as_bytes())?;
     print!("{md}");
     println!("sweep written to {}/ (sweep.csv, sweep.json, report.md, report.html)", out.display());
     let gates = swept.gates();

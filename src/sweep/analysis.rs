@@ -136,7 +136,8 @@ impl SweptScenario {
     }
 
     /// For ranked metric `m`: every pair whose order is not the same in all profiles, with the
-    /// one-split rule that best tells when `a` beats `b` (`a` the one that wins less often).
+    /// rule (one threshold, or a region of two) that best tells when `a` beats `b` (`a` the one
+    /// that wins less often; see [`best_split`]).
     pub fn flips(&self, samples: usize, m: usize) -> Vec<Flip> {
         let ranked = self.ranked(samples);
         let mut out = Vec::new();

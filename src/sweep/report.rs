@@ -117,14 +117,23 @@ impl Sweep {
         out
     }
 
+    /// Per scenario and ranked metric, the flips ([`SweptScenario::flips`]): searched once for
+    /// every file that tells them.
+    pub fn flips(&self) -> Vec<Vec<Vec<Flip>>> {
+        let n = self.n();
+        self.scenarios.iter().map(|sc| (0..RANKED.len()).map(|m| sc.flips(n, m)).collect()).collect()
+    }
+
     /// `sweep.json`: the design and, per scenario and metric, rank-first shares, pairwise
-    /// frequencies with their 95% Wilson intervals, each parameter's sensitivity and the flips.
-    pub fn json(&self) -> Value {
+    /// frequencies with their 95% Wilson intervals, each parameter's sensitivity and the flips
+    /// (`flips`, from [`Sweep::flips`]).
+    pub fn json(&self, flips: &[Vec<Vec<Flip>>]) -> Value {
         let n = self.n();
         let scenarios: Vec<Value> = self
             .scenarios
             .iter()
-            .map(|sc| {
+            .zip(flips)
+            .map(|(sc, flips)| {
                 let metrics: Vec<Value> = RANKED
                     .iter()
                     .enumerate()
@@ -152,8 +161,7 @@ impl Sweep {
                                 v
                             })
                             .collect();
-                        let flips: Vec<Value> = sc
-                            .flips(n, m)
+                        let flips: Vec<Value> = flips[m]
                             .iter()
                             .map(|f| {
                                 let mut v = f.cut.to_json();
@@ -202,7 +210,7 @@ impl Sweep {
 
     /// The `report.md` section: per scenario, the rank-first shares on each metric, the
     /// parameter that moves each strategy's success most, and the rankings that flip.
-    pub fn markdown(&self) -> String {
+    pub fn markdown(&self, flips: &[Vec<Vec<Flip>>]) -> String {
         let n = self.n();
         let moved_by = match self.plan.sensitivity {
             Sensitivity::Src => "success moved most by (correlation)",
@@ -211,7 +219,7 @@ impl Sweep {
         let mut out = format!(
             "## Sweep: {n} profiles (Latin hypercube over each probability's range)\n\nShare of profiles in which each strategy ranks first (ties count for each).\n\n",
         );
-        for sc in &self.scenarios {
+        for (sc, flips) in self.scenarios.iter().zip(flips) {
             let _ = writeln!(out, "### {}\n", sc.name);
             out.push_str("| strategy |");
             for (m, _) in RANKED {
@@ -241,8 +249,7 @@ impl Sweep {
                     let _ = writeln!(out, " {} ({v:+.2}) |", PROBABILITIES[j]);
                 }
             }
-            let flips: Vec<String> = sc
-                .flips(n, 0)
+            let flips: Vec<String> = flips[0]
                 .iter()
                 .filter(|f| f.told())
                 .map(|f| {
@@ -284,7 +291,7 @@ impl Sweep {
     /// `report.html`: per scenario, a ranking-frequency chart (each strategy's rank-first share
     /// on each metric) and a tornado chart (each parameter's influence on the success of the
     /// strategy that ranks first most often), the flips and the gates.
-    pub fn html(&self) -> String {
+    pub fn html(&self, flips: &[Vec<Vec<Flip>>]) -> String {
         let n = self.n();
         let mut h = String::new();
         html::page_start(
@@ -298,15 +305,14 @@ impl Sweep {
             ),
         );
         let mut k = 0;
-        for sc in &self.scenarios {
+        for (sc, flips) in self.scenarios.iter().zip(flips) {
             let _ = writeln!(h, "<h2>{}</h2>\n<div class=\"charts\">", xml_escape(&sc.name));
             k += 1;
             html::chart(&mut h, k, &ranking_chart(sc, n));
             k += 1;
             html::chart(&mut h, k, &self.tornado_chart(sc));
             h.push_str("</div>\n");
-            let flips = sc.flips(n, 0);
-            let told: Vec<_> = flips.iter().filter(|f| f.told()).collect();
+            let told: Vec<_> = flips[0].iter().filter(|f| f.told()).collect();
             if !told.is_empty() {
                 h.push_str("<h3>Where success rankings flip</h3>\n<ul>\n");
                 for f in told {
