@@ -1,5 +1,6 @@
 //! `tracefault serve` and `tracefault exec`: the mocks over real HTTP, for a user's own agent.
 
+use std::fmt::Write as _;
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -135,18 +136,23 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
         let server = WireServer::start(sc, args.addr, args.time_scale, args.agents, mcp).await?;
         // A long serve keeps no trace: memory stays flat.
         server.reset(args.run, false);
+        // Written whole, and a closed stdout ignored: a reader that stops after the banner's
+        // first lines (`serve … | head -3`, a test that found its URL) must not stop the server.
+        let mut banner = String::new();
         for (k, v) in
             agent_env(&server.uri(), 0, 1).into_iter().filter(|(k, _)| !k.to_ascii_lowercase().contains("proxy"))
         {
-            println!("export {k}={v}");
+            let _ = writeln!(banner, "export {k}={v}");
         }
-        println!(
+        let _ = writeln!(
+            banner,
             "# tracefault is serving {} (run {}, time scale {}); Ctrl-C to stop",
             args.scenario.display(),
             args.run,
             args.time_scale
         );
-        println!(
+        let _ = writeln!(
+            banner,
             "# MCP ({}): streamable HTTP at {}/mcp; over stdio: tracefault mcp {} --stdio --mcp-strategy {}",
             args.mcp_strategy,
             server.uri(),
@@ -154,14 +160,17 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
             args.mcp_strategy
         );
         if args.agents > 1 {
-            println!(
+            let _ = writeln!(
+                banner,
                 "# agents 0 to {} each have their own mocks under {}/agents/K/ (e.g. {}/agents/1/v1)",
                 args.agents - 1,
                 server.uri(),
                 server.uri()
             );
         }
-        let _ = std::io::stdout().flush();
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
+        drop(out);
         let _ = tokio::signal::ctrl_c().await;
         {
             let m = server.mocks();
