@@ -10,6 +10,7 @@ pub mod load;
 pub mod loop_guard;
 pub mod model;
 pub mod profile;
+mod queue;
 pub mod retry;
 pub mod retry_budget;
 pub mod rng;

@@ -3,9 +3,6 @@
 //! (model turns, tool attempts, their completions) drives every agent, so parallel calls
 //! overlap in time and agents contend for the tools they share.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 use super::breaker::{Admit, Breaker, FleetBreaker};
 use super::events::{By, Event, Observer, TerminatedBy};
 use super::faults::{FaultPlan, Fired, Injector};
@@ -13,6 +10,7 @@ use super::fleet::{MAX_AGENTS, agent_key};
 use super::load::{Admission, LoadFault, ProviderState, ToolState};
 use super::loop_guard::LoopGuard;
 use super::model::{Action, CallHistory, Perceived, act, perceive_failure};
+use super::queue::{AGENT_BITS, Queue};
 use super::retry::{MAX_ATTEMPTS_LIMIT, RetryPolicy};
 use super::retry_budget::RetryBudget;
 use super::rng::{LazyStream, domain, key};
@@ -157,72 +155,7 @@ impl Slot {
     }
 }
 
-/// The pending events of every agent, ordered by (time, insertion); ties go to the earlier
-/// insertion, which keeps runs deterministic. The agent shares a word with the insertion
-/// number (below it, so the order is the insertion's), which keeps an entry at 24 bytes. A run rarely holds more than a few, and a linear scan of a few
-/// beats a heap; past `SMALL` (a wide parallel turn) they move to a binary heap, so pops stay
-/// logarithmic.
-#[derive(Default)]
-struct Queue {
-    small: Vec<(u64, u64, Ev)>,
-    heap: BinaryHeap<Reverse<(u64, u64, Ev)>>,
-    seq: u64,
-}
-
-/// Bits of an entry's second word that hold the agent (enough for [`MAX_AGENTS`]).
-const AGENT_BITS: u32 = 14;
 const _: () = assert!(MAX_AGENTS < 1 << AGENT_BITS);
-
-impl Queue {
-    const SMALL: usize = 8;
-
-    fn clear(&mut self) {
-        self.small.clear();
-        self.heap.clear();
-        self.seq = 0;
-    }
-
-    // Inlined by hand: whether the compiler inlines these on its own shifted with unrelated
-    // code elsewhere in the crate and cost the engine up to 20%.
-    #[inline(always)]
-    fn push(&mut self, t: u64, agent: u32, ev: Ev) {
-        self.seq += 1 << AGENT_BITS;
-        let seq = self.seq | u64::from(agent);
-        if self.heap.is_empty() && self.small.len() < Self::SMALL {
-            self.small.push((t, seq, ev));
-        } else {
-            self.heap.extend(self.small.drain(..).map(Reverse));
-            self.heap.push(Reverse((t, seq, ev)));
-        }
-    }
-
-    #[inline(always)]
-    fn pop(&mut self) -> Option<(u64, u32, Ev)> {
-        const AGENT: u64 = (1 << AGENT_BITS) - 1;
-        // The heap is almost always empty: asking it (out of line) costs every pop.
-        if !self.heap.is_empty()
-            && let Some(Reverse((t, seq, ev))) = self.heap.pop()
-        {
-            return Some((t, (seq & AGENT) as u32, ev));
-        }
-        if self.small.len() == 1 {
-            // The common case: one event pending (the one just scheduled).
-            let (t, seq, ev) = self.small[0];
-            self.small.clear();
-            return Some((t, (seq & AGENT) as u32, ev));
-        }
-        let (i, &(t, seq, ev)) = self.small.iter().enumerate().min_by_key(|(_, e)| (e.0, e.1))?;
-        // Not `swap_remove`: it copies the last entry even onto itself, and that wide read of
-        // an entry just written field by field stalls store forwarding (a run's queue mostly
-        // holds the one event pushed a moment ago).
-        let last = self.small.len() - 1;
-        if i != last {
-            self.small[i] = self.small[last];
-        }
-        self.small.truncate(last);
-        Some((t, (seq & AGENT) as u32, ev))
-    }
-}
 
 /// Buffers reused across runs, so a run allocates nothing once they have grown.
 #[derive(Default)]
@@ -237,7 +170,7 @@ pub struct Workspace {
 /// and retry budget, and the rendering of results.
 #[derive(Default)]
 struct Shared {
-    queue: Queue,
+    queue: Queue<Ev>,
     tools: Vec<ToolState>,
     fleet_breakers: Vec<FleetBreaker>,
     budget: Option<RetryBudget>,
@@ -563,7 +496,7 @@ fn decide_fault<const SHARED: bool>(
 }
 
 /// A place at `tool` is free at `t`: the first waiting call takes it.
-fn hand_on(queue: &mut Queue, tool: &mut ToolState, t: u64) {
+fn hand_on(queue: &mut Queue<Ev>, tool: &mut ToolState, t: u64) {
     if let Some((agent, slot)) = tool.release() {
         queue.push(t, agent, Ev::ToolServe(slot));
     }
