@@ -19,7 +19,7 @@ use super::strategy::{Partials, Routing, Strategy};
 use super::task::Ending;
 use crate::envelope::read::{Signal, read_message};
 use crate::envelope::render::{Body, Renderer};
-use crate::envelope::{ErrorKind, ToolError};
+use crate::envelope::{ErrorKind, ToolError, stated_seconds};
 use crate::fault::{ErrorClass, Fault};
 use crate::scenario::Scenario;
 
@@ -1144,7 +1144,7 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
                 rule: o.class.and(o.rule.filter(|_| !o.circuit)),
                 load: error.and(o.load),
                 attempts: if error.is_some() { s.chain } else { 0 },
-                retry_after_ms: error.and(o.retry_after_ms),
+                retry_after_s: error.and(o.retry_after_ms).map(stated_seconds),
                 encoding: error.map(|_| strat.encoding),
                 stated_complete: o.class == Some(ErrorClass::Partial) && strat.partials == Partials::Terminal,
             };

@@ -9,6 +9,8 @@ use rustc_hash::FxHashMap;
 use super::load::LoadFault;
 use crate::envelope::Encoding;
 use crate::envelope::read::Reading;
+#[cfg(doc)]
+use crate::envelope::stated_seconds;
 use crate::fault::ErrorClass;
 
 /// Everything a rendered result depends on but its call id, within one scenario (whose format
@@ -22,7 +24,9 @@ pub struct ResultKey {
     /// The load fault behind an error that came from contention.
     pub load: Option<LoadFault>,
     pub attempts: u32,
-    pub retry_after_ms: Option<u64>,
+    /// The wait in the seconds the result states ([`stated_seconds`]): waits the rate limits
+    /// compute vary by the millisecond, and keyed by those every 429 would be rendered anew.
+    pub retry_after_s: Option<u64>,
     pub encoding: Option<Encoding>,
     pub stated_complete: bool,
 }
@@ -37,7 +41,7 @@ impl Hash for ResultKey {
         let load = self.load.map_or(0, |l| l as u64 + 1);
         h.write_u64(u64::from(self.call) << 32 | u64::from(self.attempts));
         h.write_u64(class | rule << 8 | encoding << 32 | u64::from(self.stated_complete) << 40 | load << 48);
-        h.write_u64(self.retry_after_ms.map_or(u64::MAX, |ms| ms));
+        h.write_u64(self.retry_after_s.map_or(u64::MAX, |s| s));
     }
 }
 
@@ -131,7 +135,7 @@ mod tests {
             rule: None,
             load: None,
             attempts: 0,
-            retry_after_ms: None,
+            retry_after_s: None,
             encoding: None,
             stated_complete: false,
         }

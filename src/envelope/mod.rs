@@ -98,6 +98,12 @@ pub enum ErrorKind<'a> {
     CircuitOpen,
 }
 
+/// A wait as every rendering states it: whole seconds, rounded up. Renderings depend on a
+/// wait only through this, so results whose waits state the same seconds read the same.
+pub fn stated_seconds(wait_ms: u64) -> u64 {
+    wait_ms.div_ceil(1000)
+}
+
 /// The one internal error type: every encoding and format is rendered from it.
 #[derive(Clone, Copy, Debug)]
 pub struct ToolError<'a> {

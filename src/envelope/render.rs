@@ -244,7 +244,7 @@ fn five_fields(out: &mut String, scratch: &mut String, num: &mut itoa::Buffer, e
     out.push_str(num.format(err.attempts));
     if let Some(ms) = err.retry_after_ms {
         out.push_str(r#","retry_after_seconds":"#);
-        out.push_str(num.format(ms.div_ceil(1000)));
+        out.push_str(num.format(super::stated_seconds(ms)));
     }
     if let ErrorKind::Fault(Fault::Http { param: Some(p), .. }) = err.kind {
         out.push_str(r#","param":"#);
@@ -287,7 +287,7 @@ pub fn sentence(out: &mut String, num: &mut itoa::Buffer, err: &ToolError<'_>) {
             out.push_str("The ");
             out.push_str(tool);
             out.push_str(" tool is switched off after repeated failures (circuit open); do not call it for ");
-            out.push_str(num.format(err.retry_after_ms.unwrap_or(0).div_ceil(1000)));
+            out.push_str(num.format(super::stated_seconds(err.retry_after_ms.unwrap_or(0))));
             out.push_str(" seconds.");
         }
         ErrorKind::Fault(fault) => match fault {
@@ -297,7 +297,7 @@ pub fn sentence(out: &mut String, num: &mut itoa::Buffer, err: &ToolError<'_>) {
                 out.push_str(" tool is rate limited (HTTP 429 Too Many Requests); retry after ");
                 match err.retry_after_ms {
                     Some(ms) => {
-                        out.push_str(num.format(ms.div_ceil(1000)));
+                        out.push_str(num.format(super::stated_seconds(ms)));
                         out.push_str(" seconds.");
                     }
                     None => out.push_str("a short wait."),
@@ -539,6 +539,31 @@ mod tests {
                     let s = r.render(format, 7, "search", Body::Error { err: err(f), encoding });
                     let v: serde_json::Value = serde_json::from_str(s).unwrap_or_else(|e| panic!("{s}: {e}"));
                     assert!(v.is_object());
+                }
+            }
+        }
+    }
+
+    /// The engine caches a result by the seconds its wait states (`stated_seconds`), so a
+    /// rendering must not tell waits of the same stated seconds apart, and must tell others.
+    #[test]
+    fn a_wait_shows_only_as_its_stated_seconds() {
+        let mut r = Renderer::default();
+        for status in [429, 503] {
+            let f = Fault::Http { status, retry_after_ms: None, param: None, message: None };
+            for kind in [ErrorKind::Fault(&f), ErrorKind::CircuitOpen] {
+                for format in Format::ALL {
+                    for encoding in Encoding::ALL {
+                        let mut render = |ms| {
+                            let err = ToolError { kind, retry_after_ms: Some(ms), ..err(&f) };
+                            r.render(format, 7, "search", Body::Error { err, encoding }).to_owned()
+                        };
+                        let (a, b, c) = (render(11_001), render(12_000), render(12_001));
+                        assert_eq!(a, b, "{format:?} {encoding:?}");
+                        if encoding == Encoding::Envelope {
+                            assert_ne!(b, c, "{format:?}: the wait is not shown");
+                        }
+                    }
                 }
             }
         }
