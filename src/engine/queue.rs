@@ -183,15 +183,56 @@ mod tests {
         assert_eq!(popped, want);
     }
 
+    #[test]
+    fn a_cleared_queue_holds_nothing_of_its_last_run() {
+        let mut q = Queue::default();
+        for small in [true, false] {
+            let n = if small { 3 } else { 20 };
+            for k in 0..n {
+                q.push(100 + k, k as u32, 'x');
+            }
+            q.pop();
+            q.clear();
+            assert_eq!(q.pop(), None);
+            // A new run's times start again from zero.
+            for k in 0..n {
+                q.push(n - k, k as u32, 'y');
+            }
+            let popped: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+            let want: Vec<_> = (0..n).rev().map(|k| (n - k, k as u32, 'y')).collect();
+            assert_eq!(popped, want, "small: {small}");
+        }
+    }
+
+    /// Times at the far end of the clock (a wait that saturated) keep their order.
+    #[test]
+    fn times_at_the_end_of_the_clock_keep_their_order() {
+        let mut q = Queue::default();
+        let times = [u64::MAX, 0, 1 << 63, u64::MAX - 1, 5, (1 << 63) - 1, u64::MAX, 1 << 62, 7, 3];
+        for (k, t) in times.into_iter().enumerate() {
+            q.push(t, k as u32, ());
+        }
+        let popped: Vec<(u64, u32)> = std::iter::from_fn(|| q.pop()).map(|(t, a, ())| (t, a)).collect();
+        let mut want: Vec<(u64, u32)> = times.into_iter().enumerate().map(|(k, t)| (t, k as u32)).collect();
+        want.sort();
+        assert_eq!(popped, want);
+    }
+
     proptest! {
         /// Against a sorted reference: pushes and pops interleaved, every push at or after the
         /// time last popped (the engine's only use), in both the small and the heap regimes.
         #[test]
-        fn pops_in_time_then_insertion_order(ops in prop::collection::vec((0u64..50, 0u32..4, 0usize..3), 1..400)) {
+        fn pops_in_time_then_insertion_order(
+            most in 1usize..4,
+            ops in prop::collection::vec((0u64..50, 0u32..4, 0usize..4), 1..400),
+        ) {
             let mut q = Queue::default();
             let mut reference: Vec<(u64, u64, u32)> = Vec::new();
             let (mut now, mut n) = (0, 0);
+            // Up to `most` pops after each push: the queue grows (one), wanders (two) or keeps
+            // emptying (three), so both regimes and the moves between them are met.
             for (dt, agent, pops) in ops {
+                let pops = pops.min(most);
                 n += 1;
                 q.push(now + dt, agent, n);
                 reference.push((now + dt, n, agent));
