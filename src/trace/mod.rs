@@ -267,15 +267,23 @@ impl Trace {
         String::from_utf8(out).expect("JSON is UTF-8")
     }
 
-    /// [`Trace::to_jsonl`] written to `w` one line at a time, never whole in memory.
+    /// [`Trace::to_jsonl`] written to `w` in chunks of about 64 KiB, never whole in memory.
+    /// Lines are serialized into a local buffer, not into `w`: serde writes a line in dozens
+    /// of small pieces, each a call through `dyn Write` there and an inlined append here.
     pub fn write_jsonl(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
-        serde_json::to_writer(&mut *w, &self.header)?;
-        w.write_all(b"\n")?;
+        const CHUNK: usize = 1 << 16;
+        let mut buf = Vec::with_capacity(CHUNK + 4096);
+        serde_json::to_writer(&mut buf, &self.header)?;
+        buf.push(b'\n');
         for ev in &self.events {
-            serde_json::to_writer(&mut *w, ev)?;
-            w.write_all(b"\n")?;
+            if buf.len() >= CHUNK {
+                w.write_all(&buf)?;
+                buf.clear();
+            }
+            serde_json::to_writer(&mut buf, ev)?;
+            buf.push(b'\n');
         }
-        Ok(())
+        w.write_all(&buf)
     }
 }
 

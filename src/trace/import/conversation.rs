@@ -113,8 +113,8 @@ fn structured(content: &str) -> Option<Structured> {
     if !trimmed.starts_with('{') {
         return None;
     }
-    let v: Value = serde_json::from_str(trimmed).ok()?;
-    let obj = v.as_object()?;
+    let TopKeys(top) = serde_json::from_str(trimmed).ok()?;
+    let obj = &top;
     if let Some(env) = envelope(obj) {
         return Some(env);
     }
@@ -161,6 +161,57 @@ fn structured(content: &str) -> Option<Structured> {
         },
         None => Structured { failed: false, class: None, status: None, why: String::new() },
     })
+}
+
+/// The top-level keys of a JSON object that [`structured`] reads, each parsed into a `Value`;
+/// every other value is checked and skipped without being built (a tool's data can be large).
+/// A repeated key keeps its last value, as a `Value` map does.
+struct TopKeys(serde_json::Map<String, Value>);
+
+impl<'de> serde::Deserialize<'de> for TopKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        const READ: [&str; 8] =
+            ["code", "retryable", "details", "isError", "content", "structuredContent", "error", "response"];
+        /// A key, borrowed where the input allows: only the ones in `READ` are kept.
+        struct Key(Option<&'static str>);
+        impl<'de> serde::Deserialize<'de> for Key {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl serde::de::Visitor<'_> for V {
+                    type Value = Key;
+                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                        f.write_str("a key")
+                    }
+                    fn visit_str<E: serde::de::Error>(self, k: &str) -> Result<Key, E> {
+                        Ok(Key(READ.iter().find(|r| **r == k).copied()))
+                    }
+                }
+                d.deserialize_str(V)
+            }
+        }
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = TopKeys;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<TopKeys, A::Error> {
+                let mut top = serde_json::Map::new();
+                while let Some(Key(k)) = map.next_key()? {
+                    match k {
+                        Some(k) => {
+                            top.insert(k.to_owned(), map.next_value()?);
+                        }
+                        None => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(TopKeys(top))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
 }
 
 /// The five-field envelope: `code` a string and `retryable` a boolean at the top of the object.
@@ -503,6 +554,11 @@ mod tests {
         assert!(v(r#"{"content":[{"type":"text","text":"Error: fine actually"}],"isError":false}"#).ok);
         // Data that merely holds the words is data.
         assert!(v(r#"{"data":{"code":"X","retryable":true},"ok":1}"#).ok);
+        // Keys are read unescaped; a repeated key keeps its last value, as a JSON map does.
+        let r = v(r#"{"data":[{"error":"inner"}],"err\u006fr":{"code":503}}"#);
+        assert_eq!((r.ok, r.status), (false, Some(503)));
+        assert!(v(r#"{"error":"boom","data":[1,{"x":null}],"error":""}"#).ok);
+        assert!(!v(r#"{"error":"","error":"boom"}"#).ok);
     }
 
     #[test]
