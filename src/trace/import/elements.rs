@@ -59,17 +59,106 @@ pub struct Elements<R> {
 
 const CHUNK: usize = 1 << 20;
 
-/// Bytes that matter outside strings.
-const STRUCTURAL: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut k = 0;
-    let bytes = b"\"{}[],\n";
-    while k < bytes.len() {
-        t[bytes[k] as usize] = true;
-        k += 1;
+/// Bytes the splitter looks at in one step.
+const WINDOW: usize = 64;
+
+/// Where a window's quotes, backslashes and structural bytes (`{ } [ ] , \n`) are: bit k for
+/// byte k.
+#[derive(Debug, PartialEq, Eq)]
+struct Marks {
+    quote: u64,
+    backslash: u64,
+    structural: u64,
+}
+
+impl Marks {
+    /// Sixteen bytes per comparison (SSE2 on x86-64, NEON on ARM).
+    #[inline]
+    fn of(w: &[u8; WINDOW]) -> Marks {
+        use wide::u8x16;
+        let mut m = Marks { quote: 0, backslash: 0, structural: 0 };
+        for (k, part) in w.chunks_exact(16).enumerate() {
+            let v = u8x16::new(part.try_into().expect("16 bytes"));
+            let is = |x: u8x16, b: u8| x.cmp_eq(u8x16::splat(b));
+            let bits = |x: u8x16| u64::from(x.move_mask() as u16) << (16 * k);
+            // `{` and `[`, `}` and `]` differ only in bit 5.
+            let folded = v | u8x16::splat(0x20);
+            m.quote |= bits(is(v, b'"'));
+            m.backslash |= bits(is(v, b'\\'));
+            m.structural |= bits(is(folded, b'{') | is(folded, b'}') | is(v, b',') | is(v, b'\n'));
+        }
+        m
     }
-    t
-};
+
+    /// A byte at a time: the reference [`Marks::of`] is tested against.
+    #[cfg(test)]
+    fn one_by_one(w: &[u8; WINDOW]) -> Marks {
+        let mut m = Marks { quote: 0, backslash: 0, structural: 0 };
+        for (k, &b) in w.iter().enumerate() {
+            m.quote |= u64::from(b == b'"') << k;
+            m.backslash |= u64::from(b == b'\\') << k;
+            m.structural |= u64::from(matches!(b, b'{' | b'}' | b'[' | b']' | b',' | b'\n')) << k;
+        }
+        m
+    }
+}
+
+impl Marks {
+    /// Which bytes of the window (those in `within`) are inside a string, its opening quote
+    /// included and its closing one not, for a window that starts `in_string` and with its
+    /// first byte `escaped`; both are updated for the next window. A quote outside a string
+    /// opens one; inside, a backslash escapes the next byte and a quote closes it.
+    #[inline]
+    fn strings(&self, within: u64, in_string: &mut bool, escaped: &mut bool) -> u64 {
+        let started = if *in_string { u64::MAX } else { 0 };
+        let last = within ^ (within >> 1);
+        // Take every backslash not itself escaped for an escape, as JSON allows backslashes
+        // only in strings; the quotes not escaped then delimit the strings.
+        let (mut escapes, mut escaped_bytes) = (0u64, u64::from(*escaped));
+        let mut rest = self.backslash & within & !escaped_bytes;
+        while rest != 0 {
+            let bit = rest & rest.wrapping_neg();
+            escapes |= bit;
+            escaped_bytes |= bit << 1;
+            rest &= !(bit | bit << 1);
+        }
+        let delimiters = self.quote & within & !escaped_bytes;
+        let inside = prefix_xor(delimiters) ^ started;
+        if escapes & !inside == 0 {
+            *in_string ^= delimiters.count_ones() % 2 == 1;
+            *escaped = escapes & last != 0;
+            return inside;
+        }
+        // A backslash outside a string (not JSON, which the parser will say): it escapes
+        // nothing there, so walk the quotes and backslashes in order.
+        *in_string = started != 0;
+        let (mut delimiters, mut skip) = (0u64, u64::from(std::mem::take(escaped)));
+        let mut events = (self.quote | self.backslash) & within;
+        while events != 0 {
+            let bit = events & events.wrapping_neg();
+            events ^= bit;
+            if bit & skip != 0 {
+                continue;
+            }
+            if self.quote & bit != 0 {
+                delimiters |= bit;
+                *in_string = !*in_string;
+            } else if *in_string {
+                skip = bit << 1;
+                *escaped = bit == last;
+            }
+        }
+        prefix_xor(delimiters) ^ started
+    }
+}
+
+/// Bit k of the answer is the parity of bits 0..=k of `x`.
+fn prefix_xor(mut x: u64) -> u64 {
+    for shift in [1, 2, 4, 8, 16, 32] {
+        x ^= x << shift;
+    }
+    x
+}
 
 impl<R: Read> Elements<R> {
     /// Starts reading `reader`, whose first non-blank byte is `[` for [`Layout::Array`].
@@ -169,7 +258,7 @@ impl<R: Read> Elements<R> {
         let mut i = self.start;
         // Where the element starts in the input, once it has outgrown `keep` and is not kept.
         let mut far: Option<u64> = None;
-        let end = loop {
+        let end = 'scan: loop {
             if i == self.filled {
                 let from = far.unwrap_or(self.base + self.start as u64);
                 if self.base + i as u64 - from > self.cap as u64 {
@@ -193,46 +282,39 @@ impl<R: Read> Elements<R> {
                     Err(e) => return Some(Err(self.error(&format!("a readable file ({e})")))),
                 }
             }
-            if in_string {
-                if escaped {
-                    escaped = false;
-                    i += 1;
-                    continue;
+            // The next window of up to 64 bytes, as bit masks (bit k: byte i + k).
+            let n = (self.filled - i).min(WINDOW);
+            let mut tail = [0u8; WINDOW];
+            let w = match self.buf[i..self.filled].first_chunk::<WINDOW>() {
+                Some(w) => w,
+                None => {
+                    tail[..n].copy_from_slice(&self.buf[i..i + n]);
+                    &tail
                 }
-                // Jump to the next quote or backslash (strings are most of a trace's bytes).
-                match memchr::memchr2(b'"', b'\\', &self.buf[i..self.filled]) {
-                    None => i = self.filled,
-                    Some(k) => {
-                        escaped = self.buf[i + k] == b'\\';
-                        in_string = escaped;
-                        i += k + 1;
+            };
+            let within = if n == WINDOW { u64::MAX } else { (1u64 << n) - 1 };
+            let marks = Marks::of(w);
+            let inside = marks.strings(within, &mut in_string, &mut escaped);
+            let mut structural = marks.structural & within & !inside;
+            while structural != 0 {
+                let k = structural.trailing_zeros() as usize;
+                structural &= structural - 1;
+                match w[k] {
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' if depth > 0 => {
+                        depth -= 1;
+                        if depth == 0 && self.layout == Layout::Array {
+                            break 'scan i + k + 1;
+                        }
                     }
+                    // A scalar element ends at a separator; the array's `]` closes it.
+                    b',' | b']' if depth == 0 && self.layout == Layout::Array => break 'scan i + k,
+                    b'\n' if self.layout == Layout::Lines && depth == 0 => break 'scan i + k,
+                    b'\n' => lines += 1,
+                    _ => {}
                 }
-                continue;
             }
-            // Skip what cannot change the state (indentation, numbers, literals) in a tight loop.
-            while i < self.filled && !STRUCTURAL[usize::from(self.buf[i])] {
-                i += 1;
-            }
-            if i == self.filled {
-                continue;
-            }
-            match self.buf[i] {
-                b'"' => in_string = true,
-                b'{' | b'[' => depth += 1,
-                b'}' | b']' if depth > 0 => {
-                    depth -= 1;
-                    if depth == 0 && self.layout == Layout::Array {
-                        break i + 1;
-                    }
-                }
-                // A scalar element ends at a separator; the array's `]` closes it.
-                b',' | b']' if depth == 0 && self.layout == Layout::Array => break i,
-                b'\n' if self.layout == Layout::Lines && depth == 0 => break i,
-                b'\n' => lines += 1,
-                _ => {}
-            }
-            i += 1;
+            i += n;
         };
         let from = self.start;
         self.start = end;
@@ -405,7 +487,80 @@ mod tests {
         })
     }
 
+    /// [`Marks::strings`] a byte at a time: bytes inside a string, and the state after `n` bytes.
+    fn strings_one_by_one(w: &[u8], mut in_string: bool, mut escaped: bool) -> (u64, bool, bool) {
+        let mut inside = 0u64;
+        for (k, &b) in w.iter().enumerate() {
+            if !in_string {
+                in_string = b == b'"';
+            } else if escaped {
+                escaped = false;
+            } else if b == b'"' {
+                in_string = false;
+            } else {
+                escaped = b == b'\\';
+            }
+            inside |= u64::from(in_string) << k;
+        }
+        (inside, in_string, escaped)
+    }
+
+    /// Windows made mostly of the bytes the splitter looks at.
+    fn arb_window() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        let byte = prop_oneof![
+            Just(b'"'),
+            Just(b'\\'),
+            Just(b'{'),
+            Just(b'}'),
+            Just(b'['),
+            Just(b']'),
+            Just(b','),
+            Just(b'\n'),
+            Just(b'a'),
+            any::<u8>()
+        ];
+        proptest::collection::vec(byte, 0..=WINDOW)
+    }
+
     proptest::proptest! {
+        /// The wide comparisons find the same bytes as a byte-at-a-time look.
+        #[test]
+        fn marks_are_found_sixteen_bytes_at_a_time(w in arb_window()) {
+            let mut window = [0u8; WINDOW];
+            window[..w.len()].copy_from_slice(&w);
+            proptest::prop_assert_eq!(Marks::of(&window), Marks::one_by_one(&window));
+        }
+
+        /// Strings, escapes and the state carried to the next window are those of a byte-at-a-
+        /// time walk, backslashes outside strings (not JSON) included.
+        #[test]
+        fn strings_of_a_window_are_those_of_a_walk(
+            w in arb_window(),
+            in_string in proptest::prelude::any::<bool>(),
+            escaped in proptest::prelude::any::<bool>(),
+        ) {
+            proptest::prop_assume!(!w.is_empty(), "the splitter never looks at an empty window");
+            let escaped = escaped && in_string;
+            let mut window = [0u8; WINDOW];
+            window[..w.len()].copy_from_slice(&w);
+            let within = if w.len() == WINDOW { u64::MAX } else { (1u64 << w.len()) - 1 };
+            let (mut s, mut e) = (in_string, escaped);
+            let inside = Marks::of(&window).strings(within, &mut s, &mut e);
+            proptest::prop_assert_eq!((inside & within, s, e), strings_one_by_one(&w, in_string, escaped));
+        }
+
+        /// However the reads fall (one byte at a time: a window per byte), any input, JSON or
+        /// not, splits as it does read whole.
+        #[test]
+        fn reads_of_any_size_split_alike(w in proptest::collection::vec(arb_window(), 0..8), chunk in 1usize..80) {
+            let input: Vec<u8> = std::iter::once(b'[').chain(w.into_iter().flatten()).collect();
+            let Ok(input) = String::from_utf8(input) else { return Ok(()) };
+            for layout in [Layout::Array, Layout::Lines] {
+                proptest::prop_assert_eq!(split(&input, layout, chunk), split(&input, layout, usize::MAX));
+            }
+        }
+
         /// Whatever the values, however the reads fall, each element's bytes parse back to the
         /// value written, in an array (compact or pretty) and in JSONL.
         #[test]
