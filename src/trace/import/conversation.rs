@@ -172,7 +172,7 @@ impl<'de> serde::Deserialize<'de> for TopKeys {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         const READ: [&str; 8] =
             ["code", "retryable", "details", "isError", "content", "structuredContent", "error", "response"];
-        /// A key, borrowed where the input allows: only the ones in `READ` are kept.
+        /// Which key of `READ` a key is, if any: the others are never copied.
         struct Key(Option<&'static str>);
         impl<'de> serde::Deserialize<'de> for Key {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

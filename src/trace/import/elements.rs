@@ -101,9 +101,7 @@ impl Marks {
         }
         m
     }
-}
 
-impl Marks {
     /// Which bytes of the window (those in `within`) are inside a string, its opening quote
     /// included and its closing one not, for a window that starts `in_string` and with its
     /// first byte `escaped`; both are updated for the next window. A quote outside a string
