@@ -4,10 +4,10 @@
 //! a word with the insertion number (below it, so the order is the insertion's), which keeps an
 //! entry at 24 bytes. A lone agent rarely holds more than a few events, and a linear scan of a
 //! few beats any heap; past [`Queue::SMALL`] (a fleet, or a wide parallel turn) they move to a
-//! radix heap. Virtual time never runs back — nothing is scheduled before the event being
-//! handled — so the queue is monotone, and a radix heap (Ahuja, Mehlhorn, Orlin and Tarjan,
-//! 1990) serves it with a push in constant time and a pop that moves each entry down a few
-//! buckets over its life, instead of a binary heap's logarithmic sifts on every push and pop.
+//! timing wheel. Virtual time never runs back — nothing is scheduled before the event being
+//! handled — so the queue is monotone, and a wheel of one slot per millisecond over the next
+//! few seconds (Varghese and Lauck, 1987) serves it with a push and a pop in constant time;
+//! the few events scheduled further ahead wait in a binary heap until the wheel reaches them.
 
 /// Bits of an entry's second word that hold the agent (enough for `MAX_AGENTS`).
 pub const AGENT_BITS: u32 = 14;
@@ -18,13 +18,13 @@ type Entry<E> = (u64, u64, E);
 
 pub struct Queue<E> {
     small: Vec<Entry<E>>,
-    heap: RadixHeap<E>,
+    wheel: Wheel<E>,
     seq: u64,
 }
 
 impl<E> Default for Queue<E> {
     fn default() -> Self {
-        Self { small: Vec::new(), heap: RadixHeap::default(), seq: 0 }
+        Self { small: Vec::new(), wheel: Wheel::default(), seq: 0 }
     }
 }
 
@@ -33,7 +33,7 @@ impl<E: Copy> Queue<E> {
 
     pub fn clear(&mut self) {
         self.small.clear();
-        self.heap.clear();
+        self.wheel.clear();
         self.seq = 0;
     }
 
@@ -44,22 +44,22 @@ impl<E: Copy> Queue<E> {
     pub fn push(&mut self, t: u64, agent: u32, ev: E) {
         self.seq += 1 << AGENT_BITS;
         let seq = self.seq | u64::from(agent);
-        if self.heap.is_empty() && self.small.len() < Self::SMALL {
+        if self.wheel.is_empty() && self.small.len() < Self::SMALL {
             self.small.push((t, seq, ev));
         } else {
-            if self.heap.is_empty() {
-                self.heap.start(&mut self.small);
+            if self.wheel.is_empty() {
+                self.wheel.start(&mut self.small);
             }
-            self.heap.push((t, seq, ev));
+            self.wheel.push((t, seq, ev));
         }
     }
 
     /// The earliest event (the first scheduled among equals) and its agent.
     #[inline(always)]
     pub fn pop(&mut self) -> Option<(u64, u32, E)> {
-        // The heap is almost always empty: asking it (out of line) costs every pop.
-        if !self.heap.is_empty() {
-            let (t, seq, ev) = self.heap.pop();
+        // The wheel is almost always empty: asking it (out of line) costs every pop.
+        if !self.wheel.is_empty() {
+            let (t, seq, ev) = self.wheel.pop();
             return Some((t, (seq & AGENT) as u32, ev));
         }
         if self.small.len() == 1 {
@@ -81,89 +81,186 @@ impl<E: Copy> Queue<E> {
     }
 }
 
-/// Buckets of a radix heap over 128-bit keys (time, insertion): bucket `b` holds the entries
-/// whose key first differs from the last key popped at bit `b`.
-const BUCKETS: usize = 128;
+/// The wheel's window: one slot per millisecond of virtual time for this many milliseconds.
+const SLOT_BITS: u32 = 12;
+const SLOTS: usize = 1 << SLOT_BITS;
+const WORDS: usize = SLOTS / 64;
+const _: () = assert!(WORDS <= 64, "one summary word covers the slot words");
+/// No node: the end of a slot's list, or an empty free list.
+const NIL: u32 = u32::MAX;
 
-/// A monotone priority queue. Every key it holds is above `last`, the key popped last; an
-/// entry lives in the bucket of the highest bit where its key differs from `last`, so the
-/// lowest non-empty bucket holds the minimum. Popping from a bucket of several entries makes
-/// their minimum the new `last` and spreads the rest over lower buckets.
-struct RadixHeap<E> {
-    buckets: Vec<Vec<Entry<E>>>,
-    /// Bit `b` is set when bucket `b` holds something.
-    full: u128,
-    last: (u64, u64),
+/// An event in a slot, in the order it was scheduled.
+#[derive(Clone, Copy)]
+struct Node<E> {
+    seq: u64,
+    ev: E,
+    next: u32,
 }
 
-impl<E> Default for RadixHeap<E> {
-    fn default() -> Self {
-        Self { buckets: Vec::new(), full: 0, last: (0, 0) }
+/// An event past the wheel's window, ordered earliest first in a binary heap.
+struct Later<E>(Entry<E>);
+
+impl<E> Later<E> {
+    fn key(&self) -> std::cmp::Reverse<(u64, u64)> {
+        std::cmp::Reverse((self.0.0, self.0.1))
     }
 }
 
-impl<E: Copy> RadixHeap<E> {
+impl<E> PartialEq for Later<E> {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+impl<E> Eq for Later<E> {}
+impl<E> PartialOrd for Later<E> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<E> Ord for Later<E> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+/// A timing wheel over a window of [`SLOTS`] milliseconds from `base`, for a monotone queue.
+/// Each slot lists its events in the order they were scheduled (all at the same time, so in
+/// insertion order); a two-level bitmap finds the first full slot in two bit scans. Events past
+/// the window wait in a binary heap; when the wheel runs empty it moves to the earliest of them
+/// and takes in every one that fits, in order, so each event is moved at most once.
+struct Wheel<E> {
+    len: usize,
+    /// Whether `base` holds: not until the first pop after [`Wheel::start`].
+    anchored: bool,
+    base: u64,
+    /// Bit `s % 64` of `words[s / 64]` is set when slot `s` holds something; bit `w` of
+    /// `summary` when `words[w]` is not zero.
+    summary: u64,
+    words: [u64; WORDS],
+    /// First and last node of each full slot (stale in an empty one).
+    ends: Vec<(u32, u32)>,
+    nodes: Vec<Node<E>>,
+    /// Nodes popped, linked through `next`, for reuse.
+    free: u32,
+    later: std::collections::BinaryHeap<Later<E>>,
+}
+
+impl<E> Default for Wheel<E> {
+    fn default() -> Self {
+        Self {
+            len: 0,
+            anchored: false,
+            base: 0,
+            summary: 0,
+            words: [0; WORDS],
+            ends: Vec::new(),
+            nodes: Vec::new(),
+            free: NIL,
+            later: std::collections::BinaryHeap::new(),
+        }
+    }
+}
+
+impl<E: Copy> Wheel<E> {
     fn is_empty(&self) -> bool {
-        self.full == 0
+        self.len == 0
     }
 
     fn clear(&mut self) {
-        self.buckets.iter_mut().for_each(Vec::clear);
-        self.full = 0;
+        while self.summary != 0 {
+            self.words[self.summary.trailing_zeros() as usize] = 0;
+            self.summary &= self.summary - 1;
+        }
+        self.nodes.clear();
+        self.free = NIL;
+        self.later.clear();
+        self.len = 0;
+        self.anchored = false;
     }
 
-    /// Starts the empty heap with `entries` (moved out), ordered from scratch.
+    /// Starts the empty wheel with `entries` (moved out). Where its window begins is not known
+    /// until the first pop (an event may yet be scheduled before all of these), so they wait.
     #[cold]
     fn start(&mut self, entries: &mut Vec<Entry<E>>) {
-        if self.buckets.is_empty() {
-            self.buckets.resize_with(BUCKETS, Vec::new);
-        }
-        // Every key is above (0, 0): insertion numbers start at one.
-        self.last = (0, 0);
+        self.anchored = false;
         for e in entries.drain(..) {
             self.push(e);
         }
     }
 
-    /// The bucket of key (`t`, `seq`) when `last` was popped last.
-    fn bucket_of(last: (u64, u64), t: u64, seq: u64) -> usize {
-        if t == last.0 {
-            (u64::BITS - 1 - (seq ^ last.1).leading_zeros()) as usize
+    fn push(&mut self, (t, seq, ev): Entry<E>) {
+        self.len += 1;
+        let slot = t.wrapping_sub(self.base);
+        if self.anchored && slot < SLOTS as u64 {
+            self.put(slot as usize, seq, ev);
         } else {
-            (2 * u64::BITS - 1 - (t ^ last.0).leading_zeros()) as usize
+            self.later.push(Later((t, seq, ev)));
         }
     }
 
-    fn push(&mut self, e: Entry<E>) {
-        debug_assert!((e.0, e.1) > self.last, "an event scheduled before the last one popped");
-        let b = Self::bucket_of(self.last, e.0, e.1);
-        self.buckets[b].push(e);
-        self.full |= 1 << b;
+    /// Appends an event to slot `s`.
+    fn put(&mut self, s: usize, seq: u64, ev: E) {
+        let node = Node { seq, ev, next: NIL };
+        let i = if self.free == NIL {
+            self.nodes.push(node);
+            (self.nodes.len() - 1) as u32
+        } else {
+            let i = self.free;
+            self.free = self.nodes[i as usize].next;
+            self.nodes[i as usize] = node;
+            i
+        };
+        let (w, bit) = (s / 64, 1 << (s % 64));
+        if self.words[w] & bit == 0 {
+            self.words[w] |= bit;
+            self.summary |= 1 << w;
+            self.ends[s] = (i, i);
+        } else {
+            self.nodes[self.ends[s].1 as usize].next = i;
+            self.ends[s].1 = i;
+        }
     }
 
-    /// The minimum; the heap must not be empty.
+    /// The minimum; the wheel must not be empty.
     fn pop(&mut self) -> Entry<E> {
-        let b = self.full.trailing_zeros() as usize;
-        let (lower, upper) = self.buckets.split_at_mut(b);
-        let from = &mut upper[0];
-        self.full &= !(1 << b);
-        let min = if from.len() == 1 {
-            from[0]
-        } else {
-            let key = |e: &Entry<E>| u128::from(e.0) << 64 | u128::from(e.1);
-            let min = *from.iter().min_by_key(|e| key(e)).expect("a full bucket");
-            // The rest differ from the new minimum below bit `b`.
-            let last = (min.0, min.1);
-            for &e in from.iter().filter(|e| e.1 != min.1) {
-                let to = Self::bucket_of(last, e.0, e.1);
-                lower[to].push(e);
-                self.full |= 1 << to;
+        if self.summary == 0 {
+            self.advance();
+        }
+        let w = self.summary.trailing_zeros() as usize;
+        let b = self.words[w].trailing_zeros() as usize;
+        let s = w * 64 + b;
+        let i = self.ends[s].0;
+        let node = self.nodes[i as usize];
+        if node.next == NIL {
+            self.words[w] &= !(1 << b);
+            if self.words[w] == 0 {
+                self.summary &= !(1 << w);
             }
-            min
-        };
-        from.clear();
-        self.last = (min.0, min.1);
-        min
+        } else {
+            self.ends[s].0 = node.next;
+        }
+        self.nodes[i as usize].next = self.free;
+        self.free = i;
+        self.len -= 1;
+        (self.base + s as u64, node.seq, node.ev)
+    }
+
+    /// Moves the empty wheel's window to the earliest event waiting past it, taking in every
+    /// event that now fits (nothing is scheduled before an event popped, so none goes below).
+    #[cold]
+    fn advance(&mut self) {
+        if self.ends.is_empty() {
+            self.ends.resize(SLOTS, (NIL, NIL));
+        }
+        let Some(first) = self.later.peek() else { unreachable!("advancing an empty wheel") };
+        self.base = first.0.0;
+        self.anchored = true;
+        while let Some(Later((t, ..))) = self.later.peek()
+            && t - self.base < SLOTS as u64
+        {
+            let Some(Later((t, seq, ev))) = self.later.pop() else { break };
+            self.put((t - self.base) as usize, seq, ev);
+        }
     }
 }
 
@@ -218,13 +315,42 @@ mod tests {
         assert_eq!(popped, want);
     }
 
+    /// Events scheduled past the wheel's window wait, are taken in when it moves to them, and
+    /// keep their place before events scheduled at the same time after it moved.
+    #[test]
+    fn events_past_the_window_keep_their_order() {
+        let mut q = Queue::default();
+        let far = SLOTS as u64 + 900;
+        for k in 0..10 {
+            q.push(k, k as u32, 'n');
+        }
+        assert_eq!(q.pop(), Some((0, 0, 'n')), "the wheel anchors at the first pop");
+        q.push(far, 20, 'x');
+        q.push(far, 21, 'y');
+        q.push(far - 1, 22, 'w');
+        for k in 1..10 {
+            assert_eq!(q.pop(), Some((k, k as u32, 'n')));
+        }
+        assert_eq!(q.pop(), Some((far - 1, 22, 'w')));
+        assert_eq!(q.pop(), Some((far, 20, 'x')));
+        q.push(far, 23, 'z');
+        q.push(far + 2 * SLOTS as u64, 24, 'v');
+        q.push(far + 1, 25, 'u');
+        let rest: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(rest, [(far, 21, 'y'), (far, 23, 'z'), (far + 1, 25, 'u'), (far + 2 * SLOTS as u64, 24, 'v')]);
+    }
+
     proptest! {
         /// Against a sorted reference: pushes and pops interleaved, every push at or after the
-        /// time last popped (the engine's only use), in both the small and the heap regimes.
+        /// time last popped (the engine's only use), in both the small and the wheel regimes.
         #[test]
         fn pops_in_time_then_insertion_order(
             most in 1usize..4,
-            ops in prop::collection::vec((0u64..50, 0u32..4, 0usize..4), 1..400),
+            // Mostly near (ties and the wheel), sometimes past the wheel's window.
+            ops in prop::collection::vec(
+                (prop_oneof![4 => 0u64..50, 1 => 0..3 * SLOTS as u64], 0u32..4, 0usize..4),
+                1..400,
+            ),
         ) {
             let mut q = Queue::default();
             let mut reference: Vec<(u64, u64, u32)> = Vec::new();
