@@ -9,6 +9,8 @@
 //! few seconds (Varghese and Lauck, 1987) serves it with a push and a pop in constant time;
 //! the few events scheduled further ahead wait in a binary heap until the wheel reaches them.
 
+use std::cmp::Reverse;
+
 /// Bits of an entry's second word that hold the agent (enough for `MAX_AGENTS`).
 pub const AGENT_BITS: u32 = 14;
 const AGENT: u64 = (1 << AGENT_BITS) - 1;
@@ -28,7 +30,7 @@ impl<E> Default for Queue<E> {
     }
 }
 
-impl<E: Copy> Queue<E> {
+impl<E: Copy + Ord> Queue<E> {
     const SMALL: usize = 8;
 
     pub fn clear(&mut self) {
@@ -97,31 +99,9 @@ struct Node<E> {
     next: u32,
 }
 
-/// An event past the wheel's window, ordered earliest first in a binary heap.
-struct Later<E>(Entry<E>);
-
-impl<E> Later<E> {
-    fn key(&self) -> std::cmp::Reverse<(u64, u64)> {
-        std::cmp::Reverse((self.0.0, self.0.1))
-    }
-}
-
-impl<E> PartialEq for Later<E> {
-    fn eq(&self, other: &Self) -> bool {
-        self.key() == other.key()
-    }
-}
-impl<E> Eq for Later<E> {}
-impl<E> PartialOrd for Later<E> {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl<E> Ord for Later<E> {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.key().cmp(&other.key())
-    }
-}
+/// An event past the wheel's window, earliest first in a binary heap (insertion numbers are
+/// unique, so the event itself is never compared).
+type Later<E> = Reverse<Entry<E>>;
 
 /// A timing wheel over a window of [`SLOTS`] milliseconds from `base`, for a monotone queue.
 /// Each slot lists its events in the order they were scheduled (all at the same time, so in
@@ -161,7 +141,7 @@ impl<E> Default for Wheel<E> {
     }
 }
 
-impl<E: Copy> Wheel<E> {
+impl<E: Copy + Ord> Wheel<E> {
     fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -194,7 +174,7 @@ impl<E: Copy> Wheel<E> {
         if self.anchored && slot < SLOTS as u64 {
             self.put(slot as usize, seq, ev);
         } else {
-            self.later.push(Later((t, seq, ev)));
+            self.later.push(Reverse((t, seq, ev)));
         }
     }
 
@@ -252,13 +232,13 @@ impl<E: Copy> Wheel<E> {
         if self.ends.is_empty() {
             self.ends.resize(SLOTS, (NIL, NIL));
         }
-        let Some(first) = self.later.peek() else { unreachable!("advancing an empty wheel") };
-        self.base = first.0.0;
+        let Some(Reverse((first, ..))) = self.later.peek() else { unreachable!("advancing an empty wheel") };
+        self.base = *first;
         self.anchored = true;
-        while let Some(Later((t, ..))) = self.later.peek()
+        while let Some(Reverse((t, ..))) = self.later.peek()
             && t - self.base < SLOTS as u64
         {
-            let Some(Later((t, seq, ev))) = self.later.pop() else { break };
+            let Some(Reverse((t, seq, ev))) = self.later.pop() else { break };
             self.put((t - self.base) as usize, seq, ev);
         }
     }
