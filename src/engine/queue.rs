@@ -281,6 +281,79 @@ mod tests {
         }
     }
 
+    /// Up to [`Queue::SMALL`] events are scanned in place; one more moves them all to the wheel,
+    /// which keeps the queue's events until it runs empty. (The order alone cannot tell: a
+    /// queue that never used the wheel, or always did, pops the same, only slower.)
+    #[test]
+    fn past_eight_events_the_wheel_holds_them() {
+        type Q = Queue<()>;
+        let mut q = Q::default();
+        for k in 0..Q::SMALL as u64 {
+            q.push(k, 0, ());
+            assert_eq!((q.small.len(), q.wheel.len), (k as usize + 1, 0), "{} events", k + 1);
+        }
+        q.push(3, 0, ());
+        assert_eq!((q.small.len(), q.wheel.len), (0, Q::SMALL + 1), "one past the scan");
+        q.pop();
+        q.push(4, 0, ());
+        assert_eq!((q.small.len(), q.wheel.len), (0, Q::SMALL + 1), "the wheel keeps taking them");
+        while q.pop().is_some() {}
+        q.push(9, 0, ());
+        assert_eq!((q.small.len(), q.wheel.len), (1, 0), "an emptied wheel hands back to the scan");
+    }
+
+    /// A cleared wheel forgets every slot, in every word of its bitmap: a new run that puts
+    /// events in the same slots finds them empty.
+    #[test]
+    fn a_cleared_wheel_forgets_slots_in_every_word() {
+        let mut q = Queue::default();
+        // Slots in three words (0, 1 and 3), so the summary holds more than its lowest bit.
+        let times = [0, 1, 70, 71, 200, 201, 130, 2, 3, 4];
+        for (k, t) in times.into_iter().enumerate() {
+            q.push(t, k as u32, 'x');
+        }
+        assert_eq!(q.pop(), Some((0, 0, 'x')));
+        q.clear();
+        for (k, t) in times.into_iter().enumerate() {
+            q.push(t, k as u32, 'y');
+        }
+        let popped: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        let mut want: Vec<_> = times.into_iter().enumerate().map(|(k, t)| (t, k as u32, 'y')).collect();
+        want.sort();
+        assert_eq!(popped, want);
+    }
+
+    /// The window's last slot is in the wheel; the next millisecond waits past it.
+    #[test]
+    fn the_window_ends_one_slot_before_its_length() {
+        let mut q = Queue::default();
+        for k in 0..10 {
+            q.push(0, k, ());
+        }
+        assert_eq!(q.pop(), Some((0, 0, ())), "anchored at 0");
+        let edge = SLOTS as u64;
+        q.push(edge, 20, ());
+        q.push(edge - 1, 21, ());
+        assert_eq!(q.wheel.later.len(), 1, "only the event at the window's length waits past it");
+        let rest: Vec<_> = std::iter::from_fn(|| q.pop()).skip(9).collect();
+        assert_eq!(rest, [(edge - 1, 21, ()), (edge, 20, ())]);
+
+        // The same edge when the emptied wheel moves its window to the earliest waiting event.
+        for k in 0..10 {
+            q.push(0, k, ());
+        }
+        q.pop();
+        let far = 3 * edge;
+        q.push(far + edge, 30, ());
+        q.push(far, 31, ());
+        q.push(far + edge - 1, 32, ());
+        let rest: Vec<_> = std::iter::from_fn(|| q.pop()).skip(9).take(1).collect();
+        assert_eq!(rest, [(far, 31, ())]);
+        assert_eq!(q.wheel.later.len(), 1, "taken in up to the window's last slot");
+        let rest: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(rest, [(far + edge - 1, 32, ()), (far + edge, 30, ())]);
+    }
+
     /// Times at the far end of the clock (a wait that saturated) keep their order.
     #[test]
     fn times_at_the_end_of_the_clock_keep_their_order() {
