@@ -128,8 +128,8 @@ impl Marks {
             return inside;
         }
         // A backslash outside a string (not JSON, which the parser will say): it escapes
-        // nothing there, so walk the quotes and backslashes in order.
-        *in_string = started != 0;
+        // nothing there, so walk the quotes and backslashes in order (`in_string` is still the
+        // window's start).
         let (mut delimiters, mut skip) = (0u64, u64::from(std::mem::take(escaped)));
         let mut events = (self.quote | self.backslash) & within;
         while events != 0 {
