@@ -307,7 +307,7 @@ mod tests {
     #[test]
     fn a_cleared_wheel_forgets_slots_in_every_word() {
         let mut q = Queue::default();
-        // Slots in three words (0, 1 and 3), so the summary holds more than its lowest bit.
+        // Slots in four words (0 to 3), so the summary holds more than its lowest bit.
         let times = [0, 1, 70, 71, 200, 201, 130, 2, 3, 4];
         for (k, t) in times.into_iter().enumerate() {
             q.push(t, k as u32, 'x');
