@@ -44,6 +44,57 @@ impl Service {
     }
 }
 
+/// The service times one agent has drawn in a run, by tool and attempt. The service stream is
+/// keyed without the strategy, so every strategy of a run draws the same times for the same
+/// attempts; each is computed once (a normal's logarithm and cosine are most of a fleet's
+/// sampling) and read back by the others.
+#[derive(Default)]
+pub struct ServiceTimes {
+    /// Per tool: the distribution the times were drawn from, and time + 1 by attempt − 1
+    /// (0: not drawn yet).
+    by_tool: Vec<(Option<Service>, Vec<u64>)>,
+}
+
+impl ServiceTimes {
+    /// Attempts past this many are sampled each time rather than kept, which bounds the
+    /// memory at 2 KiB per agent and tool (20 MiB for 10 000 agents retrying one tool).
+    const KEPT: usize = 1 << 8;
+
+    /// Forgets every time (the agent's streams were keyed anew).
+    pub fn clear(&mut self) {
+        self.by_tool.iter_mut().for_each(|(_, times)| times.clear());
+    }
+
+    /// The service time of `tool`'s attempt `attempt` (from 1) under `dist`: `draw` samples it
+    /// the first time it is asked for.
+    #[inline]
+    pub fn get(&mut self, tool: usize, attempt: u32, dist: Service, draw: impl FnOnce() -> u64) -> u64 {
+        let i = (attempt as usize).wrapping_sub(1);
+        if i >= Self::KEPT {
+            return draw();
+        }
+        if tool >= self.by_tool.len() {
+            self.by_tool.resize_with(tool + 1, Default::default);
+        }
+        let (drawn_from, times) = &mut self.by_tool[tool];
+        if *drawn_from != Some(dist) {
+            // Another scenario's tool under the same stream keys.
+            *drawn_from = Some(dist);
+            times.clear();
+        }
+        if let Some(&kept) = times.get(i).filter(|&&t| t != 0) {
+            return kept - 1;
+        }
+        if times.len() <= i {
+            times.resize(i + 1, 0);
+        }
+        let t = draw();
+        // (A time of u64::MAX is not kept: it leaves no room for the +1 that marks a kept time.)
+        times[i] = t.checked_add(1).unwrap_or(0);
+        t
+    }
+}
+
 /// `[tools.NAME]`: what the tool can take. The default takes everything (no load faults).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ToolLoad {
@@ -234,6 +285,38 @@ impl ToolState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_service_time_is_drawn_once_per_tool_and_attempt_until_cleared() {
+        let normal = Service::Normal { mean: 300.0, sd: 80.0, floor: 50.0 };
+        let mut times = ServiceTimes::default();
+        let mut draws = 0;
+        let mut get = |times: &mut ServiceTimes, tool, attempt, dist, t| {
+            times.get(tool, attempt, dist, || {
+                draws += 1;
+                t
+            })
+        };
+        assert_eq!(get(&mut times, 1, 3, normal, 250), 250);
+        // Another strategy of the run asks again: the kept time, not a new draw.
+        assert_eq!(get(&mut times, 1, 3, normal, 999), 250);
+        // Another attempt, another tool: drawn.
+        assert_eq!(get(&mut times, 1, 2, normal, 7), 7);
+        assert_eq!(get(&mut times, 0, 3, normal, 0), 0);
+        assert_eq!(get(&mut times, 0, 3, normal, 5), 0, "a time of 0 is kept too");
+        // Another distribution under the same keys (another scenario): drawn anew.
+        assert_eq!(get(&mut times, 1, 3, Service::Constant(40), 40), 40);
+        // A new run's streams: drawn anew.
+        times.clear();
+        assert_eq!(get(&mut times, 1, 3, Service::Constant(40), 41), 41);
+        // Past what is kept, and a time with no room for the mark: drawn every time.
+        let far = ServiceTimes::KEPT as u32 + 1;
+        assert_eq!(get(&mut times, 0, far, normal, 1), 1);
+        assert_eq!(get(&mut times, 0, far, normal, 2), 2);
+        assert_eq!(get(&mut times, 0, 9, normal, u64::MAX), u64::MAX);
+        assert_eq!(get(&mut times, 0, 9, normal, 3), 3);
+        assert_eq!(draws, 9);
+    }
 
     #[test]
     fn the_provider_admits_within_both_limits_and_waits_for_the_slower() {

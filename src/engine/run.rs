@@ -7,7 +7,7 @@ use super::breaker::{Admit, Breaker, FleetBreaker};
 use super::events::{By, Event, Observer, TerminatedBy};
 use super::faults::{FaultPlan, Fired, Injector};
 use super::fleet::{MAX_AGENTS, agent_key};
-use super::load::{Admission, LoadFault, ProviderState, ToolState};
+use super::load::{Admission, LoadFault, ProviderState, ServiceTimes, ToolState};
 use super::loop_guard::LoopGuard;
 use super::model::{Action, CallHistory, Perceived, act, perceive_failure};
 use super::queue::{AGENT_BITS, Queue};
@@ -217,6 +217,8 @@ struct Agent {
     model: LazyStream,
     jitter: LazyStream,
     service: LazyStream,
+    /// What this run's strategies have drawn from `service`.
+    service_times: ServiceTimes,
     keyed_for: Option<(u64, u64, u64, u32)>,
     start_ms: u64,
     /// Model turns completed.
@@ -270,6 +272,7 @@ impl Agent {
             self.model.reset(stream(domain::MODEL));
             self.jitter.reset(stream(domain::JITTER));
             self.service.reset(stream(domain::SERVICE));
+            self.service_times.clear();
         }
         self.start_ms = start_ms;
         self.turn = 0;
@@ -947,7 +950,7 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
         let plan = &sc.faults;
         let spec = &sc.task.calls[self.ag.slots[i].call as usize];
         let tool = usize::from(spec.tool);
-        let Agent { slots, successes, terminal, refusals, injector, service, .. } = &mut *self.ag;
+        let Agent { slots, successes, terminal, refusals, injector, service, service_times, .. } = &mut *self.ag;
         let s = &mut slots[i];
         let attempt = s.attempt;
         let memory = sc.task.script.is_none();
@@ -988,10 +991,10 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
         s.outcome = Outcome { class, rule, fired, retry_after_ms, announced, probe: s.probe, ..Outcome::default() };
         let latency = match (fault, if SHARED { sc.loads[tool].service } else { None }) {
             (Some(Fault::Timeout { after_ms }), _) if !refused => *after_ms,
-            (_, Some(dist)) => {
+            (_, Some(dist)) => service_times.get(tool, attempt, dist, || {
                 let slot = (tool as u64) << 40 | u64::from(attempt) << 1;
                 dist.sample(service.unit(slot), service.unit(slot + 1))
-            }
+            }),
             _ => spec.latency_ms.unwrap_or(sc.profile.tool_latency_ms),
         };
         s.served_ms = now;
