@@ -187,6 +187,8 @@ impl Observer for RunMetrics {
         }
     }
 
+    // Called before every event of a fleet (the lone agent's loop never calls it).
+    #[inline(always)]
     fn agent(&mut self, agent: u32) {
         let agent = agent as usize;
         if self.pending_by_agent.len() <= agent.max(self.agent) {
