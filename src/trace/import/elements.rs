@@ -197,6 +197,12 @@ impl<R: Read> Elements<R> {
             self.base += self.start as u64;
             self.start = 0;
         }
+        if self.buf.capacity() > 2 * (self.filled + CHUNK) {
+            // A large element has been handed out or let go: give back the room it took (the
+            // buffer had doubled past `keep`, and would hold it while the element is converted).
+            self.buf.truncate(self.filled + CHUNK);
+            self.buf.shrink_to_fit();
+        }
         if self.buf.len() < self.filled + CHUNK {
             self.buf.resize(self.filled + CHUNK, 0);
         }
@@ -454,6 +460,19 @@ mod tests {
                 assert_eq!(err.line, 2, "chunk {chunk}, keep {keep}");
             }
         }
+    }
+
+    #[test]
+    fn the_room_a_large_element_took_is_given_back() {
+        // 6 MiB kept up to 3 MiB: the buffer grows past 4 MiB (its capacity doubles) before the
+        // element is let go; the next fill shrinks it back while the element is converted.
+        let big = format!("[{{\"s\": \"{}\"}},\n{{\"small\": 1}},\n{{\"small\": 2}}]", "x".repeat(6 << 20));
+        let mut elements = Elements::new(big.as_bytes(), Layout::Array, 16 << 20).keep_at_most(3 << 20);
+        assert!(elements.next().unwrap().unwrap().far.is_some());
+        assert_eq!(elements.next().unwrap().unwrap().bytes, b"{\"small\": 1}");
+        assert!(elements.buf.capacity() <= 2 * CHUNK + 64, "capacity {}", elements.buf.capacity());
+        assert_eq!(elements.next().unwrap().unwrap().bytes, b"{\"small\": 2}");
+        assert!(elements.next().is_none());
     }
 
     #[test]
