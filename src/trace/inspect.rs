@@ -85,9 +85,12 @@ pub fn ended_name(o: FinalOutcome) -> &'static str {
 }
 
 pub fn stats(trace: &Trace) -> Stats<'_> {
-    let mut rows: Vec<Row> = Vec::new();
+    // Sized once: a conversation can hold tens of thousands of calls (doubling would leave up
+    // to half of each table unused while the trace is held).
+    let calls = trace.events.iter().filter(|e| matches!(e, TraceEvent::ToolCall { .. })).count();
+    let mut rows: Vec<Row> = Vec::with_capacity(calls);
     // The latest call with each id: results pair with it.
-    let mut index_of: HashMap<&str, usize> = HashMap::new();
+    let mut index_of: HashMap<&str, usize> = HashMap::with_capacity(calls);
     let mut model_calls = 0;
     let mut ended = "cut_off";
     for ev in &trace.events {
@@ -116,6 +119,7 @@ pub fn stats(trace: &Trace) -> Stats<'_> {
             TraceEvent::Mcp { .. } => {}
         }
     }
+    drop(index_of);
     let failed = |r: &Row| !matches!(r.outcome, "ok" | "partial" | "unanswered");
     let mut failing_repeats = 0;
     let mut streak = 0;
