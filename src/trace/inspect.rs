@@ -208,3 +208,87 @@ pub fn table(s: &Stats) -> String {
     );
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Args, Header, Stop, TRACE_VERSION};
+
+    /// A trace of one model turn per call: (tool, argument, outcome), where the outcome is an
+    /// error class, `ok`, `partial`, or `None` for a call left unanswered.
+    fn trace(calls: &[(&str, u64, Option<&str>)]) -> Trace {
+        let mut events = Vec::new();
+        for (i, &(tool, arg, outcome)) in calls.iter().enumerate() {
+            let (turn, call_id) = (i as u32 + 1, format!("c{i}"));
+            events.push(TraceEvent::ModelCall {
+                turn,
+                status: 200,
+                tokens_in: 0,
+                tokens_out: 0,
+                latency_ms: None,
+                stop: Stop::ToolCalls,
+                text: None,
+            });
+            let args = Args::new(&serde_json::json!({ "q": arg }));
+            events.push(TraceEvent::ToolCall { turn, call_id: call_id.clone(), name: tool.into(), args });
+            let Some(outcome) = outcome else { continue };
+            events.push(TraceEvent::ToolResult {
+                call_id,
+                ok: outcome != "http_503",
+                status: None,
+                content: String::new(),
+                error_class: (outcome != "ok").then(|| outcome.to_owned()),
+                latency_ms: None,
+                attempts: None,
+                evidence: None,
+            });
+        }
+        events.push(TraceEvent::Final { text: String::new(), outcome: FinalOutcome::GaveUp });
+        let header = Header {
+            tracefault_trace: TRACE_VERSION,
+            id: "t".into(),
+            source_format: "native".into(),
+            provider: None,
+            model: None,
+            tools: Vec::new(),
+            agent: None,
+        };
+        Trace { header, events }
+    }
+
+    #[test]
+    fn repeats_streaks_and_the_loop_guard_are_counted_by_their_definitions() {
+        let (fail, ok, partial) = (Some("http_503"), Some("ok"), Some("partial"));
+        let t = trace(&[
+            ("search", 1, fail),   // 1: a failure
+            ("search", 1, fail),   // 2: repeats a failed call, right after it: streak 2
+            ("search", 1, ok),     // 3: repeats a failed call (and succeeds): the streak ends
+            ("fetch", 1, partial), // 4: partials are not failures, but a loop guard counts them
+            ("fetch", 1, partial), // 5
+            ("fetch", 1, partial), // 6: the third identical (call, outcome): the guard stops here
+            ("fetch", 1, partial), // 7
+            ("search", 1, fail),   // 8: repeats a failed call, not right after it: streak 1
+            ("search", 3, fail),   // 9: same tool, other arguments: the streak starts again
+            ("search", 4, fail),   // 10
+            ("search", 4, fail),   // 11: repeats the call before it: streak 2
+            ("fetch", 4, fail),    // 12: same arguments, other tool: the streak starts again
+            ("lookup", 4, fail),   // 13
+            ("fetch", 2, None),    // 14: unanswered
+        ]);
+        let s = stats(&t);
+        assert_eq!((s.model_calls, s.tool_calls, s.tool_failures), (14, 14, 8));
+        assert_eq!(s.failing_repeats, 4);
+        assert_eq!(s.longest_failing_streak, 2);
+        assert_eq!(s.loop_guard_at, Some(6));
+        assert_eq!(s.ended, "gave_up");
+        let outcomes: Vec<&str> = s.rows.iter().map(|r| r.outcome).collect();
+        let mut want = ["http_503"; 14];
+        want[2] = "ok";
+        want[3..7].fill("partial");
+        want[13] = "unanswered";
+        assert_eq!(outcomes, want);
+        let repeats: Vec<usize> =
+            s.rows.iter().enumerate().filter(|(_, r)| r.failing_repeat).map(|(i, _)| i + 1).collect();
+        assert_eq!(repeats, [2, 3, 8, 11]);
+    }
+}
