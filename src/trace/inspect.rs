@@ -212,7 +212,7 @@ pub fn table(s: &Stats) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{Args, Header, Stop, TRACE_VERSION};
+    use crate::trace::{Args, Header, Stop};
 
     /// A trace of one model turn per call: (tool, argument, outcome), where the outcome is an
     /// error class, `ok`, `partial`, or `None` for a call left unanswered.
@@ -244,15 +244,7 @@ mod tests {
             });
         }
         events.push(TraceEvent::Final { text: String::new(), outcome: FinalOutcome::GaveUp });
-        let header = Header {
-            tracefault_trace: TRACE_VERSION,
-            id: "t".into(),
-            source_format: "native".into(),
-            provider: None,
-            model: None,
-            tools: Vec::new(),
-            agent: None,
-        };
+        let header = Header::new("t".into(), "native", None, None);
         Trace { header, events }
     }
 

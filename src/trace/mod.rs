@@ -33,6 +33,24 @@ pub struct Header {
 }
 
 impl Header {
+    /// A header that declares no tools yet.
+    pub fn new(
+        id: String,
+        source_format: impl Into<String>,
+        provider: Option<String>,
+        model: Option<String>,
+    ) -> Header {
+        Header {
+            tracefault_trace: TRACE_VERSION,
+            id,
+            source_format: source_format.into(),
+            provider,
+            model,
+            tools: Vec::new(),
+            agent: None,
+        }
+    }
+
     /// The header of a trace tracefault records for a scenario's run.
     pub fn for_scenario(
         sc: &crate::scenario::Scenario,
@@ -41,20 +59,8 @@ impl Header {
         provider: Option<String>,
         model: String,
     ) -> Header {
-        Header {
-            tracefault_trace: TRACE_VERSION,
-            id,
-            source_format: source_format.to_owned(),
-            provider,
-            model: Some(model),
-            tools: sc
-                .task
-                .tools
-                .iter()
-                .map(|n| ToolDef { name: n.clone(), description: None, parameters: None })
-                .collect(),
-            agent: None,
-        }
+        let tools = sc.task.tools.iter().map(|n| ToolDef { name: n.clone(), description: None, parameters: None });
+        Header { tools: tools.collect(), ..Header::new(id, source_format, provider, Some(model)) }
     }
 }
 

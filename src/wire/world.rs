@@ -11,7 +11,7 @@ use crate::engine::fleet::agent_key;
 use crate::engine::rng::{LazyStream, domain, key};
 use crate::fault::{ErrorClass, Fault};
 use crate::scenario::Scenario;
-use crate::trace::{Header, TRACE_VERSION, ToolDef, Trace};
+use crate::trace::{Header, Trace};
 
 use super::model::Conversation;
 
@@ -147,20 +147,9 @@ impl World {
         scenario.faults.reset(&mut injector, scenario.seed, scenario.name_hash, run, agent, &scenario.target_hashes);
         let mut service = LazyStream::default();
         service.reset(agent_key(key(&[scenario.seed, scenario.name_hash, run, domain::SERVICE]), agent));
-        let header = Header {
-            tracefault_trace: TRACE_VERSION,
-            id: format!("{}/exec/run{run}", scenario.name),
-            source_format: "tracefault-wire".into(),
-            provider: None,
-            model: Some(format!("mock:{}", scenario.profile.name)),
-            tools: scenario
-                .task
-                .tools
-                .iter()
-                .map(|n| ToolDef { name: n.clone(), description: None, parameters: None })
-                .collect(),
-            agent: None,
-        };
+        let id = format!("{}/exec/run{run}", scenario.name);
+        let header =
+            Header::for_scenario(&scenario, id, "tracefault-wire", None, format!("mock:{}", scenario.profile.name));
         World {
             run,
             agent,

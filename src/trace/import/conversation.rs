@@ -8,7 +8,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use crate::fault::{ErrorClass, http_class};
-use crate::trace::{Args, FinalOutcome, Header, Stop, TRACE_VERSION, ToolDef, Trace, TraceEvent};
+use crate::trace::{Args, FinalOutcome, Header, Stop, ToolDef, Trace, TraceEvent};
 
 /// One tool call the model asked for.
 #[derive(Clone, Debug, PartialEq)]
@@ -356,37 +356,55 @@ pub fn judge(content: &str, flag: Option<(bool, &'static str)>, rules: &FailureR
 /// `tool_result` per result (paired by id, else by position among the open calls, preferring
 /// the same tool name), and a `final` event.
 pub fn to_trace(conv: Conversation, rules: &FailureRules) -> Trace {
-    // How it ended, read first: the items are then moved into the events.
-    let last_model = conv.items.iter().rev().find_map(|i| match i {
-        Item::Model { text, calls, status, .. } => Some((text, calls, *status)),
-        _ => None,
-    });
-    let last_is_model =
-        matches!(conv.items.iter().rev().find(|i| !matches!(i, Item::User(_))), Some(Item::Model { .. }));
-    let (text, outcome) = match last_model {
-        Some((text, calls, 200)) if calls.is_empty() && last_is_model => {
-            (text.clone().unwrap_or_default(), FinalOutcome::Answer)
-        }
-        Some((_, calls, 200)) if last_is_model && calls.len() == 1 && calls[0].name == "Finish" => {
-            // ToolBench's control tool: its return_type says how the episode ended.
-            let args = calls[0].args.value();
-            let rt = args.get("return_type").and_then(Value::as_str).unwrap_or_default();
-            let answer = args.get("final_answer").and_then(Value::as_str).unwrap_or_default().to_owned();
-            (answer, if rt == "give_answer" { FinalOutcome::Answer } else { FinalOutcome::GaveUp })
-        }
-        _ => (String::new(), FinalOutcome::CutOff),
-    };
-    let calls: usize = conv.items.iter().map(|i| if let Item::Model { calls, .. } = i { calls.len() } else { 0 }).sum();
-    let mut events = Vec::with_capacity(conv.items.len() + calls + 1);
-    let mut turn = 0;
-    // Open calls awaiting a result: (call_id, tool name).
-    let mut open: Vec<(String, String)> = Vec::new();
-    let mut tools: Vec<ToolDef> = conv.tools;
-    for item in conv.items {
+    let Conversation { id, source_format, provider, model, tools, items } = conv;
+    let calls: usize = items.iter().map(|i| if let Item::Model { calls, .. } = i { calls.len() } else { 0 }).sum();
+    let mut trace = TraceBuilder::new(tools, items.len() + calls + 1);
+    for item in items {
+        trace.push(item);
+    }
+    trace.finish(Header::new(id, source_format, provider, model), rules)
+}
+
+/// [`to_trace`] one item at a time, so that a reader can hand on each message as it reads it
+/// and never hold a conversation's items beside its events. Results are judged at the end,
+/// when the failure rules are at hand.
+#[derive(Debug, Default)]
+pub struct TraceBuilder {
+    events: Vec<TraceEvent>,
+    tools: Vec<ToolDef>,
+    /// Open calls awaiting a result: (call_id, tool name).
+    open: Vec<(String, String)>,
+    /// The structural flags of results that carry one, by event index.
+    flags: Vec<(usize, (bool, &'static str))>,
+    turn: u32,
+    /// The index of the last `model_call` event.
+    last_model: Option<usize>,
+    /// Whether the last item other than a user's was a model call.
+    last_is_model: bool,
+    items: usize,
+}
+
+impl TraceBuilder {
+    /// A builder whose trace declares `tools` (tools called but not declared are added), with
+    /// room for `events` events (the `final` one included): sized once, a conversation's
+    /// events leave no trail of outgrown copies.
+    pub fn new(tools: Vec<ToolDef>, events: usize) -> TraceBuilder {
+        TraceBuilder { tools, events: Vec::with_capacity(events), ..TraceBuilder::default() }
+    }
+
+    /// Whether no item has been pushed.
+    pub fn is_empty(&self) -> bool {
+        self.items == 0
+    }
+
+    /// Adds the next item of the conversation.
+    pub fn push(&mut self, item: Item) {
+        self.items += 1;
         match item {
             Item::User(_) => {}
             Item::Model { text, calls, tokens_in, tokens_out, status } => {
-                turn += 1;
+                self.turn += 1;
+                let turn = self.turn;
                 let stop = if status != 200 {
                     Stop::Error
                 } else if calls.is_empty() {
@@ -394,7 +412,9 @@ pub fn to_trace(conv: Conversation, rules: &FailureRules) -> Trace {
                 } else {
                     Stop::ToolCalls
                 };
-                events.push(TraceEvent::ModelCall {
+                self.last_model = Some(self.events.len());
+                self.last_is_model = true;
+                self.events.push(TraceEvent::ModelCall {
                     turn,
                     status,
                     tokens_in,
@@ -405,48 +425,77 @@ pub fn to_trace(conv: Conversation, rules: &FailureRules) -> Trace {
                 });
                 for (i, c) in calls.into_iter().enumerate() {
                     let id = c.id.unwrap_or_else(|| format!("call_t{turn}_{i}"));
-                    if !tools.iter().any(|t| t.name == c.name) {
-                        tools.push(ToolDef { name: c.name.clone(), description: None, parameters: None });
+                    if !self.tools.iter().any(|t| t.name == c.name) {
+                        self.tools.push(ToolDef { name: c.name.clone(), description: None, parameters: None });
                     }
-                    open.push((id.clone(), c.name.clone()));
-                    events.push(TraceEvent::ToolCall { turn, call_id: id, name: c.name, args: c.args });
+                    self.open.push((id.clone(), c.name.clone()));
+                    self.events.push(TraceEvent::ToolCall { turn, call_id: id, name: c.name, args: c.args });
                 }
             }
             Item::Result { id, name, content, flag } => {
+                self.last_is_model = false;
+                let open = &self.open;
                 let pos = match &id {
                     Some(id) => open.iter().position(|(o, _)| o == id),
                     None => None,
                 }
                 .or_else(|| name.as_ref().and_then(|n| open.iter().position(|(_, on)| on == n)))
                 .or(if open.is_empty() { None } else { Some(0) });
-                let Some(pos) = pos else { continue };
-                let (call_id, _) = open.remove(pos);
-                let v = judge(&content, flag, rules);
-                events.push(TraceEvent::ToolResult {
+                let Some(pos) = pos else { return };
+                let (call_id, _) = self.open.remove(pos);
+                if let Some(flag) = flag {
+                    self.flags.push((self.events.len(), flag));
+                }
+                self.events.push(TraceEvent::ToolResult {
                     call_id,
-                    ok: v.ok,
-                    status: v.status,
+                    ok: true,
+                    status: None,
                     content,
-                    error_class: v.class.map(str::to_owned),
+                    error_class: None,
                     latency_ms: None,
                     attempts: None,
-                    evidence: (!v.evidence.is_empty()).then_some(v.evidence),
+                    evidence: None,
                 });
             }
         }
     }
-    events.push(TraceEvent::Final { text, outcome });
-    Trace {
-        header: Header {
-            tracefault_trace: TRACE_VERSION,
-            id: conv.id,
-            source_format: conv.source_format,
-            provider: conv.provider,
-            model: conv.model,
-            tools,
-            agent: None,
-        },
-        events,
+
+    /// The trace under `header` (its tools are the builder's): every result judged by
+    /// `rules`, and a `final` event saying how the conversation ended.
+    pub fn finish(mut self, mut header: Header, rules: &FailureRules) -> Trace {
+        let mut flags = self.flags.iter().peekable();
+        for (n, event) in self.events.iter_mut().enumerate() {
+            if let TraceEvent::ToolResult { ok, status, content, error_class, evidence, .. } = event {
+                let flag = flags.next_if(|(at, _)| *at == n).map(|(_, f)| *f);
+                let v = judge(content, flag, rules);
+                (*ok, *status, *error_class) = (v.ok, v.status, v.class.map(str::to_owned));
+                *evidence = (!v.evidence.is_empty()).then_some(v.evidence);
+            }
+        }
+        let (text, outcome) = self.ending();
+        self.events.push(TraceEvent::Final { text, outcome });
+        header.tools = self.tools;
+        Trace { header, events: self.events }
+    }
+
+    /// How the conversation ended: its last item a model call that answered (or called
+    /// ToolBench's `Finish`), else cut off.
+    fn ending(&self) -> (String, FinalOutcome) {
+        let cut_off = (String::new(), FinalOutcome::CutOff);
+        let Some(m) = self.last_model.filter(|_| self.last_is_model) else { return cut_off };
+        let TraceEvent::ModelCall { status: 200, text, .. } = &self.events[m] else { return cut_off };
+        // The last item is this model call, so the events after it are its calls.
+        match &self.events[m + 1..] {
+            [] => (text.clone().unwrap_or_default(), FinalOutcome::Answer),
+            [TraceEvent::ToolCall { name, args, .. }] if name == "Finish" => {
+                // ToolBench's control tool: its return_type says how the episode ended.
+                let args = args.value();
+                let rt = args.get("return_type").and_then(Value::as_str).unwrap_or_default();
+                let answer = args.get("final_answer").and_then(Value::as_str).unwrap_or_default().to_owned();
+                (answer, if rt == "give_answer" { FinalOutcome::Answer } else { FinalOutcome::GaveUp })
+            }
+            _ => cut_off,
+        }
     }
 }
 
@@ -568,6 +617,75 @@ mod tests {
         assert!(r.evidence.contains("is_error"));
         let r = judge("Error: looks bad", Some((false, "is_error: false")), &FailureRules::default());
         assert!(r.ok, "an explicit false flag is trusted over text");
+    }
+
+    /// Results pair with calls by id, else by tool name, else the oldest open call; a flag is
+    /// judged with its result, though judging waits for the end; the last model call decides
+    /// how the conversation ended.
+    #[test]
+    fn the_builder_pairs_results_judges_them_and_reads_the_ending() {
+        let call = |id: Option<&str>, name: &str| CallItem {
+            id: id.map(str::to_owned),
+            name: name.into(),
+            args: parse_args("{}"),
+        };
+        let result = |id: Option<&str>, name: Option<&str>, content: &str, flag| Item::Result {
+            id: id.map(str::to_owned),
+            name: name.map(str::to_owned),
+            content: content.into(),
+            flag,
+        };
+        let mut b = TraceBuilder::new(Vec::new(), 0);
+        assert!(b.is_empty());
+        b.push(Item::User("hi".into()));
+        b.push(Item::model(None, vec![call(Some("a"), "f"), call(None, "g"), call(None, "h")]));
+        b.push(result(None, Some("h"), "Error: no", None));
+        b.push(result(Some("a"), None, "all good", Some((true, "is_error: true"))));
+        b.push(result(None, None, "fine", None));
+        b.push(result(None, None, "nobody asked", None));
+        b.push(Item::model(Some("done".into()), Vec::new()));
+        b.push(Item::User("thanks".into()));
+        assert!(!b.is_empty());
+        let t = b.finish(Header::new("c".into(), "test", None, None), &FailureRules::default());
+        let results: Vec<(&str, bool)> = t
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                TraceEvent::ToolResult { call_id, ok, .. } => Some((call_id.as_str(), *ok)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(results, [("call_t1_2", false), ("a", false), ("call_t1_1", true)]);
+        assert_eq!(t.header.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["f", "g", "h"]);
+        assert!(
+            matches!(t.events.last(), Some(TraceEvent::Final { text, outcome: FinalOutcome::Answer }) if text == "done")
+        );
+
+        let ending = |items: Vec<Item>| {
+            let mut b = TraceBuilder::default();
+            items.into_iter().for_each(|i| b.push(i));
+            match b.finish(Header::new("c".into(), "test", None, None), &FailureRules::default()).events.pop() {
+                Some(TraceEvent::Final { text, outcome }) => (text, outcome),
+                other => panic!("{other:?}"),
+            }
+        };
+        let finish = |rt: &str| CallItem {
+            id: None,
+            name: "Finish".into(),
+            args: parse_args(&format!(r#"{{"return_type":"{rt}","final_answer":"42"}}"#)),
+        };
+        assert_eq!(ending(vec![Item::model(None, vec![finish("give_answer")])]), ("42".into(), FinalOutcome::Answer));
+        assert_eq!(
+            ending(vec![Item::model(None, vec![finish("give_up_and_restart")])]),
+            ("42".into(), FinalOutcome::GaveUp)
+        );
+        let cut = (String::new(), FinalOutcome::CutOff);
+        assert_eq!(ending(vec![Item::model(None, vec![call(None, "f")])]), cut, "a call left open");
+        assert_eq!(ending(vec![Item::model(None, vec![call(None, "f")]), result(None, None, "x", None)]), cut);
+        let failed =
+            Item::Model { text: Some("x".into()), calls: Vec::new(), tokens_in: 0, tokens_out: 0, status: 429 };
+        assert_eq!(ending(vec![failed]), cut, "a failed model call");
+        assert_eq!(ending(vec![Item::User("hi".into())]), cut);
     }
 
     #[test]

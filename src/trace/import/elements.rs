@@ -29,6 +29,8 @@ pub struct Element<'a> {
     pub bytes: &'a [u8],
     /// Where in the input an element too large to keep lies (its bytes were not kept).
     pub far: Option<std::ops::Range<u64>>,
+    /// How many JSON objects the element opens: what a reader can size its output by.
+    pub objects: usize,
 }
 
 /// Splits a reader's elements without parsing them: it tracks only strings, escapes and
@@ -258,7 +260,7 @@ impl<R: Read> Elements<R> {
             Err(e) => return Some(Err(e)),
         }
         let (first_line, mut lines) = (self.line, 0);
-        let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+        let (mut depth, mut in_string, mut escaped, mut objects) = (0usize, false, false, 0);
         let mut i = self.start;
         // Where the element starts in the input, once it has outgrown `keep` and is not kept.
         let mut far: Option<u64> = None;
@@ -304,7 +306,8 @@ impl<R: Read> Elements<R> {
                 let k = structural.trailing_zeros() as usize;
                 structural &= structural - 1;
                 match w[k] {
-                    b'{' | b'[' => depth += 1,
+                    b'{' => (depth, objects) = (depth + 1, objects + 1),
+                    b'[' => depth += 1,
                     b'}' | b']' if depth > 0 => {
                         depth -= 1;
                         if depth == 0 && self.layout == Layout::Array {
@@ -329,8 +332,8 @@ impl<R: Read> Elements<R> {
         // One that came in whole but is larger than `keep` is handed out by its place too.
         let far = far.or_else(|| (end - from > self.keep).then(|| self.base + from as u64));
         Some(Ok(match far {
-            Some(at) => Element { index, line, bytes: &[], far: Some(at..self.base + end as u64) },
-            None => Element { index, line, bytes: &self.buf[from..end], far: None },
+            Some(at) => Element { index, line, bytes: &[], far: Some(at..self.base + end as u64), objects },
+            None => Element { index, line, bytes: &self.buf[from..end], far: None, objects },
         }))
     }
 }

@@ -170,7 +170,13 @@ pub fn chain(exchanges: Vec<Exchange>, source: SourceFormat, id: &str, provider:
         }
         let (conv, prev) = current.as_mut().expect("set above");
         let done = prev.len();
-        conv.items.extend(ex.items.into_iter().skip(done));
+        let mut rest = ex.items;
+        rest.drain(..done);
+        if conv.items.is_empty() {
+            conv.items = rest; // moved, not copied: a lone exchange can hold a large conversation
+        } else {
+            conv.items.append(&mut rest);
+        }
         prev.extend(sigs.into_iter().skip(done));
         if let Some(resp) = ex.response {
             let ok = matches!(resp, Item::Model { status: 200, .. });

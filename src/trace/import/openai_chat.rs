@@ -3,11 +3,13 @@
 
 use std::borrow::Cow;
 
+use serde::de::DeserializeSeed;
+
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::ImportError;
-use super::conversation::{CallItem, Item, parse_args, text_of, with_usage};
+use super::conversation::{CallItem, Item, TraceBuilder, parse_args, text_of, with_usage};
 use crate::trace::ToolDef;
 
 pub fn items(messages: &[Value], path: &str) -> Result<Vec<Item>, ImportError> {
@@ -90,77 +92,138 @@ pub fn tools(body: &Value) -> Vec<ToolDef> {
     out
 }
 
-/// The items of a wrapped conversation (`traj`, `conversation` or `trajectory`, the first
-/// present as [`super::container_inner`] picks), read straight into typed messages that borrow
-/// from `element`: no `Value` tree, and the text of system and developer messages (in
+/// The trace of a wrapped conversation (`traj`, `conversation` or `trajectory`, the first
+/// present as [`super::container_inner`] picks), its messages read straight into typed
+/// messages that borrow from `element` and handed on one by one: no `Value` tree, and the text of system and developer messages (in
 /// tau-bench the policy prompt, a third of the bytes) is skipped unread. `None` when the
 /// element holds anything this reading does not take exactly as [`items`] would (another
-/// shape, a missing role, an unknown role, a duplicate key, an empty list): the caller then
-/// reads it as a `Value`, which gives the same items or the error.
-pub fn wrapped_items(element: &[u8]) -> Option<Vec<Item>> {
-    let Object(w): Object<Wrapped<&RawValue>> = serde_json::from_slice(element).ok()?;
-    w.items()
+/// shape, a missing role, an unknown role, a duplicate key, an empty list, several lists): the
+/// caller then reads it as a `Value`, which gives the same trace or the error. `objects` (the
+/// JSON objects the element opens, an upper bound on its events) sizes the trace once.
+pub fn wrapped_trace(element: &[u8], objects: usize) -> Option<TraceBuilder> {
+    wrapped_trace_with::<&RawValue, _>(serde_json::Deserializer::from_slice(element), objects, element.len())
 }
 
-/// [`wrapped_items`] read from `reader`: each message becomes its item as it is read, so
-/// memory holds the items and one message, never the element's bytes.
-pub fn wrapped_items_from(reader: impl std::io::Read) -> Option<Vec<Item>> {
-    let Object(w): Object<Wrapped<Box<RawValue>>> = serde_json::from_reader(reader).ok()?;
-    w.items()
+/// [`wrapped_trace`] read from `reader` (`len` bytes): each message becomes its events as it is
+/// read, so memory holds the events and one message, never the element's bytes nor its items.
+pub fn wrapped_trace_from(reader: impl std::io::Read, objects: usize, len: usize) -> Option<TraceBuilder> {
+    wrapped_trace_with::<Box<RawValue>, _>(serde_json::Deserializer::from_reader(reader), objects, len)
 }
 
-/// A wrapped conversation's message lists, each turned into items as it is read; `C` holds a
-/// message's raw `content` (borrowed from the bytes, or boxed when read from a reader).
-#[derive(serde::Deserialize)]
-#[serde(bound = "C: serde::Deserialize<'de> + std::ops::Deref<Target = RawValue>")]
-struct Wrapped<C> {
-    #[serde(default, deserialize_with = "present")]
-    traj: Option<ItemList<C>>,
-    #[serde(default, deserialize_with = "present")]
-    conversation: Option<ItemList<C>>,
-    #[serde(default, deserialize_with = "present")]
-    trajectory: Option<ItemList<C>>,
+fn wrapped_trace_with<'de, C, R>(
+    mut de: serde_json::Deserializer<R>,
+    objects: usize,
+    len: usize,
+) -> Option<TraceBuilder>
+where
+    C: serde::Deserialize<'de> + std::ops::Deref<Target = RawValue>,
+    R: serde_json::de::Read<'de>,
+{
+    // Every event but the last comes from an object (a message, a tool call); the bound is
+    // capped so that a file of nested objects cannot reserve far more than it could fill.
+    let mut trace = TraceBuilder::new(Vec::new(), objects.min(len / 16) + 1);
+    Wrapped { trace: &mut trace, content: std::marker::PhantomData::<C> }.deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    Some(trace)
 }
 
-/// A present key must hold a list of messages (`null` is not taken for absent).
-fn present<'de, D: serde::Deserializer<'de>, T: serde::Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
-    T::deserialize(d).map(Some)
-}
-
-impl<C> Wrapped<C> {
-    fn items(self) -> Option<Vec<Item>> {
-        let list = self.traj.or(self.conversation).or(self.trajectory).filter(|l| l.messages > 0)?;
-        Some(list.items)
-    }
-}
-
-/// The items of a list of messages, and how many messages it held.
-struct ItemList<C> {
-    items: Vec<Item>,
-    messages: usize,
+/// A wrapped conversation: an object whose one list of messages (under a key of
+/// [`super::WRAPPER_KEYS`]) is turned into events as it is read, every other value skipped;
+/// `C` holds a message's raw `content` (borrowed from the bytes, or boxed when read from a
+/// reader).
+struct Wrapped<'t, C> {
+    trace: &'t mut TraceBuilder,
     content: std::marker::PhantomData<C>,
 }
 
-impl<'de, C: serde::Deserialize<'de> + std::ops::Deref<Target = RawValue>> serde::Deserialize<'de> for ItemList<C> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visit<C>(std::marker::PhantomData<C>);
-        impl<'de, C: serde::Deserialize<'de> + std::ops::Deref<Target = RawValue>> serde::de::Visitor<'de> for Visit<C> {
-            type Value = ItemList<C>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a list of messages")
+impl<'de, C: serde::Deserialize<'de> + std::ops::Deref<Target = RawValue>> serde::de::DeserializeSeed<'de>
+    for Wrapped<'_, C>
+{
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, C: serde::Deserialize<'de> + std::ops::Deref<Target = RawValue>> serde::de::Visitor<'de> for Wrapped<'_, C> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an object with one list of messages")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        use serde::de::Error;
+        let mut lists = 0;
+        while let Some(WrapperKey(is_list)) = map.next_key()? {
+            if !is_list {
+                map.next_value::<serde::de::IgnoredAny>()?;
+                continue;
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<ItemList<C>, A::Error> {
-                let mut list = ItemList { items: Vec::new(), messages: 0, content: self.0 };
-                while let Some(Object(m)) = seq.next_element::<Object<Message<'de, C>>>()? {
-                    list.messages += 1;
-                    if let Some(item) = m.item().ok_or_else(|| serde::de::Error::custom("not read typed"))? {
-                        list.items.push(item);
-                    }
-                }
-                Ok(list)
+            lists += 1;
+            // Several lists (or one key twice) are the `Value` reading's: it picks by key order.
+            if lists > 1 {
+                return Err(A::Error::custom("several lists of messages"));
+            }
+            let messages = map.next_value_seed(Messages { trace: &mut *self.trace, content: self.content })?;
+            if messages == 0 {
+                return Err(A::Error::custom("an empty list of messages"));
             }
         }
-        d.deserialize_seq(Visit(std::marker::PhantomData))
+        if lists == 0 {
+            return Err(A::Error::custom("no list of messages"));
+        }
+        Ok(())
+    }
+}
+
+/// Whether an object key is one of [`super::WRAPPER_KEYS`].
+struct WrapperKey(bool);
+
+impl<'de> serde::Deserialize<'de> for WrapperKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl serde::de::Visitor<'_> for Visit {
+            type Value = WrapperKey;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E: serde::de::Error>(self, k: &str) -> Result<WrapperKey, E> {
+                Ok(WrapperKey(super::WRAPPER_KEYS.contains(&k)))
+            }
+        }
+        d.deserialize_str(Visit)
+    }
+}
+
+/// A list of messages, each pushed into the trace as it is read; its value is how many
+/// messages the list held.
+struct Messages<'t, C> {
+    trace: &'t mut TraceBuilder,
+    content: std::marker::PhantomData<C>,
+}
+
+impl<'de, C: serde::Deserialize<'de> + std::ops::Deref<Target = RawValue>> serde::de::DeserializeSeed<'de>
+    for Messages<'_, C>
+{
+    type Value = usize;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<usize, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de, C: serde::Deserialize<'de> + std::ops::Deref<Target = RawValue>> serde::de::Visitor<'de> for Messages<'_, C> {
+    type Value = usize;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list of messages")
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<usize, A::Error> {
+        let mut messages = 0;
+        while let Some(Object(m)) = seq.next_element::<Object<Message<'de, C>>>()? {
+            messages += 1;
+            if let Some(item) = m.item().ok_or_else(|| serde::de::Error::custom("not read typed"))? {
+                self.trace.push(item);
+            }
+        }
+        Ok(messages)
     }
 }
 
@@ -219,7 +282,7 @@ impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Object<T> {
     }
 }
 
-/// One Chat Completions message as [`wrapped_items`] reads it; `content` is kept raw and read
+/// One Chat Completions message as [`wrapped_trace`] reads it; `content` is kept raw and read
 /// only for the roles whose text is used.
 #[derive(serde::Deserialize)]
 #[serde(bound(deserialize = "C: serde::Deserialize<'de>"))]
@@ -278,11 +341,33 @@ impl Function<'_> {
 mod tests {
     use super::*;
 
-    /// The items [`items`] gives for a wrapped element read as a `Value`.
-    fn by_value(element: &str) -> Option<Vec<Item>> {
+    use super::super::conversation::{Conversation, FailureRules, to_trace};
+    use crate::trace::{Header, Trace};
+
+    fn header() -> Header {
+        Header::new("c".into(), "openai-chat", None, None)
+    }
+
+    /// The trace [`items`] gives for a wrapped element read as a `Value`.
+    fn by_value(element: &str) -> Option<Trace> {
         let v: Value = serde_json::from_str(element).unwrap();
         let list = super::super::WRAPPER_KEYS.iter().find_map(|k| v.get(*k))?.as_array()?;
-        items(list, "").ok()
+        let h = header();
+        let conv = Conversation {
+            id: h.id,
+            source_format: h.source_format,
+            items: items(list, "").ok()?,
+            ..Conversation::default()
+        };
+        Some(to_trace(conv, &FailureRules::default()))
+    }
+
+    fn typed(element: &[u8], objects: usize) -> Option<Trace> {
+        wrapped_trace(element, objects).map(|b| b.finish(header(), &FailureRules::default()))
+    }
+
+    fn typed_from(element: &[u8], objects: usize) -> Option<Trace> {
+        wrapped_trace_from(element, objects, element.len()).map(|b| b.finish(header(), &FailureRules::default()))
     }
 
     #[test]
@@ -292,10 +377,30 @@ mod tests {
         let elements: Vec<Value> = serde_json::from_str(&text).unwrap();
         for e in &elements {
             let s = e.to_string();
-            let typed = wrapped_items(s.as_bytes()).expect("tau-bench reads typed");
-            assert_eq!(wrapped_items_from(s.as_bytes()).as_ref(), Some(&typed), "from a reader");
-            assert_eq!(Some(typed), by_value(&s));
+            let trace = typed(s.as_bytes(), 0).expect("tau-bench reads typed");
+            assert_eq!(typed_from(s.as_bytes(), 0).as_ref(), Some(&trace), "from a reader");
+            assert_eq!(Some(trace), by_value(&s));
         }
+    }
+
+    /// The splitter's count of objects sizes a conversation's events once: they never grow.
+    #[test]
+    fn events_are_sized_once_by_the_objects_the_element_opens() {
+        use super::super::elements::{Elements, Layout};
+        let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/corpus");
+        let file = std::fs::File::open(corpus.join("tau-bench_gpt-4o-airline.json")).unwrap();
+        let mut elements = Elements::new(file, Layout::Array, 1 << 30);
+        let mut checked = 0;
+        while let Some(e) = elements.next() {
+            let e = e.unwrap();
+            let sized = e.objects.min(e.bytes.len() / 16) + 1;
+            for trace in [typed(e.bytes, e.objects), typed_from(e.bytes, e.objects)] {
+                let events = trace.expect("tau-bench reads typed").events;
+                assert_eq!(events.capacity(), sized, "element {}: {} events", e.index, events.len());
+            }
+            checked += 1;
+        }
+        assert!(checked > 10, "{checked} elements");
     }
 
     #[test]
@@ -312,9 +417,9 @@ mod tests {
             r#"{"traj": [{"role": "system", "content": "only a prompt"}]}"#,
         ];
         for case in cases {
-            let typed = wrapped_items(case.as_bytes()).expect("reads typed");
-            assert_eq!(wrapped_items_from(case.as_bytes()).as_ref(), Some(&typed), "from a reader: {case}");
-            assert_eq!(Some(typed), by_value(case), "{case}");
+            let trace = typed(case.as_bytes(), 0).expect("reads typed");
+            assert_eq!(typed_from(case.as_bytes(), 0).as_ref(), Some(&trace), "from a reader: {case}");
+            assert_eq!(Some(trace), by_value(case), "{case}");
         }
     }
 
@@ -336,8 +441,8 @@ mod tests {
             r#"{"traj": [{"role": "assistant", "function_call": ["f", "{}"]}]}"#,
             r#"[[{"role": "user", "content": "a"}]]"#,
         ] {
-            assert_eq!(wrapped_items(case.as_bytes()), None, "{case}");
-            assert_eq!(wrapped_items_from(case.as_bytes()), None, "from a reader: {case}");
+            assert_eq!(typed(case.as_bytes(), 0), None, "{case}");
+            assert_eq!(typed_from(case.as_bytes(), 0), None, "from a reader: {case}");
         }
     }
 }

@@ -12,12 +12,12 @@ use std::sync::{Arc, Mutex, mpsc};
 
 use serde_json::Value;
 
-use super::conversation::{Conversation, Item};
+use super::conversation::{Conversation, TraceBuilder};
 use super::elements::{Element, Elements, Layout, SplitError};
-use super::{Exchange, WRAPPER_KEYS, chain, json_message, provider_conversations};
 use super::{ImportError, ImportOptions, SourceFormat, conversation::to_trace, detect, openai_chat};
+use super::{WRAPPER_KEYS, json_message, provider_conversations};
 use crate::error::Error;
-use crate::trace::Trace;
+use crate::trace::{Header, Trace};
 
 /// Formats whose files are one unit (a trace, a cassette, a span export), never streamed.
 const WHOLE_FILE_FORMATS: [SourceFormat; 3] = [SourceFormat::Native, SourceFormat::Cassette, SourceFormat::Otel];
@@ -45,12 +45,13 @@ impl Reading<'_> {
         self.path.display().to_string()
     }
 
-    /// The traces of element `i`, which starts on `line` of the file.
-    fn convert(&self, i: usize, line: usize, bytes: &[u8]) -> Result<Converted, Error> {
+    /// The traces of element `i`, which starts on `line` of the file and opens `objects`
+    /// JSON objects.
+    fn convert(&self, i: usize, line: usize, bytes: &[u8], objects: usize) -> Result<Converted, Error> {
         if self.format == SourceFormat::OpenAiChat
-            && let Some(items) = openai_chat::wrapped_items(bytes)
+            && let Some(trace) = openai_chat::wrapped_trace(bytes, objects)
         {
-            return Ok(self.lone(i, items));
+            return Ok(self.lone(i, trace));
         }
         let v = serde_json::from_slice(bytes).map_err(|e| self.json_error(line, &e))?;
         self.wrapped(i, line, v)
@@ -58,11 +59,12 @@ impl Reading<'_> {
 
     /// [`Reading::convert`] for an element the splitter did not keep, read again from the
     /// file at `far`: a typed reading never holds the element's bytes.
-    fn convert_far(&self, i: usize, line: usize, far: Range<u64>) -> Result<Converted, Error> {
+    fn convert_far(&self, i: usize, line: usize, far: Range<u64>, objects: usize) -> Result<Converted, Error> {
+        let len = usize::try_from(far.end - far.start).unwrap_or(usize::MAX);
         if self.format == SourceFormat::OpenAiChat
-            && let Some(items) = openai_chat::wrapped_items_from(self.read_at(&far)?)
+            && let Some(trace) = openai_chat::wrapped_trace_from(self.read_at(&far)?, objects, len)
         {
-            return Ok(self.lone(i, items));
+            return Ok(self.lone(i, trace));
         }
         let v = serde_json::from_reader(self.read_at(&far)?).map_err(|e| self.json_error(line, &e))?;
         self.wrapped(i, line, v)
@@ -90,10 +92,12 @@ impl Reading<'_> {
         self.traces(i, &list)
     }
 
-    /// The trace of element `i`'s items, one exchange alone.
-    fn lone(&self, i: usize, items: Vec<Item>) -> Converted {
-        let exchange = Exchange { items, response: None, tools: Vec::new(), model: None };
-        self.converted(chain(vec![exchange], self.format, &self.id(i), self.format.provider()))
+    /// The trace of element `i`, read as one exchange alone: what [`super::chain`] and
+    /// [`to_trace`] make of it.
+    fn lone(&self, i: usize, trace: TraceBuilder) -> Converted {
+        let header = Header::new(self.id(i), self.format.name(), self.format.provider().map(str::to_owned), None);
+        let any_items = !trace.is_empty();
+        (vec![trace.finish(header, &self.opts.rules)], any_items)
     }
 
     /// The id of element `i`'s conversation.
@@ -241,9 +245,9 @@ fn wrapped_keeping(
     let (first, far) = match elements.next() {
         None | Some(Err(_)) => return Ok(None),
         Some(Ok(Element { bytes, far: None, .. })) => (serde_json::from_slice(bytes).ok().and_then(wrapped_list), None),
-        Some(Ok(Element { far: Some(far), line, .. })) => {
+        Some(Ok(Element { far: Some(far), line, objects, .. })) => {
             let shape = read_at(path, &far).ok().and_then(shape_of);
-            (shape.and_then(wrapped_list), Some((line, far)))
+            (shape.and_then(wrapped_list), Some((line, far, objects)))
         }
     };
     let Some(first) = first else { return Ok(None) };
@@ -271,9 +275,9 @@ fn wrapped_keeping(
     };
     let converted = match far {
         None => reading.traces(0, &first)?,
-        Some((line, far)) => {
+        Some((line, far, objects)) => {
             drop(first);
-            reading.convert_far(0, line, far)?
+            reading.convert_far(0, line, far, objects)?
         }
     };
     hand_on(0, converted)?;
@@ -310,8 +314,8 @@ fn in_turn(
     while let Some(element) = elements.next() {
         let e = element.map_err(|e| reading.split_error(e))?;
         let converted = match e.far {
-            None => reading.convert(e.index, e.line, e.bytes)?,
-            Some(far) => reading.convert_far(e.index, e.line, far)?,
+            None => reading.convert(e.index, e.line, e.bytes, e.objects)?,
+            Some(far) => reading.convert_far(e.index, e.line, far, e.objects)?,
         };
         hand_on(e.index, converted)?;
         count += 1;
@@ -334,6 +338,8 @@ struct Batch {
     /// Each element's line and its end in `bytes`, or its place in the file when the splitter
     /// did not keep it.
     ends: Vec<(usize, usize, Option<Range<u64>>)>,
+    /// Each element's count of JSON objects ([`Element::objects`]).
+    objects: Vec<usize>,
 }
 
 impl Batch {
@@ -343,6 +349,7 @@ impl Batch {
         }
         self.bytes.extend_from_slice(e.bytes);
         self.ends.push((e.line, self.bytes.len(), e.far.clone()));
+        self.objects.push(e.objects);
     }
 
     /// Whether to send it: a far element goes at once (it is work enough alone).
@@ -356,11 +363,11 @@ impl Batch {
     fn convert(&self, reading: &Reading) -> Vec<Result<Converted, Error>> {
         let mut out = Vec::with_capacity(self.ends.len());
         let mut start = 0;
-        for (k, (line, end, far)) in self.ends.iter().enumerate() {
+        for (k, ((line, end, far), objects)) in self.ends.iter().zip(&self.objects).enumerate() {
             let (i, line, end) = (self.first + k, *line, *end);
             let converted = match far {
-                None => reading.convert(i, line, &self.bytes[start..end]),
-                Some(far) => reading.convert_far(i, line, far.clone()),
+                None => reading.convert(i, line, &self.bytes[start..end], *objects),
+                Some(far) => reading.convert_far(i, line, far.clone(), *objects),
             };
             let failed = converted.is_err();
             out.push(converted);
