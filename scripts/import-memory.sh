@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Peak memory of a streamed import against the size of its largest conversation: the bundled
 # tau-bench conversations, then the same file with one conversation grown to SIZE_MB (its
-# messages repeated) put first and put last. Prints the peak RSS of `tracefault inspect` and
-# `import --all` on each, and (peak - peak without it) / the conversation's bytes.
+# messages repeated) put first and put last. Prints the peak RSS of `tracefault inspect`,
+# `import --all` and `replay --as-recorded-only` on each, and (peak - peak without it) / the
+# conversation's bytes.
 # Usage: scripts/import-memory.sh [SIZE_MB]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,8 +30,10 @@ PY
 bytes=$(cat "$dir/bytes")
 printf 'largest conversation: %.1f MB\n' "$(echo "$bytes / 1000000" | bc -l)"
 peak() { { /usr/bin/time -f '%M' "$@" > /dev/null; } 2>&1 | tail -1; }
-for cmd in inspect import; do
-  args=(); [ "$cmd" = import ] && args=(--all -o "$dir/out.jsonl")
+for cmd in inspect import replay; do
+  args=()
+  [ "$cmd" = import ] && args=(--all -o "$dir/out.jsonl")
+  [ "$cmd" = replay ] && args=(--as-recorded-only)
   base=$(peak ./target/release/tracefault "$cmd" "$dir/none.json" "${args[@]}")
   for where in first last; do
     kib=$(peak ./target/release/tracefault "$cmd" "$dir/$where.json" "${args[@]}")

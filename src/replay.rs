@@ -101,9 +101,10 @@ pub fn as_recorded_strategy(format: Format) -> Strategy {
     }
 }
 
-/// The recorded turns as a script, and the recorded outcome of every attempt as rules.
-pub fn as_recorded_scenario(trace: &Trace) -> Scenario {
-    let format = trace_format(trace);
+/// The recorded turns as a script, and the recorded outcome of every attempt as rules. The
+/// trace is taken apart: each result's text is let go once the task holds it.
+pub fn as_recorded_scenario(trace: Trace) -> Scenario {
+    let format = trace_format(&trace);
     let mut task = Task::default();
     for t in &trace.header.tools {
         task.tools.push(t.name.clone());
@@ -138,25 +139,25 @@ pub fn as_recorded_scenario(trace: &Trace) -> Scenario {
     let mut provider_attempt = 0;
     let mut tool_attempts: Vec<u32> = Vec::new();
     // The latest call with each id, and its attempt number on its tool: a result answers it.
-    let mut calls: HashMap<&str, (u32, u32)> = HashMap::new();
-    for ev in &trace.events {
+    let mut calls: HashMap<String, (u32, u32)> = HashMap::new();
+    for ev in trace.events {
         match ev {
             TraceEvent::ModelCall { turn, status, .. } => {
                 provider_attempt += 1;
-                if *status != 200 {
-                    let status = if http_class(*status).is_some() { *status } else { 500 };
+                if status != 200 {
+                    let status = if http_class(status).is_some() { status } else { 500 };
                     rules.push(rule(
                         Target::Provider,
                         provider_attempt,
                         Fault::Http { status, retry_after_ms: None, param: None, message: None },
                         "provider",
                     ));
-                } else if Some(*turn) != final_turn {
+                } else if Some(turn) != final_turn {
                     task.steps.push(Vec::new());
                 }
             }
             TraceEvent::ToolCall { call_id, name, args, .. } => {
-                let idx = task.push_call(name, &args.value(), &[], &serde_json::Value::Null, None);
+                let idx = task.push_recorded_call(&name, args.as_json());
                 let tool = usize::from(task.calls[idx as usize].tool);
                 tool_attempts.resize(task.tools.len(), 0);
                 tool_attempts[tool] += 1;
@@ -167,15 +168,14 @@ pub fn as_recorded_scenario(trace: &Trace) -> Scenario {
                 calls.insert(call_id, (idx, tool_attempts[tool]));
             }
             TraceEvent::ToolResult { call_id, ok, status, content, error_class, .. } => {
-                let Some(&(idx, attempt)) = calls.get(call_id.as_str()) else { continue };
+                let Some(&(idx, attempt)) = calls.get(&call_id) else { continue };
                 let spec = &mut task.calls[idx as usize];
-                spec.result_text.clone_from(content);
-                spec.result_json = serde_json::to_string(content).expect("a string serializes");
-                spec.result_literal.clone_from(&spec.result_json);
+                spec.set_result_text(&content);
+                drop(content);
                 let partial = error_class.as_deref() == Some("partial");
                 if !ok || partial {
                     let tool = usize::from(spec.tool);
-                    let fault = recorded_fault(*status, error_class.as_deref());
+                    let fault = recorded_fault(status, error_class.as_deref());
                     let name = task.tools[tool].clone();
                     rules.push(rule(Target::Tool(tool as u16), attempt, fault, &name));
                 }
@@ -248,11 +248,11 @@ impl Observer for Counter {
 }
 
 /// Replays the recorded decisions through the engine and counts what happened.
-pub fn replay_as_recorded(trace: &Trace) -> Counts {
+pub fn replay_as_recorded(trace: Trace) -> Counts {
+    let recorded_stop = recorded_counts(&trace).ended;
     let sc = as_recorded_scenario(trace);
     let mut counter = Counter::default();
     crate::suite::run_one(&sc, 0, 0, &mut counter);
-    let recorded_stop = recorded_counts(trace).ended;
     let ended = match counter.ended {
         Some(TerminatedBy::Answer) => "answer".to_owned(),
         Some(TerminatedBy::GaveUp) => "gave_up".to_owned(),

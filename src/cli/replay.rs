@@ -66,8 +66,10 @@ struct AsRecorded {
 }
 
 impl AsRecorded {
-    fn add(&mut self, t: &crate::trace::Trace) {
-        let (rec, rep) = (recorded_counts(t), replay_as_recorded(t));
+    /// Checks one conversation, taking it apart (its results' texts go as the replay is built).
+    fn add(&mut self, t: crate::trace::Trace) {
+        let (rec, id) = (recorded_counts(&t), printable(&t.header.id).to_string());
+        let rep = replay_as_recorded(t);
         let same = rec == rep;
         self.total += 1;
         self.reproduced += usize::from(same);
@@ -75,7 +77,7 @@ impl AsRecorded {
             return;
         }
         let verdict = if same { "reproduces the recording" } else { "DIFFERS from the recording" };
-        let text = format!("{} — as-recorded {verdict}\n{}", printable(&t.header.id), side_by_side(&rec, &rep));
+        let text = format!("{id} — as-recorded {verdict}\n{}", side_by_side(&rec, &rep));
         if self.quiet {
             print!("{text}");
             return;
@@ -118,7 +120,7 @@ pub fn execute(args: ReplayArgs) -> Result<i32> {
         // Nothing needs every conversation at once: each is checked as it is read.
         args.source.import_each(&mut |t| {
             if as_recorded {
-                check.add(&t);
+                check.add(t);
             }
             Ok(())
         })?;
@@ -129,7 +131,7 @@ pub fn execute(args: ReplayArgs) -> Result<i32> {
     }
     let imported = args.source.import()?;
     if as_recorded {
-        imported.traces.iter().for_each(|t| check.add(t));
+        imported.traces.iter().for_each(|t| check.add(t.clone()));
         check.finish();
     }
     let code = check.code();

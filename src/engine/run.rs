@@ -1111,7 +1111,7 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
         let tool_name = &sc.task.tools[usize::from(spec.tool)];
         let error = o.class.filter(|&c| c != ErrorClass::Partial);
         let body = match o.class {
-            None => Body::Ok { json: &spec.result_json, text_literal: &spec.result_literal },
+            None => Body::Ok { json: &spec.result_json, text_literal: spec.result_literal() },
             Some(ErrorClass::Partial) => Body::Partial {
                 json: &spec.result_json,
                 stated_complete: strat.partials == Partials::Terminal,

@@ -9,28 +9,41 @@ use super::retry::RetryPolicy;
 pub struct CallSpec {
     pub tool: u16,
     /// Canonical JSON of the arguments the model sends first (keys sorted, no insignificant
-    /// whitespace); `variants[v]` is what it sends after its v-th correction (`variants[0]` is
-    /// `args`).
+    /// whitespace).
     pub args: String,
-    pub variants: Vec<String>,
+    /// `corrections[v - 1]` is what the model sends after its v-th correction.
+    pub corrections: Vec<String>,
     /// How many of the corrections a recording or the scenario named (the rest are made up).
     pub named_fixes: u32,
     /// Interned id of `(tool, args)`: equal ids mean identical calls.
     pub args_id: u32,
     /// The successful result as JSON text.
     pub result_json: String,
-    /// The successful result as tool content: a JSON string result unquoted, else `result_json`.
-    pub result_text: String,
-    /// `result_text` as a JSON string literal, escaped once here rather than in every run.
-    pub result_literal: String,
+    /// The result as tool content (a JSON string result unquoted, else `result_json`) written
+    /// as a JSON string literal, escaped once here rather than in every run; `None` when that
+    /// is `result_json` itself (a string result).
+    result_literal: Option<String>,
     pub latency_ms: Option<u64>,
 }
 
 impl CallSpec {
     /// The arguments after `variant` corrections (the last one known beyond that).
     pub fn args_for(&self, variant: u32) -> &str {
-        let v = (variant as usize).min(self.variants.len() - 1);
-        &self.variants[v]
+        match (variant as usize).min(self.corrections.len()) {
+            0 => &self.args,
+            v => &self.corrections[v - 1],
+        }
+    }
+
+    /// The result as tool content, as a JSON string literal.
+    pub fn result_literal(&self) -> &str {
+        self.result_literal.as_deref().unwrap_or(&self.result_json)
+    }
+
+    /// Sets the result to a text, as a recording holds it.
+    pub fn set_result_text(&mut self, text: &str) {
+        self.result_json = serde_json::to_string(text).expect("a string serializes");
+        self.result_literal = None;
     }
 }
 
@@ -85,6 +98,39 @@ impl Task {
         result: &serde_json::Value,
         latency_ms: Option<u64>,
     ) -> u32 {
+        let mut corrections = Vec::with_capacity(MAX_FIXES as usize);
+        let mut last = args.clone();
+        for n in 1..=MAX_FIXES {
+            last = match fixes.get(n as usize - 1) {
+                Some(f) => f.clone(),
+                None => fixed_args(&last, n),
+            };
+            corrections.push(canonical_json(&last));
+        }
+        let result_json = canonical_json(result);
+        let mut result_literal = String::new();
+        let text = match result {
+            serde_json::Value::String(s) => s,
+            _ => &result_json,
+        };
+        crate::envelope::render::push_json_str(&mut result_literal, text);
+        let call = self.push_spec(tool, canonical_json(args), corrections, latency_ms);
+        let spec = &mut self.calls[call as usize];
+        spec.named_fixes = (fixes.len() as u32).min(MAX_FIXES);
+        spec.result_literal = (result_literal != result_json).then_some(result_literal);
+        spec.result_json = result_json;
+        call
+    }
+
+    /// Adds a call a script replays: its arguments as recorded (canonical JSON), never
+    /// corrected, and a `null` result until [`CallSpec::set_result_text`] sets the recorded one.
+    pub fn push_recorded_call(&mut self, tool: &str, canon: &str) -> u32 {
+        let call = self.push_spec(tool, canon.to_owned(), Vec::new(), None);
+        self.calls[call as usize].result_literal = Some(r#""null""#.to_owned());
+        call
+    }
+
+    fn push_spec(&mut self, tool: &str, canon: String, corrections: Vec<String>, latency_ms: Option<u64>) -> u32 {
         let tool_idx = match self.tools.iter().position(|t| t == tool) {
             Some(i) => i,
             None => {
@@ -92,37 +138,19 @@ impl Task {
                 self.tools.len() - 1
             }
         } as u16;
-        let canon = canonical_json(args);
         let next_id = self.calls.len() as u32;
         let args_id = *self.interned.entry((tool_idx, canon.clone())).or_insert(next_id);
-        let mut variants = vec![canon.clone()];
-        let mut last = args.clone();
-        for n in 1..=MAX_FIXES {
-            last = match fixes.get(n as usize - 1) {
-                Some(f) => f.clone(),
-                None => fixed_args(&last, n),
-            };
-            variants.push(canonical_json(&last));
-        }
-        let result_json = canonical_json(result);
-        let result_text = match result {
-            serde_json::Value::String(s) => s.clone(),
-            _ => result_json.clone(),
-        };
-        let mut result_literal = String::new();
-        crate::envelope::render::push_json_str(&mut result_literal, &result_text);
         self.calls.push(CallSpec {
             tool: tool_idx,
             args: canon,
-            variants,
-            named_fixes: (fixes.len() as u32).min(MAX_FIXES),
+            corrections,
+            named_fixes: 0,
             args_id,
-            result_json,
-            result_text,
-            result_literal,
+            result_json: "null".to_owned(),
+            result_literal: None,
             latency_ms,
         });
-        (self.calls.len() - 1) as u32
+        next_id
     }
 }
 
@@ -208,8 +236,9 @@ mod tests {
         assert_eq!(t.calls[a as usize].args, r#"{"a":"x","b":1}"#);
         assert_eq!(t.calls[a as usize].args_id, t.calls[b as usize].args_id);
         assert_ne!(t.calls[a as usize].args_id, t.calls[c as usize].args_id);
-        assert_eq!(t.calls[b as usize].result_text, "done");
         assert_eq!(t.calls[b as usize].result_json, r#""done""#);
+        assert_eq!(t.calls[b as usize].result_literal(), r#""done""#);
+        assert_eq!(t.calls[a as usize].result_literal(), r#""{\"ok\":true}""#);
     }
 
     #[test]

@@ -157,7 +157,7 @@ pub fn invoke(world: &mut World, tool: &str, args: &Value) -> Called {
         .task
         .calls
         .iter()
-        .find(|c| usize::from(c.tool) == tool_idx && (c.args == canon || c.variants.contains(&canon)))
+        .find(|c| usize::from(c.tool) == tool_idx && (c.args == canon || c.corrections.contains(&canon)))
         .or_else(|| world.scenario.task.calls.iter().find(|c| usize::from(c.tool) == tool_idx));
     let result: Value =
         spec.map_or_else(|| json!({"result": "ok"}), |c| serde_json::from_str(&c.result_json).unwrap_or(Value::Null));

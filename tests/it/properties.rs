@@ -477,7 +477,7 @@ proptest! {
                 // And whatever imports can be inspected, compiled and replayed as recorded.
                 let _ = tracefault::trace::inspect::stats(t);
                 let _ = tracefault::trace::compile::compile(t);
-                let _ = tracefault::replay::replay_as_recorded(t);
+                let _ = tracefault::replay::replay_as_recorded(t.clone());
             }
         }
     }
@@ -562,7 +562,7 @@ proptest! {
         if let Ok(imported) = import_str(&text, Path::new(file), &ImportOptions::default()) {
             for t in &imported.traces {
                 let _ = tracefault::trace::compile::compile(t);
-                let _ = tracefault::replay::replay_as_recorded(t);
+                let _ = tracefault::replay::replay_as_recorded(t.clone());
             }
         }
     }
