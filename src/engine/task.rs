@@ -242,6 +242,19 @@ mod tests {
     }
 
     #[test]
+    fn a_recorded_call_is_sent_as_recorded_and_answers_with_its_text() {
+        let mut t = Task::default();
+        let a = t.push_recorded_call("search", r#"{"q":"x"}"#) as usize;
+        let b = t.push_recorded_call("search", r#"{"q":"x"}"#) as usize;
+        assert_eq!(t.calls[a].args_id, t.calls[b].args_id, "identical calls are interned");
+        assert_eq!((t.calls[a].args_for(0), t.calls[a].args_for(5)), (r#"{"q":"x"}"#, r#"{"q":"x"}"#));
+        assert_eq!((t.calls[a].result_json.as_str(), t.calls[a].result_literal()), ("null", r#""null""#));
+        t.calls[a].set_result_text(r#"say "hi""#);
+        assert_eq!(t.calls[a].result_json, r#""say \"hi\"""#);
+        assert_eq!(t.calls[a].result_literal(), t.calls[a].result_json);
+    }
+
+    #[test]
     fn corrections_keep_types_and_follow_named_fixes() {
         let mut t = Task::default();
         let i = t.push_call(
