@@ -656,6 +656,25 @@ mod tests {
             })
             .collect();
         assert_eq!(results, [("call_t1_2", false), ("a", false), ("call_t1_1", true)]);
+        let evidence: Vec<Option<&str>> = t
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                TraceEvent::ToolResult { evidence, .. } => Some(evidence.as_deref()),
+                _ => None,
+            })
+            .collect();
+        assert!(evidence[1].is_some_and(|e| e.contains("is_error: true")), "{evidence:?}");
+        assert_eq!(evidence[2], None, "a success has no evidence");
+        let stops: Vec<Stop> = t
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                TraceEvent::ModelCall { stop, .. } => Some(*stop),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(stops, [Stop::ToolCalls, Stop::End]);
         assert_eq!(t.header.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["f", "g", "h"]);
         assert!(
             matches!(t.events.last(), Some(TraceEvent::Final { text, outcome: FinalOutcome::Answer }) if text == "done")
@@ -684,7 +703,11 @@ mod tests {
         assert_eq!(ending(vec![Item::model(None, vec![call(None, "f")]), result(None, None, "x", None)]), cut);
         let failed =
             Item::Model { text: Some("x".into()), calls: Vec::new(), tokens_in: 0, tokens_out: 0, status: 429 };
-        assert_eq!(ending(vec![failed]), cut, "a failed model call");
+        assert_eq!(ending(vec![failed.clone()]), cut, "a failed model call");
+        let mut b = TraceBuilder::default();
+        b.push(failed);
+        let t = b.finish(Header::new("c".into(), "test", None, None), &FailureRules::default());
+        assert!(matches!(t.events[0], TraceEvent::ModelCall { stop: Stop::Error, status: 429, .. }));
         assert_eq!(ending(vec![Item::User("hi".into())]), cut);
     }
 
