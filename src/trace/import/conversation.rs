@@ -600,6 +600,11 @@ mod tests {
         let r = v(r#"{"content":[{"type":"text","text":"Unknown city: Londos"}],"isError":true}"#);
         assert_eq!((r.ok, r.class), (false, Some("bad_args")));
         assert!(r.evidence.contains("MCP result with isError: true"), "{}", r.evidence);
+        let r = v(
+            r#"{"content":[{"type":"text","text":"slow down"}],"isError":true,"structuredContent":{"code":"RATE_LIMITED","retryable":true}}"#,
+        );
+        assert_eq!((r.ok, r.class), (false, Some("rate_limited")), "the envelope inside gives the class");
+        assert!(r.evidence.contains("MCP result with isError: true; five-field envelope"), "{}", r.evidence);
         assert!(v(r#"{"content":[{"type":"text","text":"Error: fine actually"}],"isError":false}"#).ok);
         // Data that merely holds the words is data.
         assert!(v(r#"{"data":{"code":"X","retryable":true},"ok":1}"#).ok);
