@@ -247,9 +247,10 @@ impl Observer for Counter {
     }
 }
 
-/// Replays the recorded decisions through the engine and counts what happened.
-pub fn replay_as_recorded(trace: Trace) -> Counts {
-    let recorded_stop = recorded_counts(&trace).ended;
+/// Counts what the recording did, then replays its decisions through the engine and counts
+/// what happened: (recorded, replayed).
+pub fn replay_as_recorded(trace: Trace) -> (Counts, Counts) {
+    let recorded = recorded_counts(&trace);
     let sc = as_recorded_scenario(trace);
     let mut counter = Counter::default();
     crate::suite::run_one(&sc, 0, 0, &mut counter);
@@ -258,22 +259,23 @@ pub fn replay_as_recorded(trace: Trace) -> Counts {
         Some(TerminatedBy::GaveUp) => "gave_up".to_owned(),
         // The script ran out without a final model call: it ended as the recording did there.
         Some(TerminatedBy::StepCap) => {
-            if recorded_stop == "answer" {
+            if recorded.ended == "answer" {
                 "cut_off".to_owned()
             } else {
-                recorded_stop
+                recorded.ended.clone()
             }
         }
         Some(other) => other.name().to_owned(),
         None => "none".to_owned(),
     };
-    Counts {
+    let replayed = Counts {
         model_calls: counter.model_calls,
         tool_calls: counter.tool_calls,
         tool_failures: counter.tool_failures,
         failing_repeats: counter.failing_repeats,
         ended,
-    }
+    };
+    (recorded, replayed)
 }
 
 /// The task the recording needed and its fault schedule, under `strategies`, every one with

@@ -9,7 +9,7 @@ use super::import::SourceArgs;
 use crate::engine::strategy::Strategy;
 use crate::error::{Error, Result, exit};
 use crate::output::FolderWriter;
-use crate::replay::{AS_RECORDED, Counts, divergence, recorded_counts, replay_as_recorded, whatif_scenario};
+use crate::replay::{AS_RECORDED, Counts, divergence, replay_as_recorded, whatif_scenario};
 use crate::report::{self, Report};
 use crate::suite::{self, RunOptions};
 use crate::trace::inspect::printable;
@@ -68,8 +68,8 @@ struct AsRecorded {
 impl AsRecorded {
     /// Checks one conversation, taking it apart (its results' texts go as the replay is built).
     fn add(&mut self, t: crate::trace::Trace) {
-        let (rec, id) = (recorded_counts(&t), printable(&t.header.id).to_string());
-        let rep = replay_as_recorded(t);
+        let id = printable(&t.header.id).to_string();
+        let (rec, rep) = replay_as_recorded(t);
         let same = rec == rep;
         self.total += 1;
         self.reproduced += usize::from(same);
