@@ -377,10 +377,9 @@ pub struct TraceBuilder {
     /// The structural flags of results that carry one, by event index.
     flags: Vec<(usize, (bool, &'static str))>,
     turn: u32,
-    /// The index of the last `model_call` event.
+    /// The index of the last `model_call` event while that call is the last item other than
+    /// a user's (a result since clears it).
     last_model: Option<usize>,
-    /// Whether the last item other than a user's was a model call.
-    last_is_model: bool,
     items: usize,
 }
 
@@ -413,7 +412,6 @@ impl TraceBuilder {
                     Stop::ToolCalls
                 };
                 self.last_model = Some(self.events.len());
-                self.last_is_model = true;
                 self.events.push(TraceEvent::ModelCall {
                     turn,
                     status,
@@ -433,7 +431,7 @@ impl TraceBuilder {
                 }
             }
             Item::Result { id, name, content, flag } => {
-                self.last_is_model = false;
+                self.last_model = None;
                 let open = &self.open;
                 let pos = match &id {
                     Some(id) => open.iter().position(|(o, _)| o == id),
@@ -482,7 +480,7 @@ impl TraceBuilder {
     /// ToolBench's `Finish`), else cut off.
     fn ending(&self) -> (String, FinalOutcome) {
         let cut_off = (String::new(), FinalOutcome::CutOff);
-        let Some(m) = self.last_model.filter(|_| self.last_is_model) else { return cut_off };
+        let Some(m) = self.last_model else { return cut_off };
         let TraceEvent::ModelCall { status: 200, text, .. } = &self.events[m] else { return cut_off };
         // The last item is this model call, so the events after it are its calls.
         match &self.events[m + 1..] {

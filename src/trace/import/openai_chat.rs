@@ -94,8 +94,9 @@ pub fn tools(body: &Value) -> Vec<ToolDef> {
 
 /// The trace of a wrapped conversation (`traj`, `conversation` or `trajectory`, the first
 /// present as [`super::container_inner`] picks), its messages read straight into typed
-/// messages that borrow from `element` and handed on one by one: no `Value` tree, and the text of system and developer messages (in
-/// tau-bench the policy prompt, a third of the bytes) is skipped unread. `None` when the
+/// messages that borrow from `element` and handed on one by one: no `Value` tree, and the
+/// text of system and developer messages (in tau-bench the policy prompt, a third of the
+/// bytes) is skipped unread. `None` when the
 /// element holds anything this reading does not take exactly as [`items`] would (another
 /// shape, a missing role, an unknown role, a duplicate key, an empty list, several lists): the
 /// caller then reads it as a `Value`, which gives the same trace or the error. `objects` (the
