@@ -6,7 +6,7 @@
 use super::breaker::{Admit, Breaker, FleetBreaker};
 use super::events::{By, Event, Observer, TerminatedBy};
 use super::faults::{FaultPlan, Fired, Injector};
-use super::fleet::{MAX_AGENTS, agent_key};
+use super::fleet::{Fleet, MAX_AGENTS, agent_key};
 use super::load::{Admission, LoadFault, ProviderState, ServiceTimes, ToolState};
 use super::loop_guard::LoopGuard;
 use super::model::{Action, CallHistory, Perceived, act, perceive_failure};
@@ -162,6 +162,8 @@ const _: () = assert!(MAX_AGENTS < 1 << AGENT_BITS);
 pub struct Workspace {
     agents: Vec<Agent>,
     starts: Vec<u64>,
+    /// The arrivals key and fleet `starts` were drawn for.
+    starts_for: Option<(u64, Fleet)>,
     arrivals: LazyStream,
     sh: Shared,
 }
@@ -355,12 +357,18 @@ fn drive<O: Observer, const SHARED: bool>(
             }
         }
     }
-    ws.starts.clear();
     if fleet {
-        ws.arrivals.reset(key(&[root, sc.name_hash, run, domain::ARRIVALS]));
-        sc.fleet.start_times(&mut ws.arrivals, &mut ws.starts);
+        // The strategies of one run share its arrivals: only the first draws them.
+        let id = (key(&[root, sc.name_hash, run, domain::ARRIVALS]), sc.fleet);
+        if ws.starts_for != Some(id) {
+            ws.arrivals.reset(id.0);
+            sc.fleet.start_times(&mut ws.arrivals, &mut ws.starts);
+            ws.starts_for = Some(id);
+        }
     } else {
+        ws.starts.clear();
         ws.starts.push(0);
+        ws.starts_for = None;
     }
     if ws.agents.len() < n {
         ws.agents.resize_with(n, Agent::default);

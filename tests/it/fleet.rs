@@ -215,6 +215,41 @@ fn a_fleet_rule_counts_the_fleets_attempts() {
     assert_eq!(fired(1, "fleet"), [1, 0]);
 }
 
+/// The strategies of one run share its arrivals, which a workspace keeps: a workspace that
+/// simulated one fleet and then another of the same name, seed and run (a different rate of
+/// arrivals, then a different size) gives each the numbers of a fresh workspace.
+#[test]
+fn a_reused_workspace_draws_each_fleets_own_arrivals() {
+    use tracefault::engine::run::{Workspace, simulate};
+    use tracefault::metrics::run::RunMetrics;
+    use tracefault::scenario::load::load_str;
+    use tracefault::suite::run_one;
+    let src = |agents: u32, per_s: u32| {
+        format!(
+            "name = \"arrivals\"\nruns = 1\nstrategies = [\"five-field\", \"error-string\"]\n\
+             [fleet]\nagents = {agents}\nstart = {{ poisson_per_s = {per_s} }}\n\
+             [task]\n[[task.steps]]\ntool = \"search\"\n\
+             [tools.search]\nconcurrency = 1\nservice_ms = 400\n"
+        )
+    };
+    let fleets: Vec<_> = [(6, 2), (6, 50), (9, 50), (6, 2)]
+        .map(|(n, r)| load_str(&src(n, r), std::path::Path::new("s.toml")).unwrap())
+        .into();
+    let mut ws = Workspace::default();
+    let mut makespans = Vec::new();
+    for sc in &fleets {
+        for (i, s) in sc.strategies.iter().enumerate() {
+            let mut reused = RunMetrics::default();
+            reused.reset(sc.faults.rules.len());
+            simulate(sc, s, 0, sc.seed, &mut ws, &mut reused);
+            assert_eq!(reused, run_one(sc, i, 0, &mut ()), "{} agents, strategy {}", sc.fleet.agents, s.name);
+            makespans.push(reused.virtual_ms);
+        }
+    }
+    // The rates of arrival matter here (one place at the tool), so a stale draw would show.
+    assert_ne!(makespans[0], makespans[2], "{makespans:?}");
+}
+
 #[test]
 fn shrink_says_it_does_not_take_fleets() {
     tracefault()
