@@ -527,9 +527,6 @@ struct Sim<'a, O, const SHARED: bool> {
     now: u64,
 }
 
-// The event handlers are each called from one place in `drive` and always inlined: left to
-// the compiler, another crate that instantiates the loop (the benches) kept four of them out of
-// line and ran 3% slower than the binary's loop.
 impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
     fn schedule(&mut self, t: u64, ev: Ev) {
         self.sh.queue.push(t, self.a, ev);
@@ -582,7 +579,6 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
         self.deadline().is_some_and(|d| end_ms > d)
     }
 
-    #[inline(always)]
     fn turn_start(&mut self) {
         for s in self.ag.slots.iter().filter(|s| s.active && s.delivered != 1) {
             self.obs.event(&Event::ProtocolViolation { call_id: s.call_id });
@@ -603,7 +599,6 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
 
     /// One attempt at the provider: a fault (retried by the orchestrator, or the end of the
     /// run), or the model's next turn.
-    #[inline(always)]
     fn model_attempt(&mut self) {
         // Budgets are checked before every model call with the cost that call will add.
         if self.past_time_budget(self.now.saturating_add(self.sc.profile.model_latency_ms)) {
@@ -864,7 +859,6 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
 
     /// An attempt leaves for the tool: the breaker may answer instead; a tool under load may
     /// refuse it or keep it waiting; else it is served.
-    #[inline(always)]
     fn tool_attempt(&mut self, i: usize) {
         let now = self.now;
         let sc = self.sc;
@@ -1047,7 +1041,6 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
         });
     }
 
-    #[inline(always)]
     fn tool_done(&mut self, i: usize) {
         let now = self.now;
         let spec = &self.sc.task.calls[self.ag.slots[i].call as usize];
