@@ -205,48 +205,64 @@ pub fn run_units(
     on_result: &mut dyn FnMut(&mut UnitResult) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let all = units(suite);
-    let jobs = jobs.max(1).min(selected.len().max(1));
-    let next = AtomicUsize::new(0);
-    let (tx, rx) = mpsc::sync_channel::<(usize, UnitResult)>(jobs * 4);
     let (spare_tx, spare_rx) = mpsc::channel::<Vec<u8>>();
     let spare_rx = std::sync::Mutex::new(spare_rx);
+    let work = |(ws, m): &mut (Workspace, Vec<RunMetrics>), k: usize| {
+        let unit = selected[k];
+        let u = all[unit];
+        let sc = &suite[u.scenario];
+        let spare = spare_rx.lock().ok().and_then(|r| r.try_recv().ok()).unwrap_or_default();
+        let (aggregates, rows) = run_unit(sc, u.first, u.last, with_rows, ws, m, spare);
+        progress((u.last - u.first) * sc.strategies.len() as u64);
+        UnitResult { unit, aggregates, rows }
+    };
+    // Handed on in the order of `selected`: a unit that finishes early waits for those before it.
+    let mut pending = std::collections::BTreeMap::new();
+    let mut expect = 0usize;
     let mut io_result = Ok(());
+    in_parallel(jobs, selected.len(), &work, &mut |k, r| {
+        pending.insert(k, r);
+        while let Some(mut r) = pending.remove(&expect) {
+            expect += 1;
+            if io_result.is_ok() {
+                io_result = on_result(&mut r);
+            }
+            let _ = spare_tx.send(r.rows);
+        }
+    });
+    io_result
+}
+
+/// Runs `work(state, k)` for every `k` in `0..count` on `jobs` threads, each with its own
+/// `state`, and hands each result with its `k` to `on_result` as it finishes.
+pub fn in_parallel<W: Default, R: Send>(
+    jobs: usize,
+    count: usize,
+    work: &(dyn Fn(&mut W, usize) -> R + Sync),
+    on_result: &mut dyn FnMut(usize, R),
+) {
+    let jobs = jobs.max(1).min(count.max(1));
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = mpsc::sync_channel::<(usize, R)>(jobs * 4);
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             let tx = tx.clone();
-            let (all, next, spare_rx) = (&all, &next, &spare_rx);
+            let next = &next;
             scope.spawn(move || {
-                let mut ws = Workspace::default();
-                let mut m = Vec::new();
+                let mut state = W::default();
                 loop {
                     let k = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&unit) = selected.get(k) else { break };
-                    let u = all[unit];
-                    let sc = &suite[u.scenario];
-                    let spare = spare_rx.lock().ok().and_then(|r| r.try_recv().ok()).unwrap_or_default();
-                    let (aggregates, rows) = run_unit(sc, u.first, u.last, with_rows, &mut ws, &mut m, spare);
-                    progress((u.last - u.first) * sc.strategies.len() as u64);
-                    if tx.send((k, UnitResult { unit, aggregates, rows })).is_err() {
+                    if k >= count || tx.send((k, work(&mut state, k))).is_err() {
                         break;
                     }
                 }
             });
         }
         drop(tx);
-        let mut pending = std::collections::BTreeMap::new();
-        let mut expect = 0usize;
         for (k, r) in rx {
-            pending.insert(k, r);
-            while let Some(mut r) = pending.remove(&expect) {
-                expect += 1;
-                if io_result.is_ok() {
-                    io_result = on_result(&mut r);
-                }
-                let _ = spare_tx.send(r.rows);
-            }
+            on_result(k, r);
         }
     });
-    io_result
 }
 
 /// Folds unit results, in unit order, into finished scenarios.
@@ -298,14 +314,24 @@ pub fn run_suite(
     Ok(merger.done)
 }
 
-fn finish_scenario(sc: &Scenario, aggregates: Vec<Aggregate>) -> ScenarioResult {
-    let price = sc.pricing.as_ref().map(|(_, input, output)| (*input, *output));
-    let rows: Vec<SummaryRow> = sc
-        .strategies
+/// One `summary.csv` row per strategy of `sc`, from its aggregate.
+pub fn summary_rows(sc: &Scenario, aggregates: &[Aggregate]) -> Vec<SummaryRow> {
+    let price = price_of(sc);
+    sc.strategies
         .iter()
-        .zip(&aggregates)
+        .zip(aggregates)
         .map(|(s, a)| SummaryRow::new(&sc.name, &s.name, a).with_cost(a, price))
-        .collect();
+        .collect()
+}
+
+/// The scenario's `[pricing]` per input and output token, if any.
+fn price_of(sc: &Scenario) -> Option<(f64, f64)> {
+    sc.pricing.as_ref().map(|(_, input, output)| (*input, *output))
+}
+
+fn finish_scenario(sc: &Scenario, aggregates: Vec<Aggregate>) -> ScenarioResult {
+    let rows = summary_rows(sc, &aggregates);
+    let price = price_of(sc);
     let rules_fired: Vec<(String, u64)> = sc
         .faults
         .rules

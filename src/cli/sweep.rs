@@ -55,9 +55,10 @@ pub fn execute(args: SweepArgs) -> Result<i32> {
     suite::apply_overrides(&mut suite, &opts)?;
     suite.retain(|sc| !sc.strategies.is_empty());
     let plan = Plan { samples: args.samples as usize, seed: args.seed, sensitivity: args.sensitivity };
-    let total = args.shard.map_or(plan.evaluations(), |s| crate::shard::selected(plan.evaluations(), s).len());
-    let bar = super::run::progress_bar(total as u64, "profiles");
-    let progress = || bar.inc(1);
+    let profiles = args.shard.map_or(plan.evaluations(), |s| crate::shard::selected(plan.evaluations(), s).len());
+    let total: u64 = suite.iter().map(|sc| sc.runs * sc.strategies.len() as u64).sum::<u64>() * profiles as u64;
+    let bar = super::run::progress_bar(total, "runs");
+    let progress = |n: u64| bar.inc(n);
     if let Some(shard) = args.shard {
         let n = sweep::run_shard(&suite, plan, &args.params, &opts, shard, &args.out, &progress)?;
         bar.finish_and_clear();

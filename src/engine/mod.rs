@@ -6,6 +6,7 @@ pub mod capacity;
 pub mod events;
 pub mod faults;
 pub mod fleet;
+pub mod judge;
 pub mod load;
 pub mod loop_guard;
 pub mod model;

@@ -1,5 +1,6 @@
 //! The simulated model's two decisions per tool result: what it perceives, then what it does.
 
+use super::judge::{Judge, Prob};
 use super::profile::Profile;
 use crate::envelope::read::Signal;
 use crate::fault::ErrorClass;
@@ -29,14 +30,14 @@ pub enum Action {
 
 /// Reads a failed result: right with the signal's accuracy; a misread goes to transient or
 /// terminal, whichever is not the truth (50/50 for bad arguments). `u` and `v` are uniform draws.
-pub fn perceive_failure(profile: &Profile, signal: Signal, truth: ErrorClass, u: f64, v: f64) -> Perceived {
+pub fn perceive_failure(judge: &mut impl Judge, signal: Signal, truth: ErrorClass, u: f64, v: f64) -> Perceived {
     let right = match truth {
         ErrorClass::Transient | ErrorClass::RateLimited => Perceived::Transient,
         ErrorClass::BadArgs => Perceived::BadArgs,
         ErrorClass::Terminal => Perceived::Terminal,
         ErrorClass::Partial => return Perceived::Partial,
     };
-    if u < profile.perception.accuracy(signal) {
+    if judge.below(Prob::Perception(signal), u) {
         return right;
     }
     match right {
@@ -55,19 +56,20 @@ pub struct CallHistory {
     pub fix_attempts: u32,
 }
 
-/// Decides what to do after perceiving `p`; `u` is a uniform draw.
-pub fn act(profile: &Profile, p: Perceived, h: &CallHistory, u: f64) -> Action {
+/// Decides what to do after perceiving `p`; `u` is a uniform draw. The caps come from
+/// `profile`, the probabilities from `judge`.
+pub fn act(profile: &Profile, judge: &mut impl Judge, p: Perceived, h: &CallHistory, u: f64) -> Action {
     match p {
         Perceived::Ok => Action::Accept,
         Perceived::Partial => {
-            if u < profile.p_continue {
+            if judge.below(Prob::Continue, u) {
                 Action::Repeat
             } else {
                 Action::Accept
             }
         }
         Perceived::Transient => {
-            if h.model_retries < profile.max_model_retries && u < profile.p_retry_transient {
+            if h.model_retries < profile.max_model_retries && judge.below(Prob::RetryTransient, u) {
                 Action::Repeat
             } else {
                 Action::GiveUp
@@ -81,7 +83,7 @@ pub fn act(profile: &Profile, p: Perceived, h: &CallHistory, u: f64) -> Action {
             }
         }
         Perceived::Terminal => {
-            if h.model_retries < profile.max_model_retries && u >= profile.p_give_up_terminal {
+            if h.model_retries < profile.max_model_retries && !judge.below(Prob::GiveUpTerminal, u) {
                 Action::Repeat
             } else {
                 Action::GiveUp
@@ -97,20 +99,24 @@ mod tests {
     #[test]
     fn accurate_reads_and_misreads() {
         let p = Profile::bundled_default();
-        assert_eq!(perceive_failure(&p, Signal::Envelope, ErrorClass::BadArgs, 0.5, 0.0), Perceived::BadArgs);
-        assert_eq!(perceive_failure(&p, Signal::Raw, ErrorClass::BadArgs, 0.7, 0.2), Perceived::Transient);
-        assert_eq!(perceive_failure(&p, Signal::Raw, ErrorClass::BadArgs, 0.7, 0.8), Perceived::Terminal);
-        assert_eq!(perceive_failure(&p, Signal::Raw, ErrorClass::RateLimited, 0.7, 0.0), Perceived::Terminal);
-        assert_eq!(perceive_failure(&p, Signal::Raw, ErrorClass::Terminal, 0.7, 0.0), Perceived::Transient);
+        assert_eq!(perceive_failure(&mut &p, Signal::Envelope, ErrorClass::BadArgs, 0.5, 0.0), Perceived::BadArgs);
+        assert_eq!(perceive_failure(&mut &p, Signal::Raw, ErrorClass::BadArgs, 0.7, 0.2), Perceived::Transient);
+        assert_eq!(perceive_failure(&mut &p, Signal::Raw, ErrorClass::BadArgs, 0.7, 0.8), Perceived::Terminal);
+        assert_eq!(perceive_failure(&mut &p, Signal::Raw, ErrorClass::RateLimited, 0.7, 0.0), Perceived::Terminal);
+        assert_eq!(perceive_failure(&mut &p, Signal::Raw, ErrorClass::Terminal, 0.7, 0.0), Perceived::Transient);
     }
 
     #[test]
     fn caps_bound_model_retries_and_fixes() {
         let p = Profile::bundled_default();
         let spent = CallHistory { model_retries: p.max_model_retries, fix_attempts: p.max_fix_attempts };
-        assert_eq!(act(&p, Perceived::Transient, &spent, 0.0), Action::GiveUp);
-        assert_eq!(act(&p, Perceived::BadArgs, &spent, 0.0), Action::GiveUp);
-        assert_eq!(act(&p, Perceived::BadArgs, &CallHistory::default(), 0.99), Action::FixArgs);
-        assert_eq!(act(&p, Perceived::Partial, &spent, 0.5), Action::Repeat, "partials are not capped by the model");
+        assert_eq!(act(&p, &mut &p, Perceived::Transient, &spent, 0.0), Action::GiveUp);
+        assert_eq!(act(&p, &mut &p, Perceived::BadArgs, &spent, 0.0), Action::GiveUp);
+        assert_eq!(act(&p, &mut &p, Perceived::BadArgs, &CallHistory::default(), 0.99), Action::FixArgs);
+        assert_eq!(
+            act(&p, &mut &p, Perceived::Partial, &spent, 0.5),
+            Action::Repeat,
+            "partials are not capped by the model"
+        );
     }
 }

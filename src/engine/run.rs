@@ -7,6 +7,7 @@ use super::breaker::{Admit, Breaker, FleetBreaker};
 use super::events::{By, Event, Observer, TerminatedBy};
 use super::faults::{FaultPlan, Fired, Injector};
 use super::fleet::{Fleet, MAX_AGENTS, agent_key};
+use super::judge::{Judge, Prob};
 use super::load::{Admission, LoadFault, ProviderState, ServiceTimes, ToolState};
 use super::loop_guard::LoopGuard;
 use super::model::{Action, CallHistory, Perceived, act, perceive_failure};
@@ -302,37 +303,54 @@ pub fn simulate<O: Observer>(
     ws: &mut Workspace,
     obs: &mut O,
 ) -> TerminatedBy {
+    simulate_judged(sc, strat, run, root, ws, obs, &mut &sc.profile)
+}
+
+/// [`simulate`] with the model's probabilities read from `judge` rather than the scenario's
+/// profile (its caps and latencies still come from the profile).
+#[inline(always)]
+pub fn simulate_judged<O: Observer, J: Judge>(
+    sc: &Scenario,
+    strat: &Strategy,
+    run: u64,
+    root: u64,
+    ws: &mut Workspace,
+    obs: &mut O,
+    judge: &mut J,
+) -> TerminatedBy {
     if sc.fleet.agents > 1 || sc.loaded {
-        drive_shared(sc, strat, run, root, ws, obs)
+        drive_shared(sc, strat, run, root, ws, obs, judge)
     } else {
-        drive::<O, false>(sc, strat, run, root, ws, obs)
+        drive::<O, J, false>(sc, strat, run, root, ws, obs, judge)
     }
 }
 
 /// The shared loop, kept out of line: inlined beside the lone agent's, its copy of the engine
 /// would crowd the lone agent's hot loop out of the instruction cache.
 #[inline(never)]
-fn drive_shared<O: Observer>(
+fn drive_shared<O: Observer, J: Judge>(
     sc: &Scenario,
     strat: &Strategy,
     run: u64,
     root: u64,
     ws: &mut Workspace,
     obs: &mut O,
+    judge: &mut J,
 ) -> TerminatedBy {
-    drive::<O, true>(sc, strat, run, root, ws, obs)
+    drive::<O, J, true>(sc, strat, run, root, ws, obs, judge)
 }
 
 /// [`simulate`], compiled apart for runs where agents share something (`SHARED`: several
 /// agents, or tools with limits) and for a lone agent, whose loop then carries nothing of it.
 #[inline(always)]
-fn drive<O: Observer, const SHARED: bool>(
+fn drive<O: Observer, J: Judge, const SHARED: bool>(
     sc: &Scenario,
     strat: &Strategy,
     run: u64,
     root: u64,
     ws: &mut Workspace,
     obs: &mut O,
+    judge: &mut J,
 ) -> TerminatedBy {
     // A lone agent's loop knows it has one agent (the constant folds through it).
     let n = if SHARED { sc.fleet.agents as usize } else { 1 };
@@ -388,7 +406,18 @@ fn drive<O: Observer, const SHARED: bool>(
     // One event of agent `a` at `now`, over what the fleet shares.
     macro_rules! sim {
         ($ag:expr, $a:expr, $now:expr) => {
-            Sim::<O, SHARED> { sc, strat, retry, obs, sh: &mut *sh, shared_breaker, ag: $ag, a: $a, now: $now }
+            Sim::<O, J, SHARED> {
+                sc,
+                strat,
+                retry,
+                obs,
+                judge,
+                sh: &mut *sh,
+                shared_breaker,
+                ag: $ag,
+                a: $a,
+                now: $now,
+            }
         };
     }
     let mut live = n;
@@ -514,11 +543,13 @@ fn hand_on(queue: &mut Queue<Ev>, tool: &mut ToolState, t: u64) {
 }
 
 /// One event of one agent: the agent, what it shares with the fleet, and the time.
-struct Sim<'a, O, const SHARED: bool> {
+struct Sim<'a, O, J, const SHARED: bool> {
     sc: &'a Scenario,
     strat: &'a Strategy,
     retry: &'a RetryPolicy,
     obs: &'a mut O,
+    /// Where the model's probabilities are read.
+    judge: &'a mut J,
     sh: &'a mut Shared,
     /// The strategy's breaker is the fleet's (one per tool, `Shared::fleet_breakers`).
     shared_breaker: bool,
@@ -527,7 +558,7 @@ struct Sim<'a, O, const SHARED: bool> {
     now: u64,
 }
 
-impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
+impl<O: Observer, J: Judge, const SHARED: bool> Sim<'_, O, J, SHARED> {
     fn schedule(&mut self, t: u64, ev: Ev) {
         self.sh.queue.push(t, self.a, ev);
     }
@@ -759,11 +790,11 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
                 Some(ErrorClass::Partial) => Perceived::Ok,
                 Some(c) => {
                     judged = true;
-                    perceive_failure(profile, s.signal, c, model.unit(slot), model.unit(slot + 1))
+                    perceive_failure(&mut *self.judge, s.signal, c, model.unit(slot), model.unit(slot + 1))
                 }
             };
             let u = if perceived == Perceived::Ok { 0.0 } else { model.unit(slot + 2) };
-            match act(profile, perceived, &s.hist, u) {
+            match act(profile, &mut *self.judge, perceived, &s.hist, u) {
                 Action::Accept => s.active = false,
                 Action::Repeat => {
                     if matches!(perceived, Perceived::Transient | Perceived::Terminal) {
@@ -777,7 +808,8 @@ impl<O: Observer, const SHARED: bool> Sim<'_, O, SHARED> {
                     let old = s.variant;
                     s.variant += 1;
                     if s.bad_variant == Some(old) {
-                        s.bad_variant = if model.unit(slot + 3) < profile.p_fix_args { None } else { Some(s.variant) };
+                        let fixed = self.judge.below(Prob::FixArgs, model.unit(slot + 3));
+                        s.bad_variant = if fixed { None } else { Some(s.variant) };
                     }
                     s.by = By::ModelReissue;
                     reissue = true;

@@ -7,6 +7,7 @@
 //! the shards together into the same sweep.
 
 pub mod analysis;
+mod evaluate;
 pub mod report;
 
 use std::path::{Path, PathBuf};
@@ -18,7 +19,7 @@ use crate::engine::rng::{Stream, fnv1a64, key};
 use crate::error::{Error, Result};
 use crate::scenario::{RANKED, Scenario};
 use crate::shard::{Shard, fingerprint};
-use crate::suite::{RunOptions, run_suite};
+use crate::suite::RunOptions;
 
 /// A shard's results, in its `--out` folder.
 pub const SHARD_FILE: &str = "sweep-shard.json";
@@ -221,72 +222,39 @@ fn frame(suite: &[Scenario], plan: Plan, given: &[ParamRange]) -> Sweep {
     Sweep { plan, fingerprint: fingerprint(suite), scenarios }
 }
 
-/// Runs the evaluations `indices` of the plan. With `reuse`, a strategy under which no run of a
-/// scenario had the simulated model read a failed or partial result ([`Aggregate::judgements`]
-/// 0) is run once for that scenario: no probability decided anything there, so every profile
-/// gives the same bits (each strategy's runs draw from streams that do not depend on the other
-/// strategies, so leaving it out does not move them). Orchestrator-handled failures, as in the
-/// bundled fleets, are such.
-///
-/// [`Aggregate::judgements`]: crate::metrics::aggregate::Aggregate::judgements
+/// Profiles evaluated together: each run's trajectories are shared within a batch, and a
+/// batch's aggregates (per profile and strategy) bound the memory.
+const BATCH: usize = 256;
+
+/// Runs the evaluations `indices` of the plan; `progress` is told of the runs each finished
+/// unit simulated for its profiles (runs × strategies × profiles).
 fn evaluate(
     suite: &[Scenario],
     points: &[Vec<f64>],
     indices: &[usize],
     given: &[ParamRange],
     opts: &RunOptions,
-    reuse: bool,
-    progress: &dyn Fn(),
-) -> Result<Vec<Evaluated>> {
-    // Per scenario and strategy: its metrics, once known to be the same under every profile.
-    let mut fixed: Vec<Vec<Option<[u64; 4]>>> = suite.iter().map(|sc| vec![None; sc.strategies.len()]).collect();
+    progress: &(dyn Fn(u64) + Sync),
+) -> Vec<Evaluated> {
     let mut out = Vec::with_capacity(indices.len());
-    for &index in indices {
-        let profiles: Vec<Profile> = suite.iter().map(|sc| profile_at(&sc.profile, &points[index], given)).collect();
-        // The scenarios with strategies still to run, each with only those strategies.
-        let mut live: Vec<(usize, Vec<usize>)> = Vec::new();
-        let mut drawn: Vec<Scenario> = Vec::new();
-        for (i, sc) in suite.iter().enumerate() {
-            let open: Vec<usize> = (0..sc.strategies.len()).filter(|&s| fixed[i][s].is_none()).collect();
-            if open.is_empty() {
-                continue;
-            }
-            drawn.push(Scenario {
-                profile: profiles[i].clone(),
-                strategies: open.iter().map(|&s| sc.strategies[s].clone()).collect(),
-                baseline: open.iter().position(|&s| s == sc.baseline).unwrap_or(0),
-                ..sc.clone()
-            });
-            live.push((i, open));
-        }
-        let results = if drawn.is_empty() {
-            Vec::new()
-        } else {
-            run_suite(&drawn, opts, &mut std::io::sink(), false, &|_| {})
-                .map_err(|e| Error::Usage(format!("sweep: {e}")))?
-        };
-        let mut metrics = fixed.clone();
-        for ((i, open), r) in live.iter().zip(&results) {
-            for ((&s, row), agg) in open.iter().zip(&r.rows).zip(&r.aggregates) {
-                let m = RANKED.map(|(m, _)| row.get(m).unwrap_or(f64::NAN).to_bits());
-                if reuse && agg.judgements == 0 {
-                    fixed[*i][s] = Some(m);
-                }
-                metrics[*i][s] = Some(m);
-            }
-        }
-        let params = profiles
+    for batch in indices.chunks(BATCH) {
+        let profiles: Vec<Vec<Profile>> = suite
             .iter()
-            .map(|p| PROBABILITIES.iter().map(|k| p.probability(k).unwrap_or(0.0).to_bits()).collect())
+            .map(|sc| batch.iter().map(|&i| profile_at(&sc.profile, &points[i], given)).collect())
             .collect();
-        let metrics = metrics
-            .into_iter()
-            .map(|sc| sc.into_iter().map(|m| m.unwrap_or([f64::NAN.to_bits(); 4])).collect())
-            .collect();
-        out.push(Evaluated { index, params, metrics });
-        progress();
+        let metrics = evaluate::ranked_metrics(suite, &profiles, opts.jobs, &|n| progress(n * batch.len() as u64));
+        out.extend(batch.iter().enumerate().map(|(e, &index)| {
+            Evaluated {
+                index,
+                params: profiles
+                    .iter()
+                    .map(|p| PROBABILITIES.iter().map(|k| p[e].probability(k).unwrap_or(0.0).to_bits()).collect())
+                    .collect(),
+                metrics: metrics.iter().map(|sc| sc[e].iter().map(|m| m.map(f64::to_bits)).collect()).collect(),
+            }
+        }));
     }
-    Ok(out)
+    out
 }
 
 /// Puts evaluations into the frame, checking that each of the plan's is there exactly once.
@@ -311,17 +279,18 @@ fn assemble(mut sweep: Sweep, mut evaluated: Vec<Evaluated>) -> Result<Sweep> {
     Ok(sweep)
 }
 
-/// Runs the whole sweep; `progress` is called after each profile.
+/// Runs the whole sweep; `progress` is told of the runs simulated (runs × strategies ×
+/// profiles).
 pub fn sweep(
     suite: &[Scenario],
     plan: Plan,
     given: &[ParamRange],
     opts: &RunOptions,
-    progress: &dyn Fn(),
+    progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Sweep> {
     check(plan)?;
     let all: Vec<usize> = (0..plan.evaluations()).collect();
-    let evaluated = evaluate(suite, &plan.points(), &all, given, opts, true, progress)?;
+    let evaluated = evaluate(suite, &plan.points(), &all, given, opts, progress);
     assemble(frame(suite, plan, given), evaluated)
 }
 
@@ -333,7 +302,7 @@ fn check(plan: Plan) -> Result<()> {
 }
 
 /// Runs shard `shard` of the sweep and writes its file into `out`; returns how many profiles
-/// it evaluated. `progress` is called after each profile.
+/// it evaluated. `progress` is told of the runs simulated (runs × strategies × profiles).
 pub fn run_shard(
     suite: &[Scenario],
     plan: Plan,
@@ -341,11 +310,11 @@ pub fn run_shard(
     opts: &RunOptions,
     shard: Shard,
     out: &Path,
-    progress: &dyn Fn(),
+    progress: &(dyn Fn(u64) + Sync),
 ) -> Result<usize> {
     check(plan)?;
     let indices = crate::shard::selected(plan.evaluations(), shard);
-    let evaluated = evaluate(suite, &plan.points(), &indices, given, opts, true, progress)?;
+    let evaluated = evaluate(suite, &plan.points(), &indices, given, opts, progress);
     let file = ShardFile {
         tracefault_version: crate::report::VERSION.into(),
         shard,
@@ -445,38 +414,54 @@ mod tests {
         }
     }
 
+    /// Each profile of `indices` alone: its own copy of the suite, run by `run_suite`.
+    fn alone(suite: &[Scenario], plan: Plan, indices: &[usize], opts: &RunOptions) -> Vec<Vec<Vec<[u64; 4]>>> {
+        let points = plan.points();
+        indices
+            .iter()
+            .map(|&i| {
+                let drawn: Vec<Scenario> = suite
+                    .iter()
+                    .map(|sc| Scenario { profile: profile_at(&sc.profile, &points[i], &[]), ..sc.clone() })
+                    .collect();
+                crate::suite::run_suite(&drawn, opts, &mut std::io::sink(), false, &|_| {})
+                    .unwrap()
+                    .iter()
+                    .map(|r| {
+                        r.rows.iter().map(|row| RANKED.map(|(m, _)| row.get(m).unwrap_or(f64::NAN).to_bits())).collect()
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
     #[test]
-    fn a_scenario_the_profile_never_reaches_is_run_once_and_reads_the_same() {
+    fn profiles_that_share_trajectories_get_the_bits_each_gets_alone() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+        // Failures the model judges (01, 08), partials it may follow (02), a fleet whose
+        // orchestrator retries every conflict (16) and one whose agents judge 503s (20).
         let paths = [
-            dir.join("16-aws-backoff-10.toml"),
-            dir.join("01-worked-example.toml"),
-            dir.join("20-seeds-fleet-outage.toml"),
-        ];
-        let opts = RunOptions { jobs: 2, seed: None, runs: Some(6), strategies: Vec::new() };
+            "01-worked-example.toml",
+            "02-ambiguous-loop.toml",
+            "08-realistic-mix.toml",
+            "16-aws-backoff-10.toml",
+            "20-seeds-fleet-outage.toml",
+        ]
+        .map(|f| dir.join(f));
+        let opts = RunOptions { jobs: 2, seed: None, runs: Some(40), strategies: Vec::new() };
         let mut suite = crate::scenario::load::load_suite(&paths).unwrap();
         crate::suite::apply_overrides(&mut suite, &opts).unwrap();
-        // The AWS fleet's orchestrator retries every conflict: the model never judges a failure.
-        // The worked example hands 503s and a 400 to the model.
-        let results = run_suite(&suite, &opts, &mut std::io::sink(), false, &|_| {}).unwrap();
-        let judged: Vec<(&str, bool)> =
-            results.iter().map(|r| (r.scenario.name.as_str(), r.aggregates.iter().any(|a| a.judgements > 0))).collect();
-        assert_eq!(
-            judged,
-            [("worked-example-503-503-400", true), ("aws-backoff-10", false), ("seeds-fleet-search-outage", true)]
-        );
-        // The seeds' fleet: every strategy hands some 503s to the model (five-field once its
-        // retries or the breaker are spent), so each is run under every profile.
-        let plan = Plan { samples: 4, seed: 5, sensitivity: Sensitivity::Src };
-        let all: Vec<usize> = (0..4).collect();
-        let bits = |reuse| {
-            evaluate(&suite, &plan.points(), &all, &[], &opts, reuse, &|| {})
-                .unwrap()
-                .into_iter()
-                .map(|e| (e.params, e.metrics))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(bits(true), bits(false));
+        for plan in [
+            Plan { samples: 6, seed: 5, sensitivity: Sensitivity::Src },
+            Plan { samples: 2, seed: 9, sensitivity: Sensitivity::Sobol },
+        ] {
+            // Every other profile, as a shard takes them.
+            let indices: Vec<usize> = (0..plan.evaluations()).step_by(2).collect();
+            let shared = evaluate(&suite, &plan.points(), &indices, &[], &opts, &|_| {});
+            assert_eq!(shared.iter().map(|e| e.index).collect::<Vec<_>>(), indices);
+            let shared: Vec<_> = shared.into_iter().map(|e| e.metrics).collect();
+            assert_eq!(shared, alone(&suite, plan, &indices, &opts), "{plan:?}");
+        }
     }
 
     #[test]

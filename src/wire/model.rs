@@ -219,14 +219,14 @@ fn decide(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn {
             Some(ErrorClass::Partial) if reading.more_available => Perceived::Partial,
             Some(ErrorClass::Partial) => Perceived::Ok,
             Some(class) => {
-                perceive_failure(&profile, reading.signal, class, conv.draws.unit(draw), conv.draws.unit(draw + 1))
+                perceive_failure(&mut &profile, reading.signal, class, conv.draws.unit(draw), conv.draws.unit(draw + 1))
             }
         };
         let u = if perceived == Perceived::Ok { 0.0 } else { conv.draws.unit(draw + 2) };
         let fix_draw = conv.draws.unit(draw + 3);
         let s = &mut conv.slots[i];
         s.sent = false;
-        match act(&profile, perceived, &s.hist, u) {
+        match act(&profile, &mut &profile, perceived, &s.hist, u) {
             Action::Accept => s.active = false,
             Action::Repeat => {
                 if matches!(perceived, Perceived::Transient | Perceived::Terminal) {
