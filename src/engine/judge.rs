@@ -97,12 +97,8 @@ impl ProfileSet {
     }
 
     /// How many profiles the set holds.
-    pub fn len(&self) -> usize {
+    pub fn profiles(&self) -> usize {
         self.values.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
     }
 
     /// Sets every profile waiting for its trajectory (of the next run to simulate).
@@ -215,14 +211,18 @@ mod tests {
         // 0.2 is below 0.25 and 0.35 only.
         assert!(set.below(Prob::Continue, 0.2));
         assert_eq!(set.members(), [2, 3]);
-        // The bounds follow the members: perception.raw is 0.45 + shift, 0.65 and 0.75 for them.
-        assert!(set.below(Prob::Perception(Signal::Raw), 0.5));
-        assert_eq!(set.members(), [2, 3]);
-        assert!(set.below(Prob::Perception(Signal::Raw), 0.7));
+        // A draw equal to a value is not below it, as with one profile: 0.25 leaves member 2.
+        assert!((&profiles[3]).below(Prob::Continue, 0.25) && !(&profiles[2]).below(Prob::Continue, 0.25));
+        assert!(set.below(Prob::Continue, 0.25));
         assert_eq!(set.members(), [3]);
-        // The split-off sets follow, newest first; every profile finishes exactly once.
+        // The next set follows, newest first, with bounds of its own: perception.raw is
+        // 0.45 + shift, 0.65 for member 2 alone, so 0.7 no longer splits anything.
         assert!(set.take_next());
         assert_eq!(set.members(), [2]);
+        assert!(!set.below(Prob::Perception(Signal::Raw), 0.7));
+        assert!(set.below(Prob::Perception(Signal::Raw), 0.6));
+        assert_eq!(set.members(), [2]);
+        // Every profile finishes exactly once.
         assert!(set.take_next());
         assert_eq!(set.members(), [0, 1]);
         assert!(!set.take_next());

@@ -89,7 +89,7 @@ pub fn ranked_metrics(
 /// differences against the baseline are left out: no ranked metric reads them.
 fn evaluate_unit(sc: &Scenario, unit: Unit, set: &ProfileSet, ws: &mut Workspace) -> Split {
     let mut set = set.clone();
-    let mut split = Split::new(sc.strategies.len(), set.len());
+    let mut split = Split::new(sc.strategies.len(), set.profiles());
     let mut m = RunMetrics::default();
     ws.caching_for(sc, |ws| {
         for run in unit.first..unit.last {
@@ -98,7 +98,7 @@ fn evaluate_unit(sc: &Scenario, unit: Unit, set: &ProfileSet, ws: &mut Workspace
                 while set.take_next() {
                     m.reset(sc.faults.rules.len());
                     simulate_judged(sc, strat, run, sc.seed, ws, &mut m, &mut set);
-                    if set.members().len() == set.len() {
+                    if set.members().len() == set.profiles() {
                         split.common[s].add(&m, run);
                     } else {
                         set.members().iter().for_each(|&p| split.own[p as usize][s].add(&m, run));

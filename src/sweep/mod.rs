@@ -457,7 +457,13 @@ mod tests {
         ] {
             // Every other profile, as a shard takes them.
             let indices: Vec<usize> = (0..plan.evaluations()).step_by(2).collect();
-            let shared = evaluate(&suite, &plan.points(), &indices, &[], &opts, &|_| {});
+            let told = std::sync::atomic::AtomicU64::new(0);
+            let shared = evaluate(&suite, &plan.points(), &indices, &[], &opts, &|n| {
+                told.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+            });
+            // Progress counts every run of every strategy once per profile.
+            let runs: u64 = suite.iter().map(|sc| sc.runs * sc.strategies.len() as u64).sum();
+            assert_eq!(told.into_inner(), runs * indices.len() as u64);
             assert_eq!(shared.iter().map(|e| e.index).collect::<Vec<_>>(), indices);
             let shared: Vec<_> = shared.into_iter().map(|e| e.metrics).collect();
             assert_eq!(shared, alone(&suite, plan, &indices, &opts), "{plan:?}");
