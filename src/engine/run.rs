@@ -318,40 +318,45 @@ pub fn simulate_judged<O: Observer, J: Judge>(
     obs: &mut O,
     judge: &mut J,
 ) -> TerminatedBy {
+    let what = RunOf { sc, strat, run, root };
     if sc.fleet.agents > 1 || sc.loaded {
-        drive_shared(sc, strat, run, root, ws, obs, judge)
+        drive_shared(what, ws, obs, judge)
     } else {
-        drive::<O, J, false>(sc, strat, run, root, ws, obs, judge)
+        drive::<O, J, false>(what, ws, obs, judge)
     }
+}
+
+/// Which run to simulate: run number `run` of `sc` under `strat`, with root seed `root`.
+#[derive(Clone, Copy)]
+struct RunOf<'a> {
+    sc: &'a Scenario,
+    strat: &'a Strategy,
+    run: u64,
+    root: u64,
 }
 
 /// The shared loop, kept out of line: inlined beside the lone agent's, its copy of the engine
 /// would crowd the lone agent's hot loop out of the instruction cache.
 #[inline(never)]
 fn drive_shared<O: Observer, J: Judge>(
-    sc: &Scenario,
-    strat: &Strategy,
-    run: u64,
-    root: u64,
+    what: RunOf<'_>,
     ws: &mut Workspace,
     obs: &mut O,
     judge: &mut J,
 ) -> TerminatedBy {
-    drive::<O, J, true>(sc, strat, run, root, ws, obs, judge)
+    drive::<O, J, true>(what, ws, obs, judge)
 }
 
 /// [`simulate`], compiled apart for runs where agents share something (`SHARED`: several
 /// agents, or tools with limits) and for a lone agent, whose loop then carries nothing of it.
 #[inline(always)]
 fn drive<O: Observer, J: Judge, const SHARED: bool>(
-    sc: &Scenario,
-    strat: &Strategy,
-    run: u64,
-    root: u64,
+    what: RunOf<'_>,
     ws: &mut Workspace,
     obs: &mut O,
     judge: &mut J,
 ) -> TerminatedBy {
+    let RunOf { sc, strat, run, root } = what;
     // A lone agent's loop knows it has one agent (the constant folds through it).
     let n = if SHARED { sc.fleet.agents as usize } else { 1 };
     let fleet = SHARED && n > 1;
