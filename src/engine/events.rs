@@ -153,11 +153,6 @@ pub trait Observer {
     /// agent is agent 0).
     #[inline]
     fn agent(&mut self, _agent: u32) {}
-
-    /// The simulated model read a failed or partial result, so the profile's probabilities
-    /// may have decided what followed. A run with none met no probability (a sweep reuses it).
-    #[inline]
-    fn judged(&mut self) {}
 }
 
 impl Observer for () {
@@ -181,12 +176,6 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
         self.0.agent(agent);
         self.1.agent(agent);
     }
-
-    #[inline]
-    fn judged(&mut self) {
-        self.0.judged();
-        self.1.judged();
-    }
 }
 
 impl<T: Observer + ?Sized> Observer for &mut T {
@@ -200,10 +189,5 @@ impl<T: Observer + ?Sized> Observer for &mut T {
     #[inline]
     fn agent(&mut self, agent: u32) {
         (**self).agent(agent);
-    }
-
-    #[inline]
-    fn judged(&mut self) {
-        (**self).judged();
     }
 }

@@ -782,21 +782,14 @@ impl<O: Observer, J: Judge, const SHARED: bool> Sim<'_, O, J, SHARED> {
         let turn = u64::from(self.ag.turn);
         let mut give_up = false;
         let mut reissue = false;
-        let mut judged = false;
         let Agent { slots, model, .. } = &mut *self.ag;
         for (i, s) in slots.iter_mut().enumerate().filter(|(_, s)| s.active) {
             let slot = (i as u64 * TURN_SLOTS + turn) * DRAWS_PER_TURN;
             let perceived = match s.last_class {
                 None => Perceived::Ok,
-                Some(ErrorClass::Partial) if s.more_available => {
-                    judged = true;
-                    Perceived::Partial
-                }
+                Some(ErrorClass::Partial) if s.more_available => Perceived::Partial,
                 Some(ErrorClass::Partial) => Perceived::Ok,
-                Some(c) => {
-                    judged = true;
-                    perceive_failure(&mut *self.judge, s.signal, c, model.unit(slot), model.unit(slot + 1))
-                }
+                Some(c) => perceive_failure(&mut *self.judge, s.signal, c, model.unit(slot), model.unit(slot + 1)),
             };
             let u = if perceived == Perceived::Ok { 0.0 } else { model.unit(slot + 2) };
             match act(profile, &mut *self.judge, perceived, &s.hist, u) {
@@ -821,9 +814,6 @@ impl<O: Observer, J: Judge, const SHARED: bool> Sim<'_, O, J, SHARED> {
                 }
                 Action::GiveUp => give_up = true,
             }
-        }
-        if judged {
-            self.obs.judged();
         }
         if give_up {
             return Some(TerminatedBy::GaveUp);

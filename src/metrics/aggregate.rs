@@ -62,10 +62,6 @@ pub struct Aggregate {
     pub tokens_in_sum: u128,
     #[serde(default)]
     pub tokens_out_sum: u128,
-    /// Times the simulated model read a failed or partial result: 0 means no run consulted the
-    /// profile's probabilities.
-    #[serde(default)]
-    pub judgements: u64,
 }
 
 /// `into[i] = max(into[i], from[i])`, growing `into` to `from`'s length.
@@ -95,7 +91,6 @@ impl Aggregate {
         self.wasted_retries += m.wasted_retries;
         self.orchestrator_retries += m.orchestrator_retries;
         self.model_transient_roundtrips += m.model_transient_roundtrips;
-        self.judgements += m.judgements;
         self.breaker_trips += m.breaker_trips;
         self.breaker_rejections += m.breaker_rejections;
         self.faults_injected += m.faults_injected;
@@ -157,7 +152,6 @@ impl Aggregate {
         self.wasted_retries += o.wasted_retries;
         self.orchestrator_retries += o.orchestrator_retries;
         self.model_transient_roundtrips += o.model_transient_roundtrips;
-        self.judgements += o.judgements;
         self.breaker_trips += o.breaker_trips;
         self.breaker_rejections += o.breaker_rejections;
         self.faults_injected += o.faults_injected;

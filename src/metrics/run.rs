@@ -40,8 +40,6 @@ pub struct RunMetrics {
     /// tool was tracked).
     pub peak_in_flight: u64,
     pub peak_by_tool: Vec<u64>,
-    /// Times the simulated model read a failed or partial result (see [`Observer::judged`]).
-    pub judgements: u64,
     transient_pending: bool,
     /// In a fleet: whose events come now, and each agent's `transient_pending`.
     agent: usize,
@@ -94,11 +92,6 @@ impl RunMetrics {
 
 impl Observer for RunMetrics {
     const READS_CONTENT: bool = false;
-
-    #[inline]
-    fn judged(&mut self) {
-        self.judgements += 1;
-    }
 
     // Always inlined: each call site builds one known variant, so the match folds away.
     #[inline(always)]
