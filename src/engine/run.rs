@@ -425,6 +425,25 @@ fn drive<O: Observer, J: Judge, const SHARED: bool>(
             }
         };
     }
+    if !SHARED {
+        // A lone agent keeps one `Sim` for its whole run. Built anew for every event, as a
+        // fleet's must be, it was 2% of the lone agent's instructions in the criterion bench
+        // (whose crate keeps the handlers out of line, so a `Sim` lives in memory).
+        let mut sim = sim!(&mut agents[0], 0, 0);
+        let mut events = 0;
+        while sim.ag.end.is_none() {
+            events += 1;
+            let popped = sim.sh.queue.pop().filter(|_| events <= MAX_EVENTS_PER_AGENT);
+            let Some((t, _, ev)) = popped else {
+                // Nothing left to happen (or far too much): the agent is stuck.
+                sim.finish(TerminatedBy::ProtocolError);
+                break;
+            };
+            sim.now = t;
+            sim.handle(ev, time_budget);
+        }
+        return agents[0].end.unwrap_or(TerminatedBy::ProtocolError);
+    }
     let mut live = n;
     let mut events = 0;
     let mut last_t = 0;
@@ -442,9 +461,8 @@ fn drive<O: Observer, J: Judge, const SHARED: bool>(
             break;
         };
         last_t = t;
-        let a = if SHARED { a } else { 0 };
         let ag = &mut agents[a as usize];
-        if SHARED && ag.end.is_some() {
+        if ag.end.is_some() {
             abandon(sc, sh, ag, t, ev);
             continue;
         }
@@ -452,42 +470,20 @@ fn drive<O: Observer, J: Judge, const SHARED: bool>(
             obs.agent(a);
         }
         let mut sim = sim!(ag, a, t);
-        match time_budget.map(|max| sim.ag.start_ms + max) {
-            Some(deadline) if t > deadline => {
-                // Something in flight (a slow tool, a timeout) would end past the time budget:
-                // the agent's deadline stops its run at the budget (and what it left at a tool
-                // still ends there).
-                sim.now = deadline;
-                sim.finish(TerminatedBy::TimeBudget);
-                if SHARED {
-                    abandon(sc, sh, &mut agents[a as usize], t, ev);
-                }
-                live -= 1;
-                continue;
-            }
-            _ => match ev {
-                Ev::TurnStart => sim.turn_start(),
-                Ev::ModelAttempt => sim.model_attempt(),
-                Ev::ToolAttempt(i) => sim.tool_attempt(i as usize),
-                Ev::ToolServe(i) => sim.tool_serve(i as usize),
-                Ev::ToolDone(i) => sim.tool_done(i as usize),
-            },
-        }
+        sim.handle(ev, time_budget);
         if sim.ag.end.is_some() {
             live -= 1;
         }
     }
-    if SHARED {
-        // Calls the ended agents left at the tools end there; then every tool is idle again.
-        while let Some((t, a, ev)) = sh.queue.pop() {
-            abandon(sc, sh, &mut agents[a as usize], t, ev);
-        }
-        debug_assert!(sh.tools.iter().all(ToolState::idle), "a call kept its place at a tool");
-        // Counted only where something is shared (a lone agent's tools are not tracked).
-        sh.peaks.clear();
-        sh.peaks.extend(sh.tools.iter().map(ToolState::peak));
-        obs.event(&Event::Done { peaks: &sh.peaks });
+    // Calls the ended agents left at the tools end there; then every tool is idle again.
+    while let Some((t, a, ev)) = sh.queue.pop() {
+        abandon(sc, sh, &mut agents[a as usize], t, ev);
     }
+    debug_assert!(sh.tools.iter().all(ToolState::idle), "a call kept its place at a tool");
+    // Counted only where something is shared (a lone agent's tools are not tracked).
+    sh.peaks.clear();
+    sh.peaks.extend(sh.tools.iter().map(ToolState::peak));
+    obs.event(&Event::Done { peaks: &sh.peaks });
     agents[0].end.unwrap_or(TerminatedBy::ProtocolError)
 }
 
@@ -564,6 +560,31 @@ struct Sim<'a, O, J, const SHARED: bool> {
 }
 
 impl<O: Observer, J: Judge, const SHARED: bool> Sim<'_, O, J, SHARED> {
+    /// Handles `ev` at `self.now`. Past the agent's time budget (`time_budget` after its
+    /// start, when the strategy keeps one), the budget ends its run instead.
+    #[inline(always)]
+    fn handle(&mut self, ev: Ev, time_budget: Option<u64>) {
+        match time_budget.map(|max| self.ag.start_ms + max) {
+            Some(deadline) if self.now > deadline => {
+                // Something in flight (a slow tool, a timeout) would end past the time budget:
+                // the agent's deadline stops its run at the budget (and what it left at a tool
+                // still ends there).
+                let t = std::mem::replace(&mut self.now, deadline);
+                self.finish(TerminatedBy::TimeBudget);
+                if SHARED {
+                    abandon(self.sc, self.sh, self.ag, t, ev);
+                }
+            }
+            _ => match ev {
+                Ev::TurnStart => self.turn_start(),
+                Ev::ModelAttempt => self.model_attempt(),
+                Ev::ToolAttempt(i) => self.tool_attempt(i as usize),
+                Ev::ToolServe(i) => self.tool_serve(i as usize),
+                Ev::ToolDone(i) => self.tool_done(i as usize),
+            },
+        }
+    }
+
     fn schedule(&mut self, t: u64, ev: Ev) {
         self.sh.queue.push(t, self.a, ev);
     }
