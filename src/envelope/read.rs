@@ -355,6 +355,25 @@ mod tests {
         assert!(!has_traceback("traceback (most recent call last)"));
     }
 
+    #[test]
+    fn more_may_be_available_is_read_in_text_in_objects_and_in_gemini_output() {
+        let text = "Showing 10 of 240 flights; more may be available.";
+        assert!(read_text(text, false).more_available);
+        assert!(!read_text("Showing 10 of 10 flights.", false).more_available);
+        assert!(read_text(r#"{"note": "More may be available", "data": []}"#, false).more_available);
+        assert!(read_gemini_response(&serde_json::json!({ "output": text })).more_available);
+        assert!(read_gemini_response(&serde_json::json!({ "output": { "note": text } })).more_available);
+        assert!(!read_gemini_response(&serde_json::json!({ "output": "done" })).more_available);
+    }
+
+    #[test]
+    fn a_gemini_error_is_an_envelope_only_with_the_five_fields_keys() {
+        let envelope = serde_json::json!({ "error": { "code": "RATE_LIMITED", "retryable": true } });
+        assert_eq!(read_gemini_response(&envelope).signal, Signal::Envelope);
+        let object = serde_json::json!({ "error": { "message": "quota exceeded" } });
+        assert_eq!(read_gemini_response(&object).signal, Signal::Object);
+    }
+
     proptest::proptest! {
         /// The in-place searches read what a lowered copy and `str::contains` read.
         #[test]
