@@ -118,7 +118,7 @@ pub fn as_recorded_scenario(trace: Trace) -> Scenario {
         })
         .collect();
     let outcome = trace.events.iter().rev().find_map(|e| match e {
-        TraceEvent::Final { outcome, text } => Some((*outcome, text.clone())),
+        TraceEvent::Final { outcome, text, success, .. } => Some((*outcome, text.clone(), *success)),
         _ => None,
     });
     // The last model call is the final turn when it asked for no tool.
@@ -127,8 +127,11 @@ pub fn as_recorded_scenario(trace: Trace) -> Scenario {
         _ => None,
     });
     let final_turn = ok_models.last().filter(|(t, _)| last_call_turn != Some(*t)).map(|m| m.0);
-    let ending = match (final_turn, outcome.as_ref().map(|o| o.0)) {
-        (Some(_), Some(FinalOutcome::GaveUp)) => Ending::GaveUp,
+    let ending = match (final_turn, outcome.as_ref().map(|o| (o.0, o.2))) {
+        (
+            Some(_),
+            Some((FinalOutcome::GaveUp | FinalOutcome::Interrupted | FinalOutcome::Error, _) | (_, Some(false))),
+        ) => Ending::GaveUp,
         (Some(_), _) => Ending::Answer,
         (None, _) => Ending::CutOff,
     };
@@ -167,6 +170,7 @@ pub fn as_recorded_scenario(trace: Trace) -> Scenario {
                 task.steps.last_mut().expect("pushed").push(idx);
                 calls.insert(call_id, (idx, tool_attempts[tool]));
             }
+            TraceEvent::ToolResult { cancelled: true, .. } => {}
             TraceEvent::ToolResult { call_id, ok, status, content, error_class, .. } => {
                 let Some(&(idx, attempt)) = calls.get(&call_id) else { continue };
                 let spec = &mut task.calls[idx as usize];

@@ -33,6 +33,7 @@ pub fn execute(args: CalibrateArgs) -> Result<i32> {
             format: args.format.clone(),
             select: None,
             failure_rules: args.failure_rules.clone(),
+            lenient: false,
         };
         for t in &source.import()?.traces {
             observe(t, &mut fit);

@@ -16,7 +16,7 @@ use crate::trace::inspect::{stats, table};
 pub struct SourceArgs {
     /// The trace file.
     pub trace: PathBuf,
-    /// auto, native, openai-chat, openai-responses, anthropic, gemini, otel, cassette, mcp.
+    /// The source format (see `--format help`), or auto to detect it from the content.
     #[arg(long, default_value = "auto")]
     pub format: String,
     /// A JSON pointer to the conversation inside a wrapper file (e.g. /13/traj).
@@ -26,6 +26,10 @@ pub struct SourceArgs {
     /// the built-in text rules (structural flags such as is_error still apply).
     #[arg(long = "failure-rule", value_name = "REGEX")]
     pub failure_rules: Vec<String>,
+    /// Import a file that fits its format only in part, listing every gap in the output and in
+    /// the trace header, instead of refusing it.
+    #[arg(long)]
+    pub lenient: bool,
 }
 
 impl SourceArgs {
@@ -44,7 +48,7 @@ impl SourceArgs {
         {
             return Err(Error::Usage(format!("--select {p}: a JSON pointer starts with '/' (e.g. /13/traj)")));
         }
-        Ok(ImportOptions { format, select: self.select.clone(), select_key: "--select", rules })
+        Ok(ImportOptions { format, select: self.select.clone(), select_key: "--select", rules, lenient: self.lenient })
     }
 
     pub fn import(&self) -> Result<Imported> {

@@ -367,6 +367,8 @@ fn record(world: &World, ran: Ran, timeout_s: u64) -> AgentRecord {
             "gave_up" => FinalOutcome::GaveUp,
             _ => FinalOutcome::CutOff,
         },
+        reason: None,
+        success: None,
     });
     let tokens: u64 = trace
         .events

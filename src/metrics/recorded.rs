@@ -103,11 +103,15 @@ pub fn recorded_metrics(trace: &Trace, compiled: &Compiled) -> RunMetrics {
                     latency_ms: latency_ms.unwrap_or(0),
                 });
             }
-            TraceEvent::Final { text, outcome } => {
-                let by = match outcome {
-                    FinalOutcome::Answer => TerminatedBy::Answer,
-                    FinalOutcome::GaveUp => TerminatedBy::GaveUp,
-                    FinalOutcome::CutOff => TerminatedBy::StepCap,
+            TraceEvent::Final { text, outcome, success, .. } => {
+                // An answer the source judged wrong is not a success; an interruption or an
+                // error stopped the run before an answer and not at a cap: both count as
+                // giving up.
+                let by = match (outcome, success) {
+                    (_, Some(false)) => TerminatedBy::GaveUp,
+                    (FinalOutcome::Answer, _) => TerminatedBy::Answer,
+                    (FinalOutcome::GaveUp | FinalOutcome::Interrupted | FinalOutcome::Error, _) => TerminatedBy::GaveUp,
+                    (FinalOutcome::CutOff, _) => TerminatedBy::StepCap,
                 };
                 m.event(&Event::End { by, t_ms: t_ms + turn_latency, started_ms: 0, text });
                 ended = true;

@@ -311,14 +311,16 @@ fn load_trace(ctx: &Ctx, rel: &str, dto: &ScenarioDto) -> Result<Replay> {
         Some(patterns) => FailureRules::from_patterns(patterns)
             .map_err(|e| ctx.err("trace_failure_rules", format!("regular expressions: {e}")))?,
     };
-    let opts = ImportOptions { format, select: select.map(str::to_owned), select_key: "trace_select", rules };
+    let opts =
+        ImportOptions { format, select: select.map(str::to_owned), select_key: "trace_select", rules, lenient: false };
     let mut traces = import_path(&path, &opts)
         .map_err(|e| match e {
             // The pointer is the scenario's: say so there, and where it looked.
             Error::Invalid { field, expected, .. } if field == "trace_select" => {
                 ctx.err("trace_select", format!("{expected} in {}", path.display()))
             }
-            e => e,
+            // The trace file's own error (file, line, field), under the scenario's `trace` key.
+            e => ctx.err("trace", format!("a trace tracefault can read; {e}")),
         })?
         .traces;
     let n = traces.len();

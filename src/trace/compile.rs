@@ -99,6 +99,8 @@ fn answered_calls(trace: &Trace) -> Vec<RecordedCall> {
                 });
                 answered.push(false);
             }
+            // A cancelled call never ran: it is not answered.
+            TraceEvent::ToolResult { cancelled: true, .. } => {}
             TraceEvent::ToolResult { call_id, ok, status, content, error_class, .. } => {
                 let Some(&i) = latest.get(call_id.as_str()) else { continue };
                 let partial = error_class.as_deref() == Some("partial");

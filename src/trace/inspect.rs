@@ -18,6 +18,12 @@ pub struct Row<'a> {
     pub outcome: &'a str,
     /// Identical (tool, canonical arguments) to an earlier call of this trace that failed.
     pub failing_repeat: bool,
+    /// Why the importer judged the result as it did (the field or rule, and the class's source).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<&'a str>,
+    /// A failed or cancelled result's text, cut to one line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -32,7 +38,26 @@ pub struct Stats<'a> {
     /// The 1-based tool call at which a loop guard with K = 3 would have stopped the run.
     pub loop_guard_at: Option<u64>,
     pub ended: &'static str,
+    /// The source's own word for the ending, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_reason: Option<&'a str>,
+    /// The source's own verdict on the task, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub success: Option<bool>,
+    /// Calls that never ran (cancelled by the agent): neither failures nor successes.
+    pub cancelled: u64,
+    /// What the importer left out (`--lenient`).
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub gaps: &'a [String],
     pub rows: Vec<Row<'a>>,
+}
+
+/// The first line of `text`, at most `n` characters.
+pub fn one_line(text: &str, n: usize) -> String {
+    let line = text.trim().lines().next().unwrap_or("");
+    let cut: String = line.chars().take(n).collect();
+    let more = cut.len() < line.len() || text.trim().lines().nth(1).is_some();
+    if more { format!("{cut}…") } else { cut }
 }
 
 pub const LOOP_GUARD_K: u32 = 3;
@@ -77,11 +102,7 @@ pub fn follow_up(s: &Stats, i: usize) -> Next {
 }
 
 pub fn ended_name(o: FinalOutcome) -> &'static str {
-    match o {
-        FinalOutcome::Answer => "answer",
-        FinalOutcome::GaveUp => "gave_up",
-        FinalOutcome::CutOff => "cut_off",
-    }
+    o.name()
 }
 
 pub fn stats(trace: &Trace) -> Stats<'_> {
@@ -93,6 +114,7 @@ pub fn stats(trace: &Trace) -> Stats<'_> {
     let mut index_of: HashMap<&str, usize> = HashMap::with_capacity(calls);
     let mut model_calls = 0;
     let mut ended = "cut_off";
+    let (mut ended_reason, mut verdict) = (None, None);
     for ev in &trace.events {
         match ev {
             TraceEvent::ModelCall { .. } => model_calls += 1,
@@ -104,23 +126,35 @@ pub fn stats(trace: &Trace) -> Stats<'_> {
                     args: args.as_json(),
                     outcome: "unanswered",
                     failing_repeat: false,
+                    evidence: None,
+                    error: None,
                 });
             }
-            TraceEvent::ToolResult { call_id, error_class, ok, .. } => {
+            TraceEvent::ToolResult { call_id, error_class, ok, cancelled, evidence, content, .. } => {
                 if let Some(&i) = index_of.get(call_id.as_str()) {
-                    rows[i].outcome = match (ok, error_class.as_deref()) {
+                    let row = &mut rows[i];
+                    row.outcome = match (ok, error_class.as_deref()) {
+                        _ if *cancelled => "cancelled",
                         (_, Some(c)) => c,
                         (true, None) => "ok",
                         (false, None) => "failed",
                     };
+                    row.evidence = evidence.as_deref();
+                    if !*ok || *cancelled {
+                        row.error = Some(one_line(content, 100));
+                    }
                 }
             }
-            TraceEvent::Final { outcome, .. } => ended = ended_name(*outcome),
+            TraceEvent::Final { outcome, reason, success, .. } => {
+                ended = ended_name(*outcome);
+                ended_reason = reason.as_deref();
+                verdict = *success;
+            }
             TraceEvent::Mcp { .. } => {}
         }
     }
     drop(index_of);
-    let failed = |r: &Row| !matches!(r.outcome, "ok" | "partial" | "unanswered");
+    let failed = |r: &Row| !matches!(r.outcome, "ok" | "partial" | "unanswered" | "cancelled");
     let mut failing_repeats = 0;
     let mut streak = 0;
     let mut longest = 0;
@@ -162,6 +196,10 @@ pub fn stats(trace: &Trace) -> Stats<'_> {
         longest_failing_streak: longest,
         loop_guard_at,
         ended,
+        ended_reason,
+        success: verdict,
+        cancelled: rows.iter().filter(|r| r.outcome == "cancelled").count() as u64,
+        gaps: &trace.header.gaps,
         rows,
     }
 }
@@ -194,18 +232,37 @@ pub fn table(s: &Stats) -> String {
         let flag = if r.failing_repeat { "REPEAT of a failed call" } else { "" };
         let outcome = printable(r.outcome);
         let _ = writeln!(out, "  {:>4}  {:>4}  {:<28} {:<44} {:<12} {}", i + 1, r.turn, tool, args, outcome, flag);
+        if let Some(error) = &r.error {
+            let _ = writeln!(out, "  {:>10}  {}", "", printable(error));
+            if let Some(e) = r.evidence {
+                let _ = writeln!(out, "  {:>10}  ({})", "", printable(e));
+            }
+        }
+    }
+    let cancelled = if s.cancelled > 0 { format!(", cancelled {}", s.cancelled) } else { String::new() };
+    let mut ended = s.ended.to_owned();
+    if let Some(r) = s.ended_reason {
+        ended = format!("{ended} ({})", printable(r));
+    }
+    match s.success {
+        Some(true) => ended.push_str(", judged a success by the source"),
+        Some(false) => ended.push_str(", judged a failure by the source"),
+        None => {}
     }
     let _ = writeln!(
         out,
-        "  model calls {}, tool calls {}, failures {}, identical repeats of failing calls {}, longest failing streak {}, loop guard (K={LOOP_GUARD_K}) would stop at {}, ended: {}",
+        "  model calls {}, tool calls {}, failures {}{cancelled}, identical repeats of failing calls {}, longest failing streak {}, loop guard (K={LOOP_GUARD_K}) would stop at {}, ended: {}",
         s.model_calls,
         s.tool_calls,
         s.tool_failures,
         s.failing_repeats,
         s.longest_failing_streak,
         s.loop_guard_at.map_or("never".to_owned(), |n| format!("tool call {n}")),
-        s.ended
+        ended
     );
+    for gap in s.gaps {
+        let _ = writeln!(out, "  gap (read with --lenient): {}", printable(gap));
+    }
     out
 }
 
@@ -241,9 +298,15 @@ mod tests {
                 latency_ms: None,
                 attempts: None,
                 evidence: None,
+                cancelled: false,
             });
         }
-        events.push(TraceEvent::Final { text: String::new(), outcome: FinalOutcome::GaveUp });
+        events.push(TraceEvent::Final {
+            text: String::new(),
+            outcome: FinalOutcome::GaveUp,
+            reason: None,
+            success: None,
+        });
         let header = Header::new("t".into(), "native", None, None);
         Trace { header, events }
     }

@@ -30,6 +30,10 @@ pub struct Header {
     /// Which agent of a simulated fleet the trace is (absent for a lone agent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<u32>,
+    /// What an importer could not read from the source and left out (only with `--lenient`;
+    /// without it such a source is refused).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gaps: Vec<String>,
 }
 
 impl Header {
@@ -48,6 +52,7 @@ impl Header {
             model,
             tools: Vec::new(),
             agent: None,
+            gaps: Vec::new(),
         }
     }
 
@@ -139,7 +144,24 @@ pub enum Stop {
 pub enum FinalOutcome {
     Answer,
     GaveUp,
+    /// Stopped by a limit: a step, turn, cost or context cap.
     CutOff,
+    /// Stopped by the user: an interruption, or a tool use the user rejected.
+    Interrupted,
+    /// Stopped by an error the agent could not go on from (an API error, a crashed run).
+    Error,
+}
+
+impl FinalOutcome {
+    pub fn name(self) -> &'static str {
+        match self {
+            FinalOutcome::Answer => "answer",
+            FinalOutcome::GaveUp => "gave_up",
+            FinalOutcome::CutOff => "cut_off",
+            FinalOutcome::Interrupted => "interrupted",
+            FinalOutcome::Error => "error",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -178,10 +200,22 @@ pub enum TraceEvent {
         /// Why an importer judged the result a failure (or partial), and its class.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         evidence: Option<String>,
+        /// The call never ran: the agent cancelled it (a parallel sibling failed first). Not a
+        /// failure of the call; `ok` is false and `error_class` absent.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        cancelled: bool,
     },
     Final {
         text: String,
         outcome: FinalOutcome,
+        /// The source's own word for how the run ended (`submitted`, `max_steps`,
+        /// `error_max_turns`, …), when it records one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// The source's own verdict on the task (tau2's reward, an eval's score), when it
+        /// records one: an answer judged wrong is not a success.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        success: Option<bool>,
     },
     /// An MCP JSON-RPC message as it crossed a mock MCP server (`exec`): a `tools/call` request
     /// or its answer (an answer of the endpoint's own under `http_status`), or a notification.

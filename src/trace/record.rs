@@ -99,6 +99,7 @@ impl Observer for Recorder {
                     latency_ms: Some(latency_ms),
                     attempts: Some(attempts),
                     evidence: None,
+                    cancelled: false,
                 }
             }
             Event::End { by, text, .. } => TraceEvent::Final {
@@ -108,6 +109,8 @@ impl Observer for Recorder {
                     TerminatedBy::GaveUp => FinalOutcome::GaveUp,
                     _ => FinalOutcome::CutOff,
                 },
+                reason: None,
+                success: None,
             },
             Event::BreakerTrip { .. } | Event::ProtocolViolation { .. } | Event::Done { .. } => return,
         };

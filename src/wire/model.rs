@@ -211,6 +211,7 @@ fn decide(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn {
             latency_ms: None,
             attempts: None,
             evidence: Some("class from the mock tool's own outcome".into()),
+            cancelled: false,
         });
         let draw = (i as u64 * (1 << 24) + turn) * 4;
         let conv = world.conversations.get_mut(&c).expect("a conversation the world holds");

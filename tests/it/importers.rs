@@ -171,7 +171,7 @@ fn bad_input_is_explained_not_panicked() {
             "list.json",
             "[{\"role\": \"user\", \"content\": \"x\"}, {\"content\": \"no role\"}]",
             &[],
-            "list.json: /1: expected a message with a `role`",
+            "list.json:1:36: /1: expected a message with a `role`",
         ),
         (
             "list.json",
@@ -179,7 +179,7 @@ fn bad_input_is_explained_not_panicked() {
             &["--select", "/5"],
             "--select: expected a JSON pointer into the file; \"/5\" is no such path (the top level is a list of 2)",
         ),
-        ("what.json", "{\"hello\": 1}", &[], "what.json: /: expected a recognizable trace"),
+        ("what.json", "{\"hello\": 1}", &[], "what.json: no supported format fits"),
         ("c.yaml", "interactions: [{response: {}}]", &[], "c.yaml: /interactions/0: expected a `request`"),
     ];
     for (name, text, extra, expected) in cases {

@@ -29,6 +29,28 @@ pub enum Item {
     /// `response.error`, an OTel `execute_tool` span with status ERROR); `None` where the
     /// format has none and text rules decide.
     Result { id: Option<String>, name: Option<String>, content: String, flag: Option<(bool, &'static str)> },
+    /// A call the agent cancelled before it ran (a parallel sibling failed first): its text,
+    /// and the rule that recognised it.
+    Cancelled { id: Option<String>, content: String, why: &'static str },
+}
+
+/// How a conversation ended, from the source's own fields (exit status, reward, termination
+/// reason, stop reason, interruption). Without one, the builder infers it from the last item.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ending {
+    pub outcome: FinalOutcome,
+    /// The source's own word for it (`submitted`, `max_steps`, …).
+    pub reason: Option<String>,
+    /// The source's verdict on the task, when it has one.
+    pub success: Option<bool>,
+    /// The final answer's text, when the source gives it apart from the last model turn.
+    pub text: Option<String>,
+}
+
+impl Ending {
+    pub fn new(outcome: FinalOutcome, reason: impl Into<String>) -> Ending {
+        Ending { outcome, reason: Some(reason.into()), success: None, text: None }
+    }
 }
 
 impl Item {
@@ -46,6 +68,17 @@ pub struct Conversation {
     pub model: Option<String>,
     pub tools: Vec<ToolDef>,
     pub items: Vec<Item>,
+    /// How it ended, when the source says so.
+    pub ending: Option<Ending>,
+    /// What could not be read and was left out (`--lenient`).
+    pub gaps: Vec<String>,
+}
+
+impl Conversation {
+    /// An empty conversation of `source_format`, with no provider, model or tools yet.
+    pub fn new(id: String, source_format: &str) -> Conversation {
+        Conversation { id, source_format: source_format.to_owned(), ..Conversation::default() }
+    }
 }
 
 /// How a tool result is judged a failure, and of which class. Documented in the README
@@ -356,13 +389,15 @@ pub fn judge(content: &str, flag: Option<(bool, &'static str)>, rules: &FailureR
 /// `tool_result` per result (paired by id, else by position among the open calls, preferring
 /// the same tool name), and a `final` event.
 pub fn to_trace(conv: Conversation, rules: &FailureRules) -> Trace {
-    let Conversation { id, source_format, provider, model, tools, items } = conv;
+    let Conversation { id, source_format, provider, model, tools, items, ending, gaps } = conv;
     let calls: usize = items.iter().map(|i| if let Item::Model { calls, .. } = i { calls.len() } else { 0 }).sum();
     let mut trace = TraceBuilder::new(tools, items.len() + calls + 1);
     for item in items {
         trace.push(item);
     }
-    trace.finish(Header::new(id, source_format, provider, model), rules)
+    trace.ending = ending;
+    let header = Header { gaps, ..Header::new(id, source_format, provider, model) };
+    trace.finish(header, rules)
 }
 
 /// [`to_trace`] one item at a time, so that a reader can hand on each message as it reads it
@@ -381,6 +416,8 @@ pub struct TraceBuilder {
     /// a user's (a result since clears it).
     last_model: Option<usize>,
     items: usize,
+    /// How the conversation ended, when the source says so (else inferred from the items).
+    pub ending: Option<Ending>,
 }
 
 impl TraceBuilder {
@@ -430,6 +467,23 @@ impl TraceBuilder {
                     self.events.push(TraceEvent::ToolCall { turn, call_id: id, name: c.name, args: c.args });
                 }
             }
+            Item::Cancelled { id, content, why } => {
+                self.last_model = None;
+                let pos = id.as_ref().and_then(|id| self.open.iter().position(|(o, _)| o == id));
+                let Some(pos) = pos.or(if self.open.is_empty() { None } else { Some(0) }) else { return };
+                let (call_id, _) = self.open.remove(pos);
+                self.events.push(TraceEvent::ToolResult {
+                    call_id,
+                    ok: false,
+                    status: None,
+                    content,
+                    error_class: None,
+                    latency_ms: None,
+                    attempts: None,
+                    evidence: Some(format!("cancelled: {why}")),
+                    cancelled: true,
+                });
+            }
             Item::Result { id, name, content, flag } => {
                 self.last_model = None;
                 let open = &self.open;
@@ -453,6 +507,7 @@ impl TraceBuilder {
                     latency_ms: None,
                     attempts: None,
                     evidence: None,
+                    cancelled: false,
                 });
             }
         }
@@ -463,15 +518,19 @@ impl TraceBuilder {
     pub fn finish(mut self, mut header: Header, rules: &FailureRules) -> Trace {
         let mut flags = self.flags.iter().peekable();
         for (n, event) in self.events.iter_mut().enumerate() {
-            if let TraceEvent::ToolResult { ok, status, content, error_class, evidence, .. } = event {
+            if let TraceEvent::ToolResult { ok, status, content, error_class, evidence, cancelled: false, .. } = event {
                 let flag = flags.next_if(|(at, _)| *at == n).map(|(_, f)| *f);
                 let v = judge(content, flag, rules);
                 (*ok, *status, *error_class) = (v.ok, v.status, v.class.map(str::to_owned));
                 *evidence = (!v.evidence.is_empty()).then_some(v.evidence);
             }
         }
-        let (text, outcome) = self.ending();
-        self.events.push(TraceEvent::Final { text, outcome });
+        let (inferred, outcome) = self.ending();
+        let (text, outcome, reason, success) = match self.ending.take() {
+            Some(e) => (e.text.unwrap_or(inferred), e.outcome, e.reason, e.success),
+            None => (inferred, outcome, None, None),
+        };
+        self.events.push(TraceEvent::Final { text, outcome, reason, success });
         header.tools = self.tools;
         Trace { header, events: self.events }
     }
@@ -680,14 +739,14 @@ mod tests {
         assert_eq!(stops, [Stop::ToolCalls, Stop::End]);
         assert_eq!(t.header.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["f", "g", "h"]);
         assert!(
-            matches!(t.events.last(), Some(TraceEvent::Final { text, outcome: FinalOutcome::Answer }) if text == "done")
+            matches!(t.events.last(), Some(TraceEvent::Final { text, outcome: FinalOutcome::Answer, .. }) if text == "done")
         );
 
         let ending = |items: Vec<Item>| {
             let mut b = TraceBuilder::default();
             items.into_iter().for_each(|i| b.push(i));
             match b.finish(Header::new("c".into(), "test", None, None), &FailureRules::default()).events.pop() {
-                Some(TraceEvent::Final { text, outcome }) => (text, outcome),
+                Some(TraceEvent::Final { text, outcome, .. }) => (text, outcome),
                 other => panic!("{other:?}"),
             }
         };

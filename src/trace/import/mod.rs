@@ -3,22 +3,34 @@
 //! `auto` detects the format from the content. Headers of recorded HTTP exchanges are never
 //! read, so authorization headers, API keys and cookies cannot reach a trace.
 
+pub mod agents_sdk;
 pub mod anthropic;
 pub mod cassette;
+pub mod claude_code;
+pub mod codex;
 pub mod conversation;
 pub mod elements;
+mod gaps;
 pub mod gemini;
+pub mod inspect_ai;
+mod locate;
 pub mod mcp;
+pub mod mini_swe_agent;
 pub mod openai_chat;
 pub mod openai_responses;
+pub mod openhands;
 pub mod otel;
+mod readers;
 mod stream;
+pub mod swe_agent;
+pub mod tau2;
 
 use std::path::Path;
 
 use serde_json::Value;
 
 use self::conversation::{Conversation, FailureRules, Item, to_trace};
+use self::locate::Place;
 use super::Trace;
 use crate::error::Error;
 use crate::trace::ToolDef;
@@ -36,11 +48,44 @@ pub enum SourceFormat {
     Cassette,
     /// MCP JSON-RPC message logs.
     Mcp,
+    /// OpenAI Codex CLI rollouts.
+    Codex,
+    /// Claude Code session transcripts and `claude -p --output-format stream-json` output.
+    ClaudeCode,
+    /// OpenAI Agents SDK trace exports (traces and spans).
+    AgentsSdk,
+    /// Inspect AI eval logs (`.json`, `.eval`).
+    Inspect,
+    /// tau2-bench results.
+    Tau2,
+    /// SWE-agent trajectories (`.traj`).
+    SweAgent,
+    /// mini-swe-agent trajectories.
+    MiniSweAgent,
+    /// OpenHands event streams.
+    OpenHands,
 }
 
 impl SourceFormat {
-    pub const NAMES: [&'static str; 9] =
-        ["auto", "native", "openai-chat", "openai-responses", "anthropic", "gemini", "otel", "cassette", "mcp"];
+    pub const NAMES: [&'static str; 17] = [
+        "auto",
+        "native",
+        "openai-chat",
+        "openai-responses",
+        "anthropic",
+        "gemini",
+        "otel",
+        "cassette",
+        "mcp",
+        "codex",
+        "claude-code",
+        "agents-sdk",
+        "inspect",
+        "tau2",
+        "swe-agent",
+        "mini-swe-agent",
+        "openhands",
+    ];
 
     pub fn parse(s: &str) -> Option<SourceFormat> {
         use SourceFormat::*;
@@ -54,6 +99,14 @@ impl SourceFormat {
             "otel" => Otel,
             "cassette" => Cassette,
             "mcp" => Mcp,
+            "codex" => Codex,
+            "claude-code" => ClaudeCode,
+            "agents-sdk" => AgentsSdk,
+            "inspect" => Inspect,
+            "tau2" => Tau2,
+            "swe-agent" => SweAgent,
+            "mini-swe-agent" => MiniSweAgent,
+            "openhands" => OpenHands,
             _ => return None,
         })
     }
@@ -99,6 +152,9 @@ pub struct ImportOptions {
     /// Where the pointer came from, for errors: `--select` or a scenario's `trace_select`.
     pub select_key: &'static str,
     pub rules: FailureRules,
+    /// Import a source that fits its format only in part, listing every gap, instead of
+    /// refusing it.
+    pub lenient: bool,
 }
 
 impl Default for ImportOptions {
@@ -108,6 +164,7 @@ impl Default for ImportOptions {
             select: None,
             select_key: "--select",
             rules: FailureRules::default(),
+            lenient: false,
         }
     }
 }
@@ -136,7 +193,7 @@ fn signature(item: &Item) -> String {
             let c: Vec<String> = calls.iter().map(|c| format!("{}{}", c.name, c.args)).collect();
             format!("m:{}", c.join("|"))
         }
-        Item::Result { content, .. } => format!("r:{}", content.trim()),
+        Item::Result { content, .. } | Item::Cancelled { content, .. } => format!("r:{}", content.trim()),
     }
 }
 
@@ -165,6 +222,8 @@ pub fn chain(exchanges: Vec<Exchange>, source: SourceFormat, id: &str, provider:
                 model: ex.model.clone(),
                 tools: ex.tools.clone(),
                 items: Vec::new(),
+                ending: None,
+                gaps: Vec::new(),
             };
             current = Some((conv, Vec::new()));
         }
@@ -210,7 +269,10 @@ pub fn detect(v: &Value) -> Option<SourceFormat> {
         let first = items.first()?;
         if first.get("role").is_some() || first.get("type").is_some() {
             if items.iter().any(|m| {
-                matches!(m.get("type").and_then(Value::as_str), Some("function_call" | "function_call_output"))
+                matches!(
+                    m.get("type").and_then(Value::as_str),
+                    Some("function_call" | "function_call_output" | "custom_tool_call" | "custom_tool_call_output")
+                )
             }) {
                 return Some(OpenAiResponses);
             }
@@ -235,6 +297,37 @@ pub fn detect(v: &Value) -> Option<SourceFormat> {
     } else {
         container_inner(v).and_then(detect)
     }
+}
+
+/// Why `v` is none of the provider and capture formats [`detect`] knows, one line each: what
+/// each expects, and what the file holds instead.
+fn provider_misfits(v: &Value) -> Vec<(SourceFormat, ImportError)> {
+    use SourceFormat::*;
+    let (at, found) = match v {
+        Value::Array(items) => match items.first() {
+            Some(Value::Object(o)) => ("/0", keys_of(o)),
+            Some(_) => ("/0", "a list of scalars".to_owned()),
+            None => ("", "an empty list".to_owned()),
+        },
+        Value::Object(o) => ("", keys_of(o)),
+        _ => ("", "a scalar".to_owned()),
+    };
+    let expect: [(SourceFormat, &str); 7] = [
+        (OpenAiChat, "a message with a `role`, or an object with a `messages` list"),
+        (OpenAiResponses, "an item with a `type`, or an object with `input` or `output` items"),
+        (Anthropic, "a message with a `role` and content blocks, or an object with `messages`"),
+        (Gemini, "an object with `contents` or `candidates`"),
+        (Otel, "an OTLP/JSON object with `resourceSpans`"),
+        (Cassette, "a recorded-HTTP cassette with `interactions`"),
+        (Mcp, "MCP JSON-RPC messages (`\"jsonrpc\": \"2.0\"`)"),
+    ];
+    expect.into_iter().map(|(f, e)| (f, ImportError::at(at, format!("{e}; found {found}")))).collect()
+}
+
+fn keys_of(o: &serde_json::Map<String, Value>) -> String {
+    let keys: Vec<&str> = o.keys().take(8).map(String::as_str).collect();
+    let more = if o.len() > 8 { ", …" } else { "" };
+    format!("an object with keys {}{more}", keys.join(", "))
 }
 
 /// Whether a message carries Anthropic content blocks.
@@ -316,7 +409,7 @@ fn provider_conversations(format: SourceFormat, v: &Value, id: &str) -> Result<V
                 let mut out = Vec::new();
                 for (i, item) in items.iter().enumerate() {
                     let inner = container_inner(item).expect("checked");
-                    let mut convs = provider_conversations(format, inner, &format!("{id}#{i}"))
+                    let mut convs = provider_conversations(format, inner, &format!("{id}#{}", i + 1))
                         .map_err(|e| ImportError::at(format!("/{i}{}", e.at), e.expected))?;
                     out.append(&mut convs);
                 }
@@ -487,31 +580,32 @@ pub fn import_str(text: &str, path: &Path, opts: &ImportOptions) -> Result<Impor
             }
         })?,
     };
-    let format = match opts.format {
-        SourceFormat::Auto => detect(v).ok_or_else(|| Error::Invalid {
-            file: path.display().to_string(),
-            line: None,
-            field: opts.select.clone().unwrap_or_else(|| "/".into()),
-            expected: format!(
-                "a recognizable trace ({}); pass --format, or --select the conversation inside a wrapper",
-                SourceFormat::NAMES[1..].join(", ")
-            ),
-        })?,
-        f => f,
+    let jsonl = serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() && !is_yaml;
+    let place = Place { path, text, jsonl, yaml: is_yaml, select: opts.select.as_deref().unwrap_or("") };
+    let reader = match opts.format {
+        SourceFormat::Auto => readers::detect(v),
+        f => readers::reader(f),
+    };
+    let format = match (opts.format, reader) {
+        (_, Some(r)) => r.format,
+        (SourceFormat::Auto, None) => detect(v).ok_or_else(|| place.nothing_fits(v))?,
+        (f, None) => f,
     };
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("trace");
     let id = match &opts.select {
         Some(p) => format!("{stem}{p}"),
         None => stem.to_owned(),
     };
-    let convs = match format {
-        SourceFormat::Cassette => cassette::conversations(v, &id),
-        SourceFormat::Otel => otel::conversations(v, &id),
-        SourceFormat::Mcp => mcp::conversations(v, &id),
-        SourceFormat::Native | SourceFormat::Auto => unreachable!("handled above"),
-        f => provider_conversations(f, v, &id),
-    }
-    .map_err(|e| e.into_error(path))?;
+    let convs = match (reader, format) {
+        (Some(r), _) => (r.fits)(v)
+            .map_err(|e| place.misfit(e, format, v))
+            .and_then(|()| (r.read)(v, &id).map_err(|e| place.error(e)))?,
+        (None, SourceFormat::Cassette) => cassette::conversations(v, &id).map_err(|e| place.error(e))?,
+        (None, SourceFormat::Otel) => otel::conversations(v, &id).map_err(|e| place.error(e))?,
+        (None, SourceFormat::Mcp) => mcp::conversations(v, &id).map_err(|e| place.error(e))?,
+        (None, SourceFormat::Native | SourceFormat::Auto) => unreachable!("handled above"),
+        (None, f) => provider_conversations(f, v, &id).map_err(|e| place.error(e))?,
+    };
     if convs.is_empty() {
         return Err(Error::Invalid {
             file: path.display().to_string(),
@@ -521,16 +615,21 @@ pub fn import_str(text: &str, path: &Path, opts: &ImportOptions) -> Result<Impor
         });
     }
     if convs.iter().all(|c| c.items.is_empty()) {
+        let hint = match readers::detect(v).map(|r| r.format).or_else(|| detect(v)) {
+            Some(d) if d != format => format!("the file reads as {}: pass --format {} or auto", d.name(), d.name()),
+            _ => "pass --format auto to see which formats were tried".to_owned(),
+        };
         return Err(Error::Invalid {
             file: path.display().to_string(),
             line: None,
             field: "format".into(),
             expected: format!(
-                "{} content: nothing in the file reads as a message, model call or tool result in that format (try --format auto)",
+                "{} content: nothing in the file reads as a message, model call or tool result in that format ({hint})",
                 format.name()
             ),
         });
     }
+    let convs = gaps::checked(convs, path, opts.lenient)?;
     let traces = convs.into_iter().map(|c| to_trace(c, &opts.rules)).collect();
     Ok(Imported { format, traces })
 }

@@ -1,11 +1,12 @@
-//! OpenAI Responses: `input` items (`function_call` / `function_call_output` paired on
-//! `call_id`, messages) and `output` items of a response.
+//! OpenAI Responses: `input` items (`function_call` / `function_call_output` and
+//! `custom_tool_call` / `custom_tool_call_output` paired on `call_id`, messages) and `output`
+//! items of a response. A custom tool's freeform `input` is kept as a string.
 
 use serde_json::Value;
 
 use super::ImportError;
 use super::conversation::{CallItem, Item, parse_args, text_of, tool_defs, with_usage};
-use crate::trace::ToolDef;
+use crate::trace::{Args, ToolDef};
 
 /// Consecutive assistant messages and function calls form one model turn.
 pub fn items(input: &[Value], path: &str) -> Result<Vec<Item>, ImportError> {
@@ -15,11 +16,15 @@ pub fn items(input: &[Value], path: &str) -> Result<Vec<Item>, ImportError> {
         let kind = it.get("type").and_then(Value::as_str).unwrap_or("message");
         let role = it.get("role").and_then(Value::as_str);
         match (kind, role) {
-            ("function_call", _) => {
+            ("function_call" | "custom_tool_call", _) => {
+                let args = match kind {
+                    "custom_tool_call" => Args::new(it.get("input").unwrap_or(&Value::Null)),
+                    _ => parse_args(it.get("arguments").and_then(Value::as_str).unwrap_or("{}")),
+                };
                 let call = CallItem {
                     id: it.get("call_id").and_then(Value::as_str).map(str::to_owned),
                     name: it.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                    args: parse_args(it.get("arguments").and_then(Value::as_str).unwrap_or("{}")),
+                    args,
                 };
                 match out.last_mut() {
                     Some(Item::Model { calls, .. }) if open_turn => calls.push(call),
@@ -27,7 +32,7 @@ pub fn items(input: &[Value], path: &str) -> Result<Vec<Item>, ImportError> {
                 }
                 open_turn = true;
             }
-            ("function_call_output", _) => {
+            ("function_call_output" | "custom_tool_call_output", _) => {
                 out.push(Item::Result {
                     id: it.get("call_id").and_then(Value::as_str).map(str::to_owned),
                     name: None,

@@ -100,9 +100,9 @@ impl Reading<'_> {
         (vec![trace.finish(header, &self.opts.rules)], any_items)
     }
 
-    /// The id of element `i`'s conversation.
+    /// The id of element `i`'s conversation: numbered from 1, as everywhere.
     fn id(&self, i: usize) -> String {
-        format!("{}#{i}", self.stem)
+        format!("{}#{}", self.stem, i + 1)
     }
 
     fn converted(&self, convs: Vec<Conversation>) -> Converted {
@@ -244,7 +244,18 @@ fn wrapped_keeping(
     // whole-file reader's business. One too large to keep is read for its shape alone.
     let (first, far) = match elements.next() {
         None | Some(Err(_)) => return Ok(None),
-        Some(Ok(Element { bytes, far: None, .. })) => (serde_json::from_slice(bytes).ok().and_then(wrapped_list), None),
+        Some(Ok(Element { bytes, far: None, .. })) => {
+            let value: Option<Value> = serde_json::from_slice(bytes).ok();
+            // A file that a reader of its own fields recognises (a SWE-agent `.traj` has a
+            // `trajectory` too) is that reader's, read whole.
+            if value
+                .as_ref()
+                .is_some_and(|v| super::container_inner(v).is_some() && super::readers::detect(v).is_some())
+            {
+                return Ok(None);
+            }
+            (value.and_then(wrapped_list), None)
+        }
         Some(Ok(Element { far: Some(far), line, objects, .. })) => {
             let shape = read_at(path, &far).ok().and_then(shape_of);
             (shape.and_then(wrapped_list), Some((line, far, objects)))

@@ -1,0 +1,316 @@
+//! OpenAI Codex CLI rollouts (`~/.codex/sessions/…/rollout-*.jsonl`): one session a file, a
+//! line `{timestamp, type, payload}` each (`session_meta`, `response_item`, `event_msg`,
+//! `turn_context`, …); rollouts written before that wrapper hold the bare items after a first
+//! line `{id, timestamp, instructions}`.
+//!
+//! - **Model calls.** A response's output items (reasoning, assistant messages, `function_call`,
+//!   `custom_tool_call`, `local_shell_call`, `web_search_call`) are one model call. Where the
+//!   rollout marks requests, a new call starts at the first output item after a mark: a
+//!   `token_usage_record` with a new `response_id` (0.13x on), a `token_count` event whose total
+//!   changed, or a `turn_context` line (one per request in 0.4x–0.8x, whose outputs follow each
+//!   call at once). Rollouts with no marks (before the wrapper) split at input items (a tool
+//!   output, a user message), which counts one call per call there. Usage comes from
+//!   `token_usage_record` (the response just read) or else `token_count`'s `last_token_usage`
+//!   (the response about to be read).
+//! - **Tool calls.** `function_call` (JSON `arguments`), `custom_tool_call` (freeform `input`,
+//!   e.g. `apply_patch`, kept as a string) and `local_shell_call` (its `action`), paired with
+//!   `function_call_output` / `custom_tool_call_output` on `call_id`. `web_search_call` runs at
+//!   the provider and has no result: it is not a tool call here.
+//! - **Failures.** The shell's exit code (`Exit code: N`, `Process exited with code N`, or
+//!   `metadata.exit_code` in a JSON output), an output's `success: false`, and Codex's own error
+//!   texts (`apply_patch verification failed`, `failed to parse function arguments`,
+//!   `unsupported call`); then the text rules.
+//! - **Endings.** The last `task_complete` (an answer, or an error when it carries `error`),
+//!   `turn_aborted` (interrupted), an `error` event (the model request failed).
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::Value;
+
+use super::ImportError;
+use super::conversation::{CallItem, Conversation, Ending, Item, parse_args, text_of};
+use crate::trace::{Args, FinalOutcome};
+
+/// The line types of a wrapped rollout.
+const LINE_TYPES: [&str; 7] =
+    ["session_meta", "response_item", "event_msg", "turn_context", "compacted", "world_state", "token_usage_record"];
+
+/// Whether `v` (a JSONL file as a list of its lines) is a Codex rollout.
+pub fn fits(v: &Value) -> Result<(), ImportError> {
+    let Some(lines) = v.as_array() else {
+        return Err(ImportError::at("", "a Codex rollout: JSONL, one `{timestamp, type, payload}` per line"));
+    };
+    let Some(first) = lines.first() else { return Err(ImportError::at("/0", "a Codex rollout's first line")) };
+    let ty = first.get("type").and_then(Value::as_str);
+    if ty == Some("session_meta") && first.get("payload").is_some_and(Value::is_object) {
+        return Ok(());
+    }
+    // Before the wrapper: `{id, timestamp, instructions}`, then bare items and state records.
+    let legacy = first.get("id").is_some_and(Value::is_string)
+        && first.get("timestamp").is_some()
+        && first.get("type").is_none()
+        && lines.iter().skip(1).any(|l| l.get("record_type").is_some());
+    if legacy {
+        return Ok(());
+    }
+    Err(ImportError::at("/0/type", "a Codex rollout's first line `{\"type\": \"session_meta\", \"payload\": {…}}`"))
+}
+
+/// A model request's failure status, from Codex's error kind.
+fn error_status(info: Option<&str>, message: &str) -> u16 {
+    let m = message.to_ascii_lowercase();
+    match info.unwrap_or_default() {
+        "usage_limit_exceeded" | "too_many_requests" | "rate_limit_exceeded" => 429,
+        "server_overloaded" => 503,
+        "bad_request" | "context_window_exceeded" => 400,
+        "unauthorized" => 401,
+        _ if m.contains("rate limit") || m.contains("too many requests") => 429,
+        _ => 500,
+    }
+}
+
+static EXIT_CODE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?m)\A(?:Exit code: (-?\d+)|(?:[^\n]*\n){0,3}Process exited with code (-?\d+))").expect("valid")
+});
+
+/// Codex's own texts for a tool output that failed before or instead of running.
+const ERROR_PREFIXES: [&str; 4] =
+    ["apply_patch verification failed", "failed to parse function arguments", "unsupported call", "execution error"];
+
+/// The structural verdict on an output's text: an exit code, else one of Codex's error texts.
+fn output_flag(text: &str) -> Option<(bool, &'static str)> {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{')
+        && let Ok(v) = serde_json::from_str::<Value>(trimmed)
+        && let Some(code) = v.pointer("/metadata/exit_code").and_then(Value::as_i64)
+    {
+        return Some(if code == 0 { (false, "metadata.exit_code 0") } else { (true, "metadata.exit_code not 0") });
+    }
+    if let Some(c) = EXIT_CODE.captures(text) {
+        let code: i64 = c.get(1).or(c.get(2)).and_then(|m| m.as_str().parse().ok()).unwrap_or(0);
+        return Some(if code == 0 { (false, "shell exit code 0") } else { (true, "shell exit code not 0") });
+    }
+    ERROR_PREFIXES.iter().any(|p| trimmed.starts_with(p)).then_some((true, "a Codex tool error text"))
+}
+
+/// An output payload's text and structural flag: a string, a list of content items, or
+/// `{content, success}`.
+fn output(v: &Value) -> (String, Option<(bool, &'static str)>) {
+    match v {
+        Value::Object(o) => {
+            let text = text_of(o.get("content").unwrap_or(&Value::Null));
+            let flag = match o.get("success").and_then(Value::as_bool) {
+                Some(false) => Some((true, "output success: false")),
+                _ => output_flag(&text),
+            };
+            (text, flag)
+        }
+        other => {
+            let text = text_of(other);
+            let flag = output_flag(&text);
+            (text, flag)
+        }
+    }
+}
+
+/// The conversation of one rollout.
+pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportError> {
+    fits(v)?;
+    let lines = v.as_array().expect("checked by fits");
+    let mut conv = Conversation::new(id.to_owned(), "codex");
+    conv.provider = Some("openai-responses".to_owned());
+    let mut items: Vec<Item> = Vec::new();
+    // The model call now being read (its index in `items`), while no input item has come.
+    let mut open: Option<usize> = None;
+    // The last model call, for the usage that follows it.
+    let mut last_model: Option<usize> = None;
+    let mut ending: Option<Ending> = None;
+    let records = lines.iter().any(|l| l.get("type").and_then(Value::as_str) == Some("token_usage_record"));
+    let marked = records
+        || lines.iter().any(|l| {
+            l.pointer("/payload/type").and_then(Value::as_str) == Some("token_count")
+                && l.pointer("/payload/info").is_some_and(|i| !i.is_null())
+        });
+    // Since the last output item: a mark seen; the last total and response id; usage waiting for
+    // the next call (from `token_count`).
+    let mut mark = false;
+    let (mut total, mut response_id): (Option<u64>, Option<&str>) = (None, None);
+    let mut pending: Option<&Value> = None;
+    for line in lines {
+        let (kind, p) = match (line.get("type").and_then(Value::as_str), line.get("payload")) {
+            (Some(t), Some(p)) if LINE_TYPES.contains(&t) => (t, p),
+            (Some(_), _) => ("response_item", line), // a bare item of an older rollout
+            (None, _) => continue,                   // the first line or a state record
+        };
+        let ty = p.get("type").and_then(Value::as_str).unwrap_or_default();
+        match kind {
+            "session_meta" => {
+                conv.model = conv.model.take().or_else(|| p.get("model").and_then(Value::as_str).map(str::to_owned));
+            }
+            "turn_context" => {
+                mark = true;
+                if let Some(m) = p.get("model").and_then(Value::as_str) {
+                    conv.model.get_or_insert_with(|| m.to_owned());
+                }
+            }
+            "response_item" => {
+                let role = p.get("role").and_then(Value::as_str);
+                let call = match ty {
+                    "function_call" => Some(CallItem {
+                        id: p.get("call_id").and_then(Value::as_str).map(str::to_owned),
+                        name: p.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
+                        args: parse_args(p.get("arguments").and_then(Value::as_str).unwrap_or("{}")),
+                    }),
+                    "custom_tool_call" => Some(CallItem {
+                        id: p.get("call_id").and_then(Value::as_str).map(str::to_owned),
+                        name: p.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
+                        args: Args::new(p.get("input").unwrap_or(&Value::Null)),
+                    }),
+                    "local_shell_call" => Some(CallItem {
+                        id: p.get("call_id").or(p.get("id")).and_then(Value::as_str).map(str::to_owned),
+                        name: "local_shell".to_owned(),
+                        args: Args::new(p.get("action").unwrap_or(&Value::Null)),
+                    }),
+                    _ => None,
+                };
+                let model_output = call.is_some()
+                    || matches!(ty, "reasoning" | "web_search_call")
+                    || (ty == "message" && role == Some("assistant"));
+                if model_output {
+                    if marked && std::mem::take(&mut mark) {
+                        open = None;
+                    }
+                    let k = *open.get_or_insert_with(|| {
+                        items.push(Item::model(None, Vec::new()));
+                        items.len() - 1
+                    });
+                    if last_model != Some(k) && !records {
+                        set_usage(&mut items, Some(k), pending.take(), true);
+                    }
+                    last_model = Some(k);
+                    if let Item::Model { calls, text, .. } = &mut items[k] {
+                        calls.extend(call);
+                        if ty == "message" {
+                            let t = text_of(p.get("content").unwrap_or(&Value::Null));
+                            if !t.trim().is_empty() {
+                                *text = Some(match text.take() {
+                                    Some(before) => format!("{before}\n{t}"),
+                                    None => t,
+                                });
+                            }
+                        }
+                    }
+                    continue;
+                }
+                match (ty, role) {
+                    ("function_call_output" | "custom_tool_call_output", _) => {
+                        let (content, flag) = output(p.get("output").unwrap_or(&Value::Null));
+                        items.push(Item::Result {
+                            id: p.get("call_id").and_then(Value::as_str).map(str::to_owned),
+                            name: None,
+                            content,
+                            flag,
+                        });
+                        if !marked {
+                            open = None;
+                        }
+                    }
+                    ("message", Some("user")) => {
+                        items.push(Item::User(text_of(p.get("content").unwrap_or(&Value::Null))));
+                        open = None;
+                        mark = false;
+                    }
+                    _ => {}
+                }
+            }
+            "token_usage_record" => {
+                let id = p.get("response_id").and_then(Value::as_str);
+                if id != response_id {
+                    response_id = id;
+                    mark = true;
+                    set_usage(&mut items, last_model, p.get("usage"), true);
+                }
+            }
+            "event_msg" => match ty {
+                "token_count" => {
+                    let t = p.pointer("/info/total_token_usage/total_tokens").and_then(Value::as_u64);
+                    if t.is_some() && t != total {
+                        total = t;
+                        mark = true;
+                        pending = p.pointer("/info/last_token_usage");
+                    }
+                }
+                "task_complete" => {
+                    ending = Some(match p.get("error").filter(|e| !e.is_null()) {
+                        Some(e) => {
+                            let message = e.get("message").and_then(Value::as_str).unwrap_or_default();
+                            let info = e.get("codex_error_info").and_then(Value::as_str);
+                            items.push(failed_call(error_status(info, message)));
+                            open = None;
+                            Ending::new(FinalOutcome::Error, info.unwrap_or("error").to_owned())
+                        }
+                        None => Ending {
+                            text: p.get("last_agent_message").and_then(Value::as_str).map(str::to_owned),
+                            ..Ending::new(FinalOutcome::Answer, "task_complete")
+                        },
+                    });
+                }
+                "turn_aborted" => {
+                    let reason = p.get("reason").and_then(Value::as_str).unwrap_or("aborted");
+                    ending = Some(Ending::new(FinalOutcome::Interrupted, format!("turn_aborted: {reason}")));
+                }
+                "error" => {
+                    let message = p.get("message").and_then(Value::as_str).unwrap_or_default();
+                    let info = p.get("codex_error_info").and_then(Value::as_str);
+                    items.push(failed_call(error_status(info, message)));
+                    open = None;
+                    ending = Some(Ending::new(FinalOutcome::Error, "error"));
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    conv.items = items;
+    conv.ending = ending;
+    Ok(vec![conv])
+}
+
+fn failed_call(status: u16) -> Item {
+    Item::Model { text: None, calls: Vec::new(), tokens_in: 0, tokens_out: 0, status }
+}
+
+/// Sets the last model call's usage (`input_tokens`, `output_tokens`); a `token_count` event
+/// (`replace` false) only fills a call that has none yet.
+fn set_usage(items: &mut [Item], last: Option<usize>, usage: Option<&Value>, replace: bool) {
+    let (Some(k), Some(u)) = (last, usage) else { return };
+    if let Item::Model { tokens_in, tokens_out, .. } = &mut items[k]
+        && (replace || (*tokens_in == 0 && *tokens_out == 0))
+    {
+        *tokens_in = u.get("input_tokens").and_then(Value::as_u64).unwrap_or(0);
+        *tokens_out = u.get("output_tokens").and_then(Value::as_u64).unwrap_or(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_and_error_texts() {
+        assert_eq!(output_flag("Exit code: 1\nWall time: 0 seconds\nOutput:\n"), Some((true, "shell exit code not 0")));
+        assert_eq!(output_flag("Exit code: 0\nOutput:\nok"), Some((false, "shell exit code 0")));
+        let unified = "Chunk ID: 3df069\nWall time: 0.0000 seconds\nProcess exited with code 2\nOutput:\nx";
+        assert_eq!(output_flag(unified), Some((true, "shell exit code not 0")));
+        assert_eq!(
+            output_flag(r#"{"output":"hi\n","metadata":{"exit_code":0}}"#),
+            Some((false, "metadata.exit_code 0"))
+        );
+        assert_eq!(output_flag(r#"{"output":"","metadata":{"exit_code":127}}"#).map(|f| f.0), Some(true));
+        assert_eq!(output_flag("apply_patch verification failed: no such file").map(|f| f.0), Some(true));
+        assert_eq!(output_flag("plain output, mentions Exit code: 3 later"), None);
+        let (text, flag) = output(&serde_json::json!({"content": "boom", "success": false}));
+        assert_eq!((text.as_str(), flag), ("boom", Some((true, "output success: false"))));
+    }
+}

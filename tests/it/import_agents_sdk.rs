@@ -1,0 +1,1 @@
+//! The agents-sdk importer on real files: counts derived by hand from the files' own fields.

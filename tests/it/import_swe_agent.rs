@@ -1,0 +1,1 @@
+//! The swe-agent importer on real files: counts derived by hand from the files' own fields.
