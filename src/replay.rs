@@ -184,7 +184,7 @@ pub fn as_recorded_scenario(trace: Trace) -> Scenario {
                     rules.push(rule(Target::Tool(tool as u16), attempt, fault, &name));
                 }
             }
-            TraceEvent::Final { .. } | TraceEvent::Mcp { .. } => {}
+            TraceEvent::Final { .. } | TraceEvent::Mcp { .. } | TraceEvent::Breaker { .. } => {}
         }
     }
     let strategy = as_recorded_strategy(format);
@@ -201,6 +201,7 @@ fn rule(target: Target, attempt: u32, fault: Fault, name: &str) -> FaultRule {
         fault,
         fleet: false,
         transport: false,
+        key: None,
     }
 }
 

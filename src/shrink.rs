@@ -63,6 +63,7 @@ pub fn with_schedule(sc: &Scenario, schedule: &[Met]) -> Scenario {
             label: String::new(),
             fleet: false,
             transport: false,
+            key: None,
         })
         .collect();
     Scenario { faults: FaultPlan::new(rules, sc.task.tools.len()), ..sc.clone() }

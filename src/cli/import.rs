@@ -156,18 +156,33 @@ pub fn import(args: ImportArgs) -> Result<i32> {
 }
 
 pub fn inspect(args: InspectArgs) -> Result<i32> {
-    args.source.import_each(&mut |t| {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    // A reader that stops reading (`inspect … | head`) ends the listing, not the process.
+    let mut closed = false;
+    let done = args.source.import_each(&mut |t| {
         let s = stats(&t);
-        if args.json {
+        let written = if args.json {
             let mut v = serde_json::to_value(&s).expect("stats serialize");
             if let Some(o) = v.as_object_mut() {
                 o.remove("rows");
             }
-            println!("{}", serde_json::to_string(&v).expect("value serializes"));
+            writeln!(out, "{}", serde_json::to_string(&v).expect("value serializes"))
         } else {
-            println!("{}", table(&s));
+            writeln!(out, "{}", table(&s))
+        };
+        match written {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                closed = true;
+                Err(Error::Usage("standard output closed".into()))
+            }
+            Err(e) => Err(Error::io(std::path::Path::new("<stdout>"), e)),
+            Ok(()) => Ok(()),
         }
-        Ok(())
-    })?;
-    Ok(exit::OK)
+    });
+    match done {
+        Err(_) if closed => Ok(exit::OK),
+        Err(e) => Err(e),
+        Ok(_) => Ok(exit::OK),
+    }
 }

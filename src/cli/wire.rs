@@ -369,6 +369,9 @@ fn record(world: &World, ran: Ran, timeout_s: u64) -> AgentRecord {
         },
         reason: None,
         success: None,
+        started_ms: None,
+        t_ms: None,
+        in_flight_attempts: None,
     });
     let tokens: u64 = trace
         .events

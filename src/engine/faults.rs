@@ -2,7 +2,9 @@
 //!
 //! A decision depends only on (root seed, scenario, run, target, attempt number) plus the
 //! virtual time and the target's history, never on the strategy: strategies meet the same
-//! faults at the same attempts.
+//! faults at the same attempts. A probability rule draws from a stream of its own, keyed by
+//! what the rule says (its target, triggers and fault, or its explicit `key`), never by its
+//! place in the file: reordering rules, tools or strategies moves no draw.
 
 use std::collections::HashMap;
 
@@ -53,6 +55,24 @@ pub struct FaultRule {
     /// answer (a status with `retry-after`, no JSON-RPC), or a dropped connection, rather than
     /// the tool's failure. Elsewhere it changes nothing.
     pub transport: bool,
+    /// `key = "…"`: what a probability rule's draws are keyed by, instead of its content (two
+    /// otherwise identical rules draw alike unless keyed apart).
+    pub key: Option<String>,
+}
+
+impl FaultRule {
+    /// The key of this rule's draws: its explicit `key`, else its content (target, triggers,
+    /// fault, scope and transport), never its place in the file.
+    pub fn draw_key(&self) -> u64 {
+        match &self.key {
+            Some(k) => key(&[fnv1a64(b"key"), fnv1a64(k.as_bytes())]),
+            None => {
+                let content =
+                    format!("{:?}|{:?}|{:?}|{}|{}", self.target, self.trigger, self.fault, self.fleet, self.transport);
+                fnv1a64(content.as_bytes())
+            }
+        }
+    }
 }
 
 /// The fault plan of a scenario, plus its per-run state.
@@ -74,6 +94,10 @@ pub struct FaultPlan {
     rate_rules: usize,
     /// A full bucket of each rate-limited rule: every target's buckets at the start of a run.
     full_buckets: Vec<(f64, u64)>,
+    /// For each rule with a probability, its place among them (its stream per target).
+    stream_of: Vec<Option<u32>>,
+    /// The draw key of each rule with a probability, in that order.
+    draw_keys: Vec<u64>,
 }
 
 /// The rules of one target, in file order. A target with many rules that fire only at listed
@@ -139,12 +163,13 @@ pub struct Fired {
 }
 
 /// The injector's per-run memory: rate-limit buckets (one per target and rate-limited rule)
-/// and one stream per target.
+/// and one stream per target and probability rule (read at the attempt's number).
 #[derive(Clone, Default)]
 pub struct Injector {
     buckets: Vec<(f64, u64)>,
     streams: Vec<LazyStream>,
-    rules: usize,
+    /// Probability rules: the streams of target `t` start at `t * drawn`.
+    drawn: usize,
     /// (root, scenario, run, agent, targets) the streams are keyed for: the strategies of one
     /// run share them, so only the first computes the keys.
     keyed_for: Option<(u64, u64, u64, u32, usize)>,
@@ -177,6 +202,17 @@ impl FaultPlan {
             })
             .collect();
         let full_buckets = rules.iter().filter_map(|r| r.trigger.rate_limit).map(|l| (l.burst, 0)).collect();
+        let mut drawn = 0;
+        let stream_of = rules
+            .iter()
+            .map(|r| {
+                r.trigger.probability.map(|_| {
+                    drawn += 1;
+                    drawn - 1
+                })
+            })
+            .collect();
+        let draw_keys = rules.iter().filter(|r| r.trigger.probability.is_some()).map(FaultRule::draw_key).collect();
         FaultPlan {
             rules,
             targets,
@@ -187,6 +223,8 @@ impl FaultPlan {
             bucket_of,
             rate_rules: rate_rules as usize,
             full_buckets,
+            stream_of,
+            draw_keys,
         }
     }
 
@@ -218,7 +256,7 @@ impl FaultPlan {
     /// Readies `inj` for agent `agent` of run `run` (agent 0's streams are a lone agent's).
     #[inline]
     pub fn reset(&self, inj: &mut Injector, root: u64, scenario: u64, run: u64, agent: u32, target_names: &[u64]) {
-        inj.rules = self.rules.len();
+        inj.drawn = self.draw_keys.len();
         inj.buckets.clear();
         if self.rate_rules > 0 {
             for _ in 0..self.targets {
@@ -231,10 +269,14 @@ impl FaultPlan {
             return;
         }
         inj.keyed_for = Some(id);
-        inj.streams.resize_with(self.targets, LazyStream::default);
-        for (t, stream) in inj.streams.iter_mut().enumerate() {
+        let drawn = self.draw_keys.len();
+        inj.streams.resize_with(self.targets * drawn, LazyStream::default);
+        for t in 0..self.targets {
             let name = target_names.get(t).copied().unwrap_or(fnv1a64(b"provider"));
-            stream.reset(agent_key(key(&[root, scenario, run, domain::FAULT, name]), agent));
+            let target_key = key(&[root, scenario, run, domain::FAULT, name]);
+            for (stream, rule_key) in inj.streams[t * drawn..(t + 1) * drawn].iter_mut().zip(&self.draw_keys) {
+                stream.reset(agent_key(key(&[target_key, *rule_key]), agent));
+            }
         }
     }
 
@@ -303,9 +345,8 @@ impl FaultPlan {
         if let Some(n) = trig.after_successes {
             holds &= at.successes >= n;
         }
-        if holds && let Some(p) = trig.probability {
-            let slot = u64::from(at.attempt) * inj.rules as u64 + i as u64;
-            holds &= inj.streams[at.target].unit(slot) < p;
+        if holds && let (Some(p), Some(s)) = (trig.probability, self.stream_of[i]) {
+            holds &= inj.streams[at.target * inj.drawn + s as usize].unit(u64::from(at.attempt)) < p;
         }
         if !holds {
             return None;
@@ -331,7 +372,7 @@ mod tests {
     use super::*;
 
     fn rule(target: Target, trigger: Trigger, fault: Fault) -> FaultRule {
-        FaultRule { target, trigger, fault, label: String::new(), fleet: false, transport: false }
+        FaultRule { target, trigger, fault, label: String::new(), fleet: false, transport: false, key: None }
     }
 
     fn http(status: u16) -> Fault {

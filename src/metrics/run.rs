@@ -71,9 +71,10 @@ impl RunMetrics {
         self.agent_ms.get(rank - 1).copied().unwrap_or(0)
     }
 
-    /// Attempts per first attempt, in thousandths (1000 when nothing was retried).
+    /// Attempts per first attempt, in thousandths rounded to the nearest (a half up), as every
+    /// ratio a report prints is rounded (1000 when nothing was retried).
     pub fn retry_amplification_milli(&self) -> u64 {
-        (self.calls() * 1000).checked_div(self.first_attempts).unwrap_or(0)
+        (self.calls() * 2000).checked_div(self.first_attempts).map_or(0, |twice| twice.div_ceil(2))
     }
 
     pub fn calls(&self) -> u64 {
@@ -190,5 +191,24 @@ impl Observer for RunMetrics {
         self.pending_by_agent[self.agent] = self.transient_pending;
         self.transient_pending = self.pending_by_agent[agent];
         self.agent = agent;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Attempts per first attempt, rounded to the nearest thousandth with a half up, by hand.
+    #[test]
+    fn retry_amplification_is_rounded_not_cut() {
+        let amp = |calls: u64, first: u64| {
+            RunMetrics { tool_calls: calls, first_attempts: first, ..RunMetrics::default() }.retry_amplification_milli()
+        };
+        assert_eq!(amp(120_678, 100_000), 1207, "1.20678 rounds up, where cutting gave 1.206");
+        assert_eq!(amp(120_649, 100_000), 1206);
+        assert_eq!(amp(2001, 2000), 1001, "exactly 1.0005: a half goes up");
+        assert_eq!(amp(7, 4), 1750);
+        assert_eq!(amp(2, 3), 667);
+        assert_eq!(amp(5, 0), 0, "no first attempt: nothing to divide by");
     }
 }

@@ -279,6 +279,9 @@ pub struct FaultDto {
     pub scope: Option<String>,
     pub transport: Option<bool>,
     pub cursor: Option<bool>,
+    /// What the rule's probability draws are keyed by (default: the rule's content), to give
+    /// two otherwise identical rules draws of their own.
+    pub key: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

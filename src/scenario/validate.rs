@@ -542,7 +542,14 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &mut Task) -> Result<Faul
     if transport && (target == Target::Provider || !matches!(fault, Fault::Http { .. } | Fault::Reset)) {
         return Err(ctx.err(field("transport"), "`transport = true` only on a tool's http status or \"reset\""));
     }
-    Ok(FaultRule { target, trigger, fault, label, fleet, transport })
+    let key = match &f.key {
+        Some(k) if k.trim().is_empty() => return Err(ctx.err(field("key"), "a non-empty name for the rule's draws")),
+        Some(_) if trigger.probability.is_none() => {
+            return Err(ctx.err(field("key"), "`key` only with `probability` (it names the rule's draws)"));
+        }
+        k => k.clone(),
+    };
+    Ok(FaultRule { target, trigger, fault, label, fleet, transport, key })
 }
 
 fn trigger_label(t: &Trigger) -> String {

@@ -116,7 +116,10 @@ fn answered_calls(trace: &Trace) -> Vec<RecordedCall> {
                 c.content.clone_from(content);
                 answered[i] = true;
             }
-            TraceEvent::ModelCall { .. } | TraceEvent::Final { .. } | TraceEvent::Mcp { .. } => {}
+            TraceEvent::ModelCall { .. }
+            | TraceEvent::Final { .. }
+            | TraceEvent::Mcp { .. }
+            | TraceEvent::Breaker { .. } => {}
         }
     }
     calls.into_iter().zip(answered).filter(|(_, a)| *a).map(|(c, _)| c).collect()
@@ -194,7 +197,10 @@ pub fn compile(trace: &Trace) -> Compiled {
                 });
             }
             TraceEvent::Final { text, .. } => task.final_text.clone_from(text),
-            TraceEvent::ToolCall { .. } | TraceEvent::ToolResult { .. } | TraceEvent::Mcp { .. } => {}
+            TraceEvent::ToolCall { .. }
+            | TraceEvent::ToolResult { .. }
+            | TraceEvent::Mcp { .. }
+            | TraceEvent::Breaker { .. } => {}
         }
     }
 
@@ -284,6 +290,7 @@ fn at_rule(target: Target, name: &str, attempt: u32, fault: Fault) -> FaultRule 
         fault,
         fleet: false,
         transport: false,
+        key: None,
     }
 }
 

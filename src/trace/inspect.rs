@@ -150,7 +150,7 @@ pub fn stats(trace: &Trace) -> Stats<'_> {
                 ended_reason = reason.as_deref();
                 verdict = *success;
             }
-            TraceEvent::Mcp { .. } => {}
+            TraceEvent::Mcp { .. } | TraceEvent::Breaker { .. } => {}
         }
     }
     drop(index_of);
@@ -283,6 +283,7 @@ mod tests {
                 tokens_in: 0,
                 tokens_out: 0,
                 latency_ms: None,
+                t_ms: None,
                 stop: Stop::ToolCalls,
                 text: None,
             });
@@ -299,6 +300,7 @@ mod tests {
                 attempts: None,
                 evidence: None,
                 cancelled: false,
+                attempt_ms: Vec::new(),
             });
         }
         events.push(TraceEvent::Final {
@@ -306,6 +308,9 @@ mod tests {
             outcome: FinalOutcome::GaveUp,
             reason: None,
             success: None,
+            started_ms: None,
+            t_ms: None,
+            in_flight_attempts: None,
         });
         let header = Header::new("t".into(), "native", None, None);
         Trace { header, events }

@@ -174,6 +174,9 @@ pub enum TraceEvent {
         tokens_out: u64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         latency_ms: Option<u64>,
+        /// When the call was sent, in the run's virtual milliseconds (simulated runs).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        t_ms: Option<u64>,
         stop: Stop,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         text: Option<String>,
@@ -204,6 +207,10 @@ pub enum TraceEvent {
         /// failure of the call; `ok` is false and `error_class` absent.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         cancelled: bool,
+        /// When each attempt behind the result reached the tool, in virtual milliseconds
+        /// (simulated runs); attempts an open breaker answered are not among them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        attempt_ms: Vec<u64>,
     },
     Final {
         text: String,
@@ -216,6 +223,22 @@ pub enum TraceEvent {
         /// records one: an answer judged wrong is not a success.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         success: Option<bool>,
+        /// When the agent started and ended, in virtual milliseconds (simulated runs): a
+        /// fleet's `makespan_ms` is the latest end.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        started_ms: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        t_ms: Option<u64>,
+        /// Attempts that reached a tool for calls still waiting for their result when the run
+        /// ended (a budget cut it): counted in the run's `tool_calls`, in no result.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        in_flight_attempts: Option<u32>,
+    },
+    /// A breaker opened (simulated runs): on `tool`, at `t_ms`, for the agent whose trace holds
+    /// it (a fleet breaker's trip is in the trace of the agent that tripped it).
+    Breaker {
+        tool: String,
+        t_ms: u64,
     },
     /// An MCP JSON-RPC message as it crossed a mock MCP server (`exec`): a `tools/call` request
     /// or its answer (an answer of the endpoint's own under `http_status`), or a notification.

@@ -11,12 +11,22 @@ use crate::envelope::Format;
 use crate::envelope::read::message_content;
 use crate::scenario::Scenario;
 
+/// A call's attempts at the tool so far: the latest one's status, how many, and when each
+/// reached the tool.
+#[derive(Default)]
+struct Attempts {
+    status: Option<u16>,
+    count: u32,
+    at_ms: Vec<u64>,
+}
+
 pub struct Recorder {
     /// One trace per agent, in agent order (a lone agent's header names no agent).
     pub traces: Vec<Trace>,
     agent: usize,
-    /// (agent, call id) → the latest attempt's status and the attempts so far.
-    status: BTreeMap<(usize, u32), (Option<u16>, u32)>,
+    /// (agent, call id) → the call's attempts so far.
+    status: BTreeMap<(usize, u32), Attempts>,
+    tools: Vec<String>,
     model_latency_ms: u64,
     format: Format,
 }
@@ -47,6 +57,7 @@ impl Recorder {
             status: BTreeMap::new(),
             model_latency_ms: sc.profile.model_latency_ms,
             format: sc.format,
+            tools: sc.task.tools.clone(),
         }
     }
 }
@@ -54,12 +65,13 @@ impl Recorder {
 impl Observer for Recorder {
     fn event(&mut self, e: &Event<'_>) {
         let ev = match *e {
-            Event::ModelCall { turn, status, tokens_in, tokens_out, ends, .. } => TraceEvent::ModelCall {
+            Event::ModelCall { turn, t_ms, status, tokens_in, tokens_out, ends, .. } => TraceEvent::ModelCall {
                 turn,
                 status,
                 tokens_in,
                 tokens_out,
                 latency_ms: Some(if status == 200 { self.model_latency_ms } else { 0 }),
+                t_ms: Some(t_ms),
                 stop: if status != 200 {
                     Stop::Error
                 } else if ends {
@@ -78,18 +90,28 @@ impl Observer for Recorder {
                     args: args.into(),
                 }
             }
-            Event::Attempt { call_id, status, by, .. } => {
-                let entry = self.status.entry((self.agent, call_id)).or_insert((None, 0));
-                entry.0 = status;
-                entry.1 = if by == By::Orchestrator { entry.1 + 1 } else { 1 };
+            Event::Attempt { call_id, status, by, t_ms, .. } => {
+                let entry = self.status.entry((self.agent, call_id)).or_default();
+                if by != By::Orchestrator {
+                    *entry = Attempts::default();
+                }
+                entry.status = status;
+                entry.count += 1;
+                entry.at_ms.push(t_ms);
                 return;
             }
+            // The open breaker answered: no status from the tool, and the attempts that did reach
+            // it stay counted (none when the breaker met the call's first try).
             Event::Rejected { call_id, .. } => {
-                self.status.insert((self.agent, call_id), (None, 0));
+                self.status.entry((self.agent, call_id)).or_default().status = None;
                 return;
+            }
+            Event::BreakerTrip { tool, t_ms } => {
+                TraceEvent::Breaker { tool: self.tools.get(usize::from(tool)).cloned().unwrap_or_default(), t_ms }
             }
             Event::ToolResult { call_id, class, content, latency_ms, .. } => {
-                let (status, attempts) = self.status.remove(&(self.agent, call_id)).unwrap_or((None, 0));
+                let Attempts { status, count: attempts, at_ms: attempt_ms } =
+                    self.status.remove(&(self.agent, call_id)).unwrap_or_default();
                 TraceEvent::ToolResult {
                     call_id: format!("call_{call_id}"),
                     ok: class.is_none_or(|c| !c.is_failure()),
@@ -100,19 +122,27 @@ impl Observer for Recorder {
                     attempts: Some(attempts),
                     evidence: None,
                     cancelled: false,
+                    attempt_ms,
                 }
             }
-            Event::End { by, text, .. } => TraceEvent::Final {
-                text: text.to_owned(),
-                outcome: match by {
-                    TerminatedBy::Answer => FinalOutcome::Answer,
-                    TerminatedBy::GaveUp => FinalOutcome::GaveUp,
-                    _ => FinalOutcome::CutOff,
-                },
-                reason: None,
-                success: None,
-            },
-            Event::BreakerTrip { .. } | Event::ProtocolViolation { .. } | Event::Done { .. } => return,
+            Event::End { by, text, t_ms, started_ms } => {
+                let agent = self.agent;
+                let in_flight: u32 = self.status.range((agent, 0)..=(agent, u32::MAX)).map(|(_, s)| s.count).sum();
+                TraceEvent::Final {
+                    text: text.to_owned(),
+                    outcome: match by {
+                        TerminatedBy::Answer => FinalOutcome::Answer,
+                        TerminatedBy::GaveUp => FinalOutcome::GaveUp,
+                        _ => FinalOutcome::CutOff,
+                    },
+                    reason: None,
+                    success: None,
+                    started_ms: Some(started_ms),
+                    t_ms: Some(t_ms),
+                    in_flight_attempts: (in_flight > 0).then_some(in_flight),
+                }
+            }
+            Event::ProtocolViolation { .. } | Event::Done { .. } => return,
         };
         self.traces[self.agent].events.push(ev);
     }

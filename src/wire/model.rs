@@ -132,6 +132,7 @@ pub fn next_turn(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn
         tokens_in: ask.tokens_in,
         tokens_out,
         latency_ms: None,
+        t_ms: None,
         stop,
         text,
     });
@@ -212,6 +213,7 @@ fn decide(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn {
             attempts: None,
             evidence: Some("class from the mock tool's own outcome".into()),
             cancelled: false,
+            attempt_ms: Vec::new(),
         });
         let draw = (i as u64 * (1 << 24) + turn) * 4;
         let conv = world.conversations.get_mut(&c).expect("a conversation the world holds");

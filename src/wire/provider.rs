@@ -112,6 +112,7 @@ pub fn respond(
             tokens_in: 0,
             tokens_out: 0,
             latency_ms: None,
+            t_ms: None,
             stop: Stop::Error,
             text: None,
         });

@@ -338,3 +338,52 @@ fn report_json_gives_each_tools_peak_in_flight() {
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("lone-out/report.json")).unwrap()).unwrap();
     assert!(report["scenarios"][0]["strategies"][0].get("peak_in_flight_by_tool").is_none());
 }
+
+/// The seeds' fleet outage under the fleet-wide breaker: every agent's trace re-adds to the
+/// run's row in `runs.csv` — model calls, tool calls (the attempts behind each result, plus those
+/// still in flight at the end) and breaker trips — and its last agent's end is the makespan.
+#[test]
+fn a_fleet_breakers_trace_re_adds_to_its_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.jsonl");
+    let strategy = "five-field-shared-breaker";
+    tracefault()
+        .args(["run", "scenarios/20-seeds-fleet-outage.toml", "--strategy", strategy, "--run", "3", "--trace-out"])
+        .arg(&trace)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .assert()
+        .code(0);
+    let (mut models, mut tools, mut trips, mut end) = (0u64, 0u64, 0u64, 0u64);
+    for line in std::fs::read_to_string(&trace).unwrap().lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        match v["type"].as_str() {
+            Some("model_call") => models += 1,
+            Some("tool_result") => {
+                let attempts = v["attempts"].as_u64().unwrap();
+                assert_eq!(v["attempt_ms"].as_array().map_or(0, Vec::len) as u64, attempts, "{line}");
+                tools += attempts;
+            }
+            Some("final") => {
+                tools += v["in_flight_attempts"].as_u64().unwrap_or(0);
+                end = end.max(v["t_ms"].as_u64().unwrap());
+            }
+            Some("breaker") => trips += 1,
+            _ => {}
+        }
+    }
+    // The same run in runs.csv.
+    let out = dir.path().join("full");
+    tracefault().args(["run", "scenarios/20-seeds-fleet-outage.toml", "--out"]).arg(&out).assert().code(0);
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let mut lines = runs.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |h: &str| header.iter().position(|x| *x == h).unwrap();
+    let row: Vec<&str> = lines
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .find(|r| r[col("strategy")] == strategy && r[col("run")] == "3")
+        .unwrap();
+    let num = |h: &str| row[col(h)].parse::<u64>().unwrap();
+    assert_eq!((models, tools, trips), (num("model_calls"), num("tool_calls"), num("breaker_trips")));
+    assert_eq!(end, num("makespan_ms"));
+}

@@ -1,1 +1,83 @@
-//! The swe-agent importer on real files: counts derived by hand from the files' own fields.
+//! The swe-agent importer on real files: counts derived by hand from the files' own fields
+//! (`tests/fixtures/swe-agent/README.md`).
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::{root, tracefault};
+
+fn fixture(name: &str) -> PathBuf {
+    root().join("tests/fixtures/swe-agent").join(name)
+}
+
+/// The `inspect --json` line of a one-conversation file, and what it said on stderr.
+fn inspect(name: &str) -> (Value, String) {
+    let out = tracefault().arg("inspect").arg(fixture(name)).arg("--json").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    (serde_json::from_slice(&out.stdout).unwrap(), stderr)
+}
+
+/// (model calls, tool calls, failures, ended, reason)
+fn counts(v: &Value) -> (u64, u64, u64, &str, Option<&str>) {
+    (
+        v["model_calls"].as_u64().unwrap(),
+        v["tool_calls"].as_u64().unwrap(),
+        v["tool_failures"].as_u64().unwrap(),
+        v["ended"].as_str().unwrap(),
+        v["ended_reason"].as_str(),
+    )
+}
+
+fn table(name: &str) -> String {
+    let out = tracefault().arg("inspect").arg(fixture(name)).output().unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn a_real_0x_trajectory_pydicom() {
+    // info.model_stats.api_calls = 12 = 12 trajectory steps (12 non-demo assistant messages);
+    // one action per step, the last `submit`. Failures by text: steps 5, 6, 7 start "Your
+    // proposed edit has introduced new syntax error(s)"; step 2 runs reproduce_bug.py and shows
+    // "Traceback (most recent call last)" (the general text rule). info.exit_status "submitted".
+    let (v, stderr) = inspect("swe-agent_gpt4_pydicom-1458.traj");
+    assert!(stderr.contains("read as swe-agent"), "{stderr}");
+    assert_eq!(counts(&v), (12, 12, 4, "answer", Some("submitted")));
+    let t = table("swe-agent_gpt4_pydicom-1458.traj");
+    assert!(t.contains("failed: text rule (SWE-agent): the edit linter rejected the edit"), "{t}");
+    assert!(t.contains("failed: text rule /Traceback"), "{t}");
+    assert!(t.contains("ended: answer (submitted)"), "{t}");
+}
+
+#[test]
+fn function_calling_and_the_cost_limit() {
+    // 4 steps: 3 ran (their history messages carry tool_calls call_a1..call_a3), the 4th is the
+    // error exit (empty action, "Exit due to cost limit"): no model call. api_calls 3. Step 2's
+    // observation is "bash: pytets: command not found". exit_status "exit_cost".
+    let (v, _) = inspect("swe-agent-fc-exit_cost.traj");
+    assert_eq!(counts(&v), (3, 3, 1, "cut_off", Some("exit_cost")));
+    let t = table("swe-agent-fc-exit_cost.traj");
+    // The name and arguments of call_a1's `tool_calls` entry (the table clips the arguments).
+    assert!(t.contains(r#"str_replace_editor           {"command":"view","path":"/repo/tests/missi"#), "{t}");
+    assert!(t.contains("failed: text rule (shell): command not found"), "{t}");
+}
+
+#[test]
+fn format_requeries_and_exit_format() {
+    // 5 steps: 1 command (create), 3 FormatError requeries (empty action, a model call each), the
+    // exit step (no call); api_calls 5 is one more than the 4 calls the steps show.
+    let (v, _) = inspect("swe-agent-text-exit_format.traj");
+    assert_eq!(counts(&v), (5, 1, 0, "cut_off", Some("exit_format")));
+}
+
+#[test]
+fn detected_before_the_wrapped_conversation_reader() {
+    // The file's top-level `trajectory` key is also a wrapper key of the provider formats.
+    let out = tracefault()
+        .args(["inspect", "--format", "auto"])
+        .arg(fixture("swe-agent-fc-exit_cost.traj"))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("read as swe-agent"));
+}

@@ -467,7 +467,7 @@ proptest! {
 
     /// Bad input gets an error, never a panic: every importer, every format, arbitrary JSON.
     #[test]
-    fn importers_never_panic(v in arb_json(), format in 0usize..8) {
+    fn importers_never_panic(v in arb_json(), format in 0usize..tracefault::trace::import::SourceFormat::NAMES.len()) {
         use tracefault::trace::import::{ImportOptions, SourceFormat, import_str};
         let f = SourceFormat::parse(SourceFormat::NAMES[format]).unwrap();
         let opts = ImportOptions { format: f, ..ImportOptions::default() };
@@ -907,5 +907,47 @@ proptest! {
         let m = run_one(&sc, 0, run, &mut f);
         let bound = (ratio * f.0 as f64).max(1.0);
         prop_assert!(m.orchestrator_retries as f64 <= bound + 1e-9, "{} retries > {bound} ({} first attempts)\n{}", m.orchestrator_retries, f.0, src);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 120, ..ProptestConfig::default() })]
+
+    /// A recorded trace re-adds to its run's row: over every agent's trace, the model calls and
+    /// the attempts behind the results are the run's `model_calls` and `tool_calls`, for every
+    /// strategy of a random fleet, a fleet-wide breaker among them (a retry the open breaker
+    /// answers keeps the attempts that reached the tool; a call still in flight when a budget
+    /// ends the run has its attempts in the `final` event).
+    #[test]
+    fn a_trace_re_adds_to_its_run(fleet in fleet_scenario(), run in 0u64..5, sync_ms in 0u64..400) {
+        use tracefault::trace::TraceEvent;
+        use tracefault::trace::record::Recorder;
+        let (mut src, _, _) = fleet;
+        src.push_str(
+            "[strategies.shared-breaker]\nencoding = \"envelope\"\nrouting = \"orchestrator\"\nbreaker = \"fleet\"\n\
+             [strategies.own-breaker]\nencoding = \"envelope\"\nrouting = \"orchestrator\"\nbreaker = true\n",
+        );
+        src = src.replace("[policy]\n", &format!("[policy]\nbreaker = {{ failures = 2, open_ms = 300, sync_ms = {sync_ms} }}\n"));
+        let sc = load(&src);
+        for (k, strategy) in sc.strategies.iter().enumerate() {
+            let mut rec = Recorder::new(&sc, &strategy.name, run);
+            let m = run_one(&sc, k, run, &mut rec);
+            let (mut models, mut attempts) = (0u64, 0u64);
+            for t in &rec.traces {
+                for e in &t.events {
+                    match e {
+                        TraceEvent::ModelCall { .. } => models += 1,
+                        TraceEvent::ToolResult { attempts: a, attempt_ms, .. } => {
+                            attempts += u64::from(a.unwrap_or(0));
+                            prop_assert_eq!(attempt_ms.len() as u32, a.unwrap_or(0));
+                        }
+                        TraceEvent::Final { in_flight_attempts: a, .. } => attempts += u64::from(a.unwrap_or(0)),
+                        _ => {}
+                    }
+                }
+            }
+            prop_assert_eq!(models, m.model_calls, "{}: model calls\n{}", strategy.name, src);
+            prop_assert_eq!(attempts, m.tool_calls, "{}: tool calls\n{}", strategy.name, src);
+        }
     }
 }

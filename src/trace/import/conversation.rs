@@ -455,6 +455,7 @@ impl TraceBuilder {
                     tokens_in,
                     tokens_out,
                     latency_ms: None,
+                    t_ms: None,
                     stop,
                     text,
                 });
@@ -482,6 +483,7 @@ impl TraceBuilder {
                     attempts: None,
                     evidence: Some(format!("cancelled: {why}")),
                     cancelled: true,
+                    attempt_ms: Vec::new(),
                 });
             }
             Item::Result { id, name, content, flag } => {
@@ -508,6 +510,7 @@ impl TraceBuilder {
                     attempts: None,
                     evidence: None,
                     cancelled: false,
+                    attempt_ms: Vec::new(),
                 });
             }
         }
@@ -530,7 +533,15 @@ impl TraceBuilder {
             Some(e) => (e.text.unwrap_or(inferred), e.outcome, e.reason, e.success),
             None => (inferred, outcome, None, None),
         };
-        self.events.push(TraceEvent::Final { text, outcome, reason, success });
+        self.events.push(TraceEvent::Final {
+            text,
+            outcome,
+            reason,
+            success,
+            started_ms: None,
+            t_ms: None,
+            in_flight_attempts: None,
+        });
         header.tools = self.tools;
         Trace { header, events: self.events }
     }

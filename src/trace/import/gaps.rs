@@ -1,38 +1,41 @@
-//! What an import could not read, checked the same way for every format: a tool call without a
-//! name, or a conversation whose text shows tool actions none of which became a call. Such a
-//! source is refused — or, with `--lenient`, imported with each gap listed in its trace header.
+//! What an import could not read, checked the same way for every format and every path (whole
+//! file, streamed, ZIP): the reader's own gaps, a tool call without a name, or model text that
+//! shows tool actions none of which became a call. Such a source is refused — or, with
+//! `--lenient`, imported with each gap listed in its trace header.
 
 use std::path::Path;
 
-use super::conversation::{Conversation, Item};
 use crate::error::Error;
+use crate::trace::{Trace, TraceEvent};
 
-/// Texts that mean a tool ran although no call was read: a fenced shell action, a return code.
-const ACTION_MARKS: [&str; 3] = ["```bash", "<returncode>", "```sh\n"];
+/// Texts that mean the model acted although no call was read: a fenced shell action.
+const ACTION_MARKS: [&str; 2] = ["```bash", "```sh\n"];
 
-/// The gaps of one conversation, its reader's own first.
-fn gaps_of(c: &Conversation) -> Vec<String> {
-    let mut gaps = c.gaps.clone();
-    let (mut turn, mut calls, mut marked) = (0u32, 0usize, false);
-    for item in &c.items {
-        match item {
-            Item::Model { calls: cs, text, .. } => {
-                turn += 1;
-                calls += cs.len();
-                for (k, call) in cs.iter().enumerate() {
-                    if call.name.trim().is_empty() {
-                        gaps.push(format!("model call {turn}: tool call {} has no name", k + 1));
-                    }
-                }
+/// The gaps of one trace, its reader's own first.
+fn gaps_of(t: &Trace) -> Vec<String> {
+    let mut gaps = t.header.gaps.clone();
+    let (mut model_calls, mut calls, mut marked) = (0u32, 0usize, false);
+    let mut in_call = 0;
+    for e in &t.events {
+        match e {
+            TraceEvent::ModelCall { text, .. } => {
+                model_calls += 1;
+                in_call = 0;
                 marked |= text.as_deref().is_some_and(|t| ACTION_MARKS.iter().any(|m| t.contains(m)));
             }
-            Item::User(t) => marked |= ACTION_MARKS.iter().any(|m| t.contains(m)),
-            Item::Result { .. } | Item::Cancelled { .. } => {}
+            TraceEvent::ToolCall { name, .. } => {
+                calls += 1;
+                in_call += 1;
+                if name.trim().is_empty() {
+                    gaps.push(format!("model call {model_calls}: tool call {in_call} has no name"));
+                }
+            }
+            _ => {}
         }
     }
     if calls == 0 && marked {
         gaps.push(
-            "the text shows tool actions (a fenced bash block or a <returncode>) but no tool call was read: \
+            "the model's text shows tool actions (a fenced shell block) but no tool call was read: \
              the file is likely another format (mini-swe-agent, SWE-agent: pass --format)"
                 .to_owned(),
         );
@@ -40,23 +43,20 @@ fn gaps_of(c: &Conversation) -> Vec<String> {
     gaps
 }
 
-/// The conversations with their gaps recorded, or the first conversation's gaps as an error
-/// when not `lenient`.
-pub fn checked(mut convs: Vec<Conversation>, path: &Path, lenient: bool) -> Result<Vec<Conversation>, Error> {
-    for c in &mut convs {
-        let gaps = gaps_of(c);
-        if !gaps.is_empty() && !lenient {
-            return Err(Error::Invalid {
-                file: path.display().to_string(),
-                line: None,
-                field: format!("conversation {}", c.id),
-                expected: format!(
-                    "a source read whole, but: {} (pass --lenient to import it with these gaps listed)",
-                    gaps.join("; ")
-                ),
-            });
-        }
-        c.gaps = gaps;
+/// `trace` with its gaps recorded in its header, or its gaps as an error when not `lenient`.
+pub fn checked(mut trace: Trace, path: &Path, lenient: bool) -> Result<Trace, Error> {
+    let gaps = gaps_of(&trace);
+    if !gaps.is_empty() && !lenient {
+        return Err(Error::Invalid {
+            file: path.display().to_string(),
+            line: None,
+            field: format!("conversation {}", trace.header.id),
+            expected: format!(
+                "a source read whole, but: {} (pass --lenient to import it with these gaps listed)",
+                gaps.join("; ")
+            ),
+        });
     }
-    Ok(convs)
+    trace.header.gaps = gaps;
+    Ok(trace)
 }

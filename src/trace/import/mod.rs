@@ -282,7 +282,7 @@ pub fn detect(v: &Value) -> Option<SourceFormat> {
     }
     if has("interactions") {
         Some(Cassette)
-    } else if has("resourceSpans") {
+    } else if has("resourceSpans") || otel::looks_like(v) {
         Some(Otel)
     } else if has("contents") || has("candidates") {
         Some(Gemini)
@@ -317,7 +317,10 @@ fn provider_misfits(v: &Value) -> Vec<(SourceFormat, ImportError)> {
         (OpenAiResponses, "an item with a `type`, or an object with `input` or `output` items"),
         (Anthropic, "a message with a `role` and content blocks, or an object with `messages`"),
         (Gemini, "an object with `contents` or `candidates`"),
-        (Otel, "an OTLP/JSON object with `resourceSpans`"),
+        (
+            Otel,
+            "an OTLP/JSON object with `resourceSpans`, or a list of spans (`name`, span and trace ids, `attributes`)",
+        ),
         (Cassette, "a recorded-HTTP cassette with `interactions`"),
         (Mcp, "MCP JSON-RPC messages (`\"jsonrpc\": \"2.0\"`)"),
     ];
@@ -512,6 +515,15 @@ pub fn import_each(
     opts: &ImportOptions,
     each: &mut dyn FnMut(Trace) -> Result<(), Error>,
 ) -> Result<SourceFormat, Error> {
+    if matches!(opts.format, SourceFormat::Auto | SourceFormat::Inspect) && opts.select.is_none() && is_zip(path) {
+        // An Inspect AI `.eval` log, read whole by its reader.
+        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("trace");
+        let convs = inspect_ai::eval_zip(path, stem).map_err(|e| e.into_error(path))?;
+        for c in convs {
+            each(gaps::checked(to_trace(c, &opts.rules), path, opts.lenient)?)?;
+        }
+        return Ok(SourceFormat::Inspect);
+    }
     match stream::wrapped(path, opts, each)? {
         Some(format) => Ok(format),
         None => {
@@ -521,6 +533,15 @@ pub fn import_each(
             Ok(imported.format)
         }
     }
+}
+
+/// Whether `path` is a regular file that starts with the ZIP magic `PK\x03\x04`.
+fn is_zip(path: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
+        && std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok()
+        && magic == *b"PK\x03\x04"
 }
 
 /// serde_json's message without its position, which counts from the element, not the file.
@@ -629,8 +650,10 @@ pub fn import_str(text: &str, path: &Path, opts: &ImportOptions) -> Result<Impor
             ),
         });
     }
-    let convs = gaps::checked(convs, path, opts.lenient)?;
-    let traces = convs.into_iter().map(|c| to_trace(c, &opts.rules)).collect();
+    let traces = convs
+        .into_iter()
+        .map(|c| gaps::checked(to_trace(c, &opts.rules), path, opts.lenient))
+        .collect::<Result<_, _>>()?;
     Ok(Imported { format, traces })
 }
 

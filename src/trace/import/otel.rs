@@ -1,49 +1,410 @@
-//! OpenTelemetry GenAI spans as OTLP/JSON: chat spans carry the conversation in
-//! `gen_ai.input.messages` / `gen_ai.output.messages` (current conventions) or in per-message
-//! span events (before semantic conventions 1.37, with `gen_ai.system`); `execute_tool` spans
-//! with status ERROR mark their `gen_ai.tool.call.id` as failed.
+//! LLM-agent spans as OpenTelemetry exports: OpenInference / Arize Phoenix, OpenLLMetry
+//! (Traceloop), Logfire and pydantic-ai, and the OTel GenAI semantic conventions.
+//!
+//! - **Containers.** OTLP/JSON (`resourceSpans` → `scopeSpans` → `spans`, attributes as
+//!   `{key, value: {stringValue|intValue|…}}`, status codes as numbers or enum names, also
+//!   Phoenix's snake_case `/spans/otlpv1` export under `data`); flat span lists: the OTel SDK's
+//!   `ReadableSpan.to_json()` objects (`context.span_id`, `parent_id`, `status.status_code`),
+//!   Phoenix `get_spans` (`span_kind`, `status_code`, flat attributes; also under `data`, or as
+//!   an object of named lists), Phoenix DataFrame JSONL rows (`context.span_id`,
+//!   `attributes.<key>` columns). Every container becomes a list of spans whose attributes are
+//!   flattened to dotted keys, so flat (`llm.input_messages.0.message.role`), half-nested and
+//!   nested attributes read alike. Spans are ordered by start time.
+//! - **Conversations.** One per trace id; a trace whose first model call's request extends the
+//!   previous trace's last request and response continues that conversation (bare
+//!   instrumentation makes one trace per call).
+//! - **Model calls.** One per model span: OpenInference `openinference.span.kind` (or
+//!   Phoenix's `span_kind`) `LLM`, `gen_ai.operation.name` chat / text_completion /
+//!   generate_content (OTel GenAI, OpenLLMetry ≥ 0.55, Logfire, pydantic-ai), or OpenLLMetry's
+//!   `llm.request.type` chat / completion. A span carrying several dialects is one call. The
+//!   request is read from `gen_ai.input.messages` (parts), `llm.input_messages`,
+//!   `gen_ai.prompt.N`, Logfire's `request_data`, pre-1.37 `gen_ai.*.message` events, or
+//!   `input.value`'s `messages`; the response from `gen_ai.output.messages`,
+//!   `llm.output_messages`, `gen_ai.completion.N`, `response_data`, the `gen_ai.choice` event
+//!   or `output.value` (a provider response body, else its text). Tokens from
+//!   `gen_ai.usage.*` or `llm.token_count.*`. Each request carries the history: only the
+//!   messages after its last assistant message are new (results and user turns); tool calls
+//!   are counted from responses, never from requests. A model span with status ERROR and no
+//!   response is a failed call, its HTTP status from `Error code: NNN` in the message, else 500.
+//! - **Tool spans.** OpenInference `TOOL` (`tool.name`, `tool.id`, `input.value`,
+//!   `output.value`), `execute_tool` (`gen_ai.tool.name`, `gen_ai.tool.call.id`,
+//!   `gen_ai.tool.call.arguments`/`result`, pydantic-ai v2 `tool_arguments`/`tool_response`),
+//!   Traceloop `traceloop.span.kind` = tool (`traceloop.entity.input`/`output`). Each pairs with
+//!   an earlier, unpaired tool call by id, else by name (same arguments first, then the oldest).
+//!   Status ERROR (or an `exception` event with no output) is the structural failure flag of
+//!   that call's result; a tool that failed with no result message gets a failed result from
+//!   the span (its exception text), a tool that ran with none gets its output. A tool span
+//!   that pairs with no call is a call of the model call before it (redacted outputs); one
+//!   before any model call is a gap.
+//! - **Endings.** The root span of the conversation's last trace with status ERROR: error
+//!   (reason its exception type); else the last model call failed: error; else that call's
+//!   finish reason (`llm.finish_reason`, `gen_ai.response.finish_reasons`, the output
+//!   message's or completion's `finish_reason`): stop → answer (text from the root's
+//!   `output.value`, `traceloop.entity.output` or `final_result`), length → cut off, a tool
+//!   call → cut off, content_filter → error; without one the builder infers.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::LazyLock;
 
-use serde_json::Value;
+use regex::Regex;
+use serde_json::{Map, Value};
 
-use super::conversation::{CallItem, Conversation, Item, text_of};
-use super::{Exchange, ImportError, SourceFormat, chain};
-use crate::trace::Args;
+use super::conversation::{CallItem, Conversation, Ending, Item, parse_args, text_of};
+use super::{ImportError, SourceFormat, anthropic, gemini, openai_chat};
+use crate::trace::{Args, FinalOutcome, ToolDef};
 
-fn attr<'a>(attrs: &'a [Value], key: &str) -> Option<&'a Value> {
-    attrs.iter().find(|a| a.get("key").and_then(Value::as_str) == Some(key)).and_then(|a| a.get("value"))
+/// A span's attributes, flattened to dotted keys.
+type Attrs = BTreeMap<String, Value>;
+
+struct Event {
+    name: String,
+    attrs: Attrs,
 }
 
-fn attr_str(attrs: &[Value], key: &str) -> Option<String> {
-    attr(attrs, key).and_then(|v| v.get("stringValue")).and_then(Value::as_str).map(str::to_owned)
+/// One span, whatever the container.
+struct Span {
+    trace: String,
+    id: String,
+    parent: Option<String>,
+    name: String,
+    /// Start time in nanoseconds since the epoch (0 when unreadable).
+    start: i128,
+    /// The status message when the status is ERROR.
+    error: Option<String>,
+    /// The OpenInference span kind, upper case ("" when none).
+    kind: String,
+    attrs: Attrs,
+    events: Vec<Event>,
 }
 
-fn attr_u64(attrs: &[Value], key: &str) -> u64 {
-    attr(attrs, key)
-        .and_then(|v| v.get("intValue"))
-        .and_then(|i| i.as_str().and_then(|s| s.parse().ok()).or_else(|| i.as_u64()))
-        .unwrap_or(0)
+impl Span {
+    fn str(&self, k: &str) -> Option<&str> {
+        self.attrs.get(k).and_then(Value::as_str)
+    }
+
+    fn num(&self, k: &str) -> Option<u64> {
+        self.attrs.get(k).and_then(number)
+    }
+
+    /// An attribute holding JSON: a string of JSON, a value, or keys nested under `k.`.
+    fn json(&self, k: &str) -> Option<Value> {
+        match self.attrs.get(k) {
+            Some(Value::String(s)) => serde_json::from_str(s).ok(),
+            Some(v) => Some(v.clone()),
+            None => unflatten(&self.attrs, k),
+        }
+    }
+
+    fn has(&self, k: &str) -> bool {
+        let nested = format!("{k}.");
+        self.attrs.contains_key(k) || self.attrs.keys().any(|a| a.starts_with(&nested))
+    }
+
+    fn exception(&self) -> Option<&Attrs> {
+        self.events.iter().find(|e| e.name == "exception").map(|e| &e.attrs)
+    }
+
+    fn exception_field(&self, k: &str) -> Option<&str> {
+        self.exception().and_then(|e| e.get(k)).and_then(Value::as_str)
+    }
 }
+
+fn number(v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(n) => {
+            n.as_u64().or_else(|| n.as_f64().filter(|f| *f >= 0.0 && f.fract() == 0.0).map(|f| f as u64))
+        }
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Containers
+
+/// Whether `v` is a span export this reader takes: OTLP/JSON, or a span list in one of the
+/// layouts above (or one span of such a list, as detection sees a list's first element).
+pub fn looks_like(v: &Value) -> bool {
+    raw_spans(v).is_some_and(|s| !s.is_empty())
+}
+
+/// Whether `v` is one span of a flat list: a `name`, a span and a trace id, attributes.
+fn is_span(v: &Value) -> bool {
+    let Some(o) = v.as_object() else { return false };
+    o.get("name").is_some_and(Value::is_string)
+        && field(v, &["spanId", "span_id", "context.span_id"]).is_some()
+        && field(v, &["traceId", "trace_id", "context.trace_id"]).is_some()
+        && (o.contains_key("attributes") || o.keys().any(|k| k.starts_with("attributes.")))
+}
+
+/// The spans of a file, unparsed: `None` when it is no span container.
+fn raw_spans(v: &Value) -> Option<Vec<&Value>> {
+    match v {
+        Value::Object(o) => {
+            if let Some(rs) = o.get("resourceSpans").or_else(|| o.get("resource_spans")) {
+                let mut out = Vec::new();
+                for r in rs.as_array().into_iter().flatten() {
+                    let scopes = ["scopeSpans", "scope_spans", "instrumentationLibrarySpans"];
+                    for ss in scopes.iter().filter_map(|k| r.get(*k)).filter_map(Value::as_array).flatten() {
+                        out.extend(ss.get("spans").and_then(Value::as_array).into_iter().flatten());
+                    }
+                }
+                return Some(out);
+            }
+            if let Some(data) = o.get("data") {
+                return list(data);
+            }
+            if is_span(v) {
+                return Some(vec![v]);
+            }
+            // An object of named span lists (Phoenix test cases).
+            let mut out = Vec::new();
+            for l in o.values() {
+                out.extend(list(l)?);
+            }
+            (!out.is_empty()).then_some(out)
+        }
+        Value::Array(_) => list(v),
+        _ => None,
+    }
+}
+
+/// A non-empty list of spans.
+fn list(l: &Value) -> Option<Vec<&Value>> {
+    let a = l.as_array()?;
+    (!a.is_empty() && a.iter().all(is_span)).then(|| a.iter().collect())
+}
+
+/// The first non-null of `keys`, each a key or `outer.inner` (tried as a key first).
+fn field<'a>(v: &'a Value, keys: &[&str]) -> Option<&'a Value> {
+    keys.iter().find_map(|k| {
+        v.get(*k)
+            .filter(|x| !x.is_null())
+            .or_else(|| k.split_once('.').and_then(|(a, b)| v.get(a)?.get(b)).filter(|x| !x.is_null()))
+    })
+}
+
+fn id_of(v: Option<&Value>) -> Option<String> {
+    let s = match v? {
+        Value::String(s) => s.trim().to_owned(),
+        Value::Number(n) => n.to_string(),
+        _ => return None,
+    };
+    let s = s.strip_prefix("0x").unwrap_or(&s).to_ascii_lowercase();
+    (!s.is_empty()).then_some(s)
+}
+
+/// An OTLP `AnyValue` (camelCase or snake_case) as plain JSON.
+fn any_value(v: &Value) -> Value {
+    let Some(o) = v.as_object() else { return v.clone() };
+    for (k, x) in o.iter().filter(|(_, x)| !x.is_null()) {
+        match k.as_str() {
+            "stringValue" | "string_value" | "doubleValue" | "double_value" | "boolValue" | "bool_value"
+            | "bytesValue" | "bytes_value" => return x.clone(),
+            "intValue" | "int_value" => {
+                return x.as_str().and_then(|s| s.parse::<i64>().ok()).map(Value::from).unwrap_or_else(|| x.clone());
+            }
+            "arrayValue" | "array_value" => {
+                let values = x.get("values").and_then(Value::as_array).into_iter().flatten();
+                return Value::Array(values.map(any_value).collect());
+            }
+            "kvlistValue" | "kvlist_value" => return Value::Object(key_values(x.get("values"))),
+            _ => {}
+        }
+    }
+    Value::Null
+}
+
+/// An OTLP attribute list `[{key, value}]` as an object.
+fn key_values(list: Option<&Value>) -> Map<String, Value> {
+    let mut out = Map::new();
+    for kv in list.and_then(Value::as_array).into_iter().flatten() {
+        if let Some(k) = kv.get("key").and_then(Value::as_str) {
+            out.insert(k.to_owned(), any_value(kv.get("value").unwrap_or(&Value::Null)));
+        }
+    }
+    out
+}
+
+/// Attributes in either form (an OTLP list or an object), flattened.
+fn attributes(v: Option<&Value>) -> Attrs {
+    let mut out = Attrs::new();
+    match v {
+        Some(Value::Array(_)) => flatten("", &Value::Object(key_values(v)), &mut out),
+        Some(o @ Value::Object(_)) => flatten("", o, &mut out),
+        _ => {}
+    }
+    out
+}
+
+/// Objects and lists of objects become dotted keys (list elements by index); lists of scalars
+/// stay values; nulls are dropped.
+fn flatten(prefix: &str, v: &Value, out: &mut Attrs) {
+    let key = |k: &str| if prefix.is_empty() { k.to_owned() } else { format!("{prefix}.{k}") };
+    match v {
+        Value::Null => {}
+        Value::Object(o) => o.iter().for_each(|(k, x)| flatten(&key(k), x, out)),
+        Value::Array(a) if a.iter().any(|x| x.is_object() || x.is_array()) => {
+            a.iter().enumerate().for_each(|(i, x)| flatten(&key(&i.to_string()), x, out))
+        }
+        other => {
+            out.insert(prefix.to_owned(), other.clone());
+        }
+    }
+}
+
+/// The keys under `prefix.` rebuilt as nested JSON (numeric segments as list indices).
+fn unflatten(attrs: &Attrs, prefix: &str) -> Option<Value> {
+    let p = format!("{prefix}.");
+    let mut root = Value::Object(Map::new());
+    let mut any = false;
+    for (k, v) in attrs.iter().filter(|(k, _)| k.starts_with(&p)) {
+        let path: Vec<&str> = k[p.len()..].split('.').collect();
+        if path.len() <= 32 {
+            any |= insert(&mut root, &path, v);
+        }
+    }
+    any.then(|| lists(root))
+}
+
+/// Puts `v` at `path` under `node`, unless a value is in the way.
+fn insert(node: &mut Value, path: &[&str], v: &Value) -> bool {
+    let (Some(o), Some((first, rest))) = (node.as_object_mut(), path.split_first()) else { return false };
+    if rest.is_empty() {
+        o.entry(first.to_string()).or_insert_with(|| v.clone());
+        return true;
+    }
+    insert(o.entry(first.to_string()).or_insert_with(|| Value::Object(Map::new())), rest, v)
+}
+
+/// Objects whose keys are all numbers become lists, in numeric order.
+fn lists(v: Value) -> Value {
+    match v {
+        Value::Object(o) => {
+            let numeric = !o.is_empty() && o.keys().all(|k| k.parse::<usize>().is_ok());
+            if numeric {
+                let mut items: Vec<(usize, Value)> =
+                    o.into_iter().map(|(k, x)| (k.parse().unwrap_or(0), lists(x))).collect();
+                items.sort_by_key(|(i, _)| *i);
+                Value::Array(items.into_iter().map(|(_, x)| x).collect())
+            } else {
+                Value::Object(o.into_iter().map(|(k, x)| (k, lists(x))).collect())
+            }
+        }
+        other => other,
+    }
+}
+
+/// Nanoseconds since the epoch of an RFC 3339 time (`2026-12-04T04:30:50.289787Z`, `+00:00`).
+fn parse_time(s: &str) -> Option<i128> {
+    let b = s.as_bytes();
+    let digits = |r: std::ops::Range<usize>| -> Option<i64> { s.get(r)?.parse().ok() };
+    if b.len() < 19 || b.get(4) != Some(&b'-') || !matches!(b.get(10), Some(b'T' | b't' | b' ')) {
+        return None;
+    }
+    let (y, mo, d) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
+    let (h, mi, sec) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
+    let mut rest = &s[19..];
+    let mut nanos: i128 = 0;
+    if let Some(frac) = rest.strip_prefix('.') {
+        let n = frac.bytes().take_while(u8::is_ascii_digit).count();
+        let f: String = frac[..n].chars().chain(std::iter::repeat('0')).take(9).collect();
+        nanos = f.parse().ok()?;
+        rest = &frac[n..];
+    }
+    let offset: i64 = match rest.as_bytes().first() {
+        None | Some(b'Z' | b'z') => 0,
+        Some(sign @ (b'+' | b'-')) => {
+            let hh: i64 = rest.get(1..3)?.parse().ok()?;
+            let mm: i64 = rest.get(4..6).and_then(|m| m.parse().ok()).unwrap_or(0);
+            let o = hh * 3600 + mm * 60;
+            if *sign == b'+' { o } else { -o }
+        }
+        _ => return None,
+    };
+    // Days from the civil date (proleptic Gregorian).
+    let y = if mo <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * ((mo + 9) % 12) + 2) / 5 + d - 1;
+    let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
+    let secs = days * 86_400 + h * 3600 + mi * 60 + sec - offset;
+    Some(i128::from(secs) * 1_000_000_000 + nanos)
+}
+
+/// The `n`th span of the file (hand-made OTLP may lack ids: one trace, ids by position).
+fn span_of(v: &Value, n: usize) -> Option<Span> {
+    let o = v.as_object()?;
+    let name = o.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let trace = id_of(field(v, &["traceId", "trace_id", "context.trace_id"])).unwrap_or_default();
+    let id = id_of(field(v, &["spanId", "span_id", "context.span_id"])).unwrap_or_else(|| format!("#{n}"));
+    let parent = id_of(field(v, &["parentSpanId", "parent_span_id", "parent_id"]));
+    let start = match field(v, &["startTimeUnixNano", "start_time_unix_nano", "start_time"]) {
+        Some(Value::Number(n)) => n.as_u64().map(i128::from).unwrap_or(0),
+        Some(Value::String(s)) => s.parse::<i128>().ok().or_else(|| parse_time(s)).unwrap_or(0),
+        _ => 0,
+    };
+    let code = field(v, &["status.code", "status.status_code", "status_code"]);
+    let is_error = match code {
+        Some(Value::Number(n)) => n.as_u64() == Some(2),
+        Some(Value::String(s)) => s.to_ascii_uppercase().ends_with("ERROR"),
+        _ => false,
+    };
+    let message = field(v, &["status.message", "status.description", "status_message"]).and_then(Value::as_str);
+    let mut attrs = attributes(o.get("attributes"));
+    for (k, x) in o.iter().filter_map(|(k, x)| Some((k.strip_prefix("attributes.")?, x))) {
+        flatten(k, x, &mut attrs);
+    }
+    let kind = attrs
+        .get("openinference.span.kind")
+        .or_else(|| o.get("span_kind"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_ascii_uppercase();
+    let events = o
+        .get("events")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|e| Event {
+            name: e.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
+            attrs: attributes(e.get("attributes")),
+        })
+        .collect();
+    Some(Span {
+        trace,
+        id,
+        parent,
+        name,
+        start,
+        error: is_error.then(|| message.unwrap_or_default().to_owned()),
+        kind,
+        attrs,
+        events,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Messages
 
 fn arguments(v: Option<&Value>) -> Args {
     match v {
-        Some(Value::String(s)) => super::conversation::parse_args(s),
+        Some(Value::String(s)) => parse_args(s),
         Some(other) => Args::new(other),
         None => Args::new(&Value::Object(Default::default())),
     }
 }
 
 /// Items from messages in the current conventions (`parts` of type text, tool_call,
-/// tool_call_response).
+/// tool_call_response — its content under `response`, or `result` in pydantic-ai).
 fn items(messages: &[Value]) -> Vec<Item> {
     let mut out = Vec::new();
     for m in messages {
         let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
-        let parts = m.get("parts").and_then(Value::as_array).cloned().unwrap_or_default();
+        let parts = m.get("parts").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
         let mut text = Vec::new();
         let mut calls = Vec::new();
-        for p in &parts {
+        for p in parts {
             match p.get("type").and_then(Value::as_str) {
                 Some("tool_call") => calls.push(CallItem {
                     id: p.get("id").and_then(Value::as_str).map(str::to_owned),
@@ -53,7 +414,7 @@ fn items(messages: &[Value]) -> Vec<Item> {
                 Some("tool_call_response") => out.push(Item::Result {
                     id: p.get("id").and_then(Value::as_str).map(str::to_owned),
                     name: None,
-                    content: text_of(p.get("response").unwrap_or(&Value::Null)),
+                    content: text_of(p.get("response").or_else(|| p.get("result")).unwrap_or(&Value::Null)),
                     flag: None,
                 }),
                 _ => text.extend(p.get("content").and_then(Value::as_str).map(str::to_owned)),
@@ -68,16 +429,86 @@ fn items(messages: &[Value]) -> Vec<Item> {
     out
 }
 
+/// Items from OpenAI-Chat-shaped messages (`role`, `content`, `tool_calls[].function`,
+/// `tool_call_id`); unknown roles are skipped.
+fn chat_items(messages: &[Value]) -> Vec<Item> {
+    let mut out = Vec::new();
+    for m in messages {
+        let content = || text_of(m.get("content").unwrap_or(&Value::Null));
+        match m.get("role").and_then(Value::as_str).unwrap_or_default() {
+            "user" | "human" => out.push(Item::User(content())),
+            "assistant" | "ai" | "model" => {
+                let mut calls = Vec::new();
+                for c in m.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+                    let f = c.get("function").unwrap_or(c);
+                    calls.push(CallItem {
+                        id: c.get("id").and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned),
+                        name: f.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
+                        args: arguments(f.get("arguments")),
+                    });
+                }
+                if let Some(f) = m.get("function_call").filter(|f| f.is_object()) {
+                    calls.push(CallItem {
+                        id: None,
+                        name: f.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
+                        args: arguments(f.get("arguments")),
+                    });
+                }
+                out.push(Item::model(m.get("content").map(text_of), calls));
+            }
+            "tool" | "function" => out.push(Item::Result {
+                id: m.get("tool_call_id").and_then(Value::as_str).map(str::to_owned),
+                name: m.get("name").and_then(Value::as_str).map(str::to_owned),
+                content: content(),
+                flag: None,
+            }),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// An OpenInference message (`message.role`, `message.content` or `message.contents`,
+/// `message.tool_calls[].tool_call.{id, function}`) in the OpenAI Chat shape.
+fn oi_message(m: &Value) -> Value {
+    let m = m.get("message").unwrap_or(m);
+    let content = match m.get("content") {
+        Some(c) => c.clone(),
+        None => {
+            let parts = m.get("contents").and_then(Value::as_array).into_iter().flatten();
+            let texts: Vec<&str> =
+                parts.filter_map(|p| p.get("message_content").unwrap_or(p).get("text")?.as_str()).collect();
+            Value::String(texts.join("\n"))
+        }
+    };
+    let calls: Vec<Value> = m
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| c.get("tool_call").unwrap_or(c).clone())
+        .collect();
+    serde_json::json!({
+        "role": m.get("role").cloned().unwrap_or(Value::Null),
+        "content": content,
+        "tool_calls": calls,
+        "tool_call_id": m.get("tool_call_id").cloned().unwrap_or(Value::Null),
+        "name": m.get("name").cloned().unwrap_or(Value::Null),
+    })
+}
+
 /// Items from pre-1.37 span events: gen_ai.{user,assistant,tool}.message and gen_ai.choice,
 /// each with its fields in the event's attributes (or a JSON `body`).
-fn legacy_items(events: &[Value]) -> (Vec<Item>, Option<Item>) {
+fn legacy_items(events: &[Event]) -> (Vec<Item>, Option<Item>) {
     let mut out = Vec::new();
     let mut choice = None;
     for e in events {
-        let name = e.get("name").and_then(Value::as_str).unwrap_or_default();
-        let attrs = e.get("attributes").and_then(Value::as_array).cloned().unwrap_or_default();
-        let body: Value = attr_str(&attrs, "body").and_then(|b| serde_json::from_str(&b).ok()).unwrap_or(Value::Null);
-        let field = |k: &str| attr_str(&attrs, k).or_else(|| body.get(k).and_then(Value::as_str).map(str::to_owned));
+        let body = match e.attrs.get("body") {
+            Some(Value::String(b)) => serde_json::from_str(b).unwrap_or(Value::Null),
+            Some(v) => v.clone(),
+            None => unflatten(&e.attrs, "body").unwrap_or(Value::Null),
+        };
+        let field = |k: &str| e.attrs.get(k).or_else(|| body.get(k)).and_then(Value::as_str).map(str::to_owned);
         let calls_of = |v: &Value| -> Vec<CallItem> {
             v.get("tool_calls")
                 .and_then(Value::as_array)
@@ -90,7 +521,7 @@ fn legacy_items(events: &[Value]) -> (Vec<Item>, Option<Item>) {
                 })
                 .collect()
         };
-        match name {
+        match e.name.as_str() {
             "gen_ai.user.message" => out.push(Item::User(field("content").unwrap_or_default())),
             "gen_ai.assistant.message" => out.push(Item::model(field("content"), calls_of(&body))),
             "gen_ai.tool.message" => out.push(Item::Result {
@@ -110,84 +541,560 @@ fn legacy_items(events: &[Value]) -> (Vec<Item>, Option<Item>) {
     (out, choice)
 }
 
-pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportError> {
-    let rs = v
-        .get("resourceSpans")
-        .and_then(Value::as_array)
-        .ok_or_else(|| ImportError::at("/resourceSpans", "OTLP/JSON resourceSpans"))?;
-    // traceId → spans ordered by start time.
-    let mut traces: BTreeMap<String, Vec<(u64, &Value)>> = BTreeMap::new();
-    for r in rs {
-        for ss in r.get("scopeSpans").and_then(Value::as_array).into_iter().flatten() {
-            for span in ss.get("spans").and_then(Value::as_array).into_iter().flatten() {
-                let trace_id = span.get("traceId").and_then(Value::as_str).unwrap_or_default().to_owned();
-                let start = span
-                    .get("startTimeUnixNano")
-                    .and_then(|s| s.as_str().and_then(|s| s.parse().ok()).or_else(|| s.as_u64()))
-                    .unwrap_or(0);
-                traces.entry(trace_id).or_default().push((start, span));
+// ---------------------------------------------------------------------------------------------
+// Spans read
+
+#[derive(PartialEq)]
+enum Role {
+    Model,
+    Tool,
+    Other,
+}
+
+fn role(s: &Span) -> Role {
+    let op = s.str("gen_ai.operation.name").unwrap_or_default();
+    if s.kind == "TOOL" || op == "execute_tool" || s.str("traceloop.span.kind") == Some("tool") {
+        Role::Tool
+    } else if s.kind == "LLM"
+        || matches!(op, "chat" | "text_completion" | "generate_content")
+        || (s.kind.is_empty() && matches!(s.str("llm.request.type"), Some("chat" | "completion")))
+    {
+        Role::Model
+    } else {
+        Role::Other
+    }
+}
+
+/// A model span's request items, its response, and its finish reason.
+struct ModelCall {
+    input: Vec<Item>,
+    response: Item,
+    finish: Option<String>,
+}
+
+/// A message list of one of the dialects, or `None` (a gap when the attribute is there but is
+/// no list of messages).
+fn message_list(s: &Span, key: &str, gaps: &mut Vec<String>) -> Option<Vec<Value>> {
+    if !s.has(key) {
+        return None;
+    }
+    match s.json(key) {
+        Some(Value::Array(list)) => Some(list),
+        _ => {
+            gaps.push(format!("span `{}`: `{key}` is not a list of messages; its messages were not read", s.name));
+            None
+        }
+    }
+}
+
+fn request(s: &Span, gaps: &mut Vec<String>) -> Vec<Item> {
+    if let Some(l) = message_list(s, "gen_ai.input.messages", gaps) {
+        return items(&l);
+    }
+    if let Some(l) = message_list(s, "llm.input_messages", gaps) {
+        return chat_items(&l.iter().map(oi_message).collect::<Vec<_>>());
+    }
+    if let Some(l) = message_list(s, "gen_ai.prompt", gaps) {
+        return chat_items(&l);
+    }
+    for key in ["request_data", "input.value"] {
+        if let Some(Value::Array(l)) = s.json(key).as_ref().and_then(|r| r.get("messages")) {
+            return chat_items(l);
+        }
+    }
+    legacy_items(&s.events).0
+}
+
+fn response(s: &Span, gaps: &mut Vec<String>) -> Option<Item> {
+    let first_model = |items: Vec<Item>| items.into_iter().find(|i| matches!(i, Item::Model { .. }));
+    if let Some(l) = message_list(s, "gen_ai.output.messages", gaps) {
+        return first_model(items(&l));
+    }
+    if let Some(l) = message_list(s, "llm.output_messages", gaps) {
+        return first_model(chat_items(&l.iter().map(oi_message).collect::<Vec<_>>()));
+    }
+    if let Some(l) = message_list(s, "gen_ai.completion", gaps) {
+        let l: Vec<Value> = l.into_iter().map(assistant_role).collect();
+        return first_model(chat_items(&l));
+    }
+    if let Some(m) = s.json("response_data").as_ref().and_then(|r| r.get("message")) {
+        return first_model(chat_items(&[assistant_role(m.clone())]));
+    }
+    if let (_, Some(choice)) = legacy_items(&s.events) {
+        return Some(choice);
+    }
+    let out = s.attrs.get("output.value")?;
+    let body = out.as_str().and_then(|t| serde_json::from_str::<Value>(t).ok()).unwrap_or_else(|| out.clone());
+    if body.get("choices").is_some() {
+        return openai_chat::response(&body);
+    }
+    if body.get("content").is_some_and(Value::is_array) {
+        return anthropic::response(&body);
+    }
+    if body.get("candidates").is_some() {
+        return gemini::response(&body);
+    }
+    Some(Item::model(Some(text_of(out)), Vec::new()))
+}
+
+/// A completion message with its `role` set to assistant (OpenLLMetry omits none, but a
+/// response message is the assistant's whatever it says).
+fn assistant_role(mut m: Value) -> Value {
+    if let Some(o) = m.as_object_mut() {
+        o.insert("role".into(), Value::String("assistant".into()));
+    }
+    m
+}
+
+static HTTP_STATUS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\b(?:error code|status(?:[ _]code)?|http)\W{0,3}([1-5]\d\d)\b").expect("valid"));
+
+fn http_status(s: &Span) -> u16 {
+    [s.error.as_deref(), s.exception_field("exception.message")]
+        .into_iter()
+        .flatten()
+        .find_map(|t| HTTP_STATUS.captures(t).and_then(|c| c[1].parse().ok()))
+        .filter(|c| *c >= 400)
+        .unwrap_or(500)
+}
+
+fn finish_reason(s: &Span) -> Option<String> {
+    if let Some(r) = s.str("llm.finish_reason") {
+        return Some(r.to_owned());
+    }
+    let first = |v: &Value| match v {
+        Value::Array(a) => a.first().and_then(Value::as_str).map(str::to_owned),
+        Value::String(t) => match serde_json::from_str::<Value>(t) {
+            Ok(Value::Array(a)) => a.first().and_then(Value::as_str).map(str::to_owned),
+            _ => Some(t.clone()),
+        },
+        _ => None,
+    };
+    if let Some(r) = s.attrs.get("gen_ai.response.finish_reasons").and_then(first) {
+        return Some(r);
+    }
+    if let Some(r) = s.str("gen_ai.completion.0.finish_reason") {
+        return Some(r.to_owned());
+    }
+    let from = |k: &str, ptr: &str| s.json(k).and_then(|v| v.pointer(ptr).and_then(Value::as_str).map(str::to_owned));
+    from("gen_ai.output.messages", "/0/finish_reason")
+        .or_else(|| from("output.value", "/choices/0/finish_reason"))
+        .or_else(|| from("output.value", "/stop_reason"))
+}
+
+fn model_call(s: &Span, gaps: &mut Vec<String>) -> ModelCall {
+    let input = request(s, gaps);
+    let response = match (response(s, gaps), &s.error) {
+        (Some(mut r), _) => {
+            if let Item::Model { tokens_in, tokens_out, .. } = &mut r {
+                let read = |keys: &[&str]| keys.iter().find_map(|k| s.num(k));
+                if let Some(n) =
+                    read(&["gen_ai.usage.input_tokens", "llm.token_count.prompt", "gen_ai.usage.prompt_tokens"])
+                {
+                    *tokens_in = n;
+                }
+                let out =
+                    ["gen_ai.usage.output_tokens", "llm.token_count.completion", "gen_ai.usage.completion_tokens"];
+                if let Some(n) = read(&out) {
+                    *tokens_out = n;
+                }
+            }
+            r
+        }
+        (None, Some(_)) => {
+            Item::Model { text: None, calls: Vec::new(), tokens_in: 0, tokens_out: 0, status: http_status(s) }
+        }
+        (None, None) => Item::model(None, Vec::new()),
+    };
+    ModelCall { input, response, finish: finish_reason(s) }
+}
+
+fn tools_of(s: &Span) -> Vec<ToolDef> {
+    let mut list: Vec<Value> = match s.json("gen_ai.tool.definitions") {
+        Some(Value::Array(l)) => l,
+        _ => Vec::new(),
+    };
+    if let Some(Value::Array(oi)) = s.json("llm.tools") {
+        list.extend(oi.iter().filter_map(|t| {
+            let schema = t.pointer("/tool/json_schema")?;
+            match schema {
+                Value::String(j) => serde_json::from_str(j).ok(),
+                other => Some(other.clone()),
+            }
+        }));
+    }
+    let mut out = openai_chat::tools(&serde_json::json!({ "tools": list }));
+    if let Some(Value::Array(f)) = s.json("llm.request.functions") {
+        for t in openai_chat::tools(&serde_json::json!({ "functions": f })) {
+            let parameters = match t.parameters {
+                Some(Value::String(p)) => serde_json::from_str(&p).ok(),
+                other => other,
+            };
+            out.push(ToolDef { parameters, ..t });
+        }
+    }
+    out
+}
+
+/// One tool execution span.
+struct ToolRun {
+    name: String,
+    id: Option<String>,
+    args: Option<Value>,
+    output: Option<String>,
+    /// The failure's text and the evidence naming the field.
+    failed: Option<(String, &'static str)>,
+}
+
+fn tool_run(s: &Span) -> ToolRun {
+    let traceloop = s.str("traceloop.span.kind") == Some("tool");
+    let op = s.str("gen_ai.operation.name") == Some("execute_tool");
+    let span_name = s.name.strip_prefix("execute_tool ").or_else(|| s.name.strip_suffix(".tool")).unwrap_or(&s.name);
+    let name = ["tool.name", "gen_ai.tool.name", "traceloop.entity.name"]
+        .iter()
+        .find_map(|k| s.str(k))
+        .unwrap_or(span_name)
+        .to_owned();
+    let id = ["gen_ai.tool.call.id", "tool.id", "tool_call.id"].iter().find_map(|k| s.str(k)).map(str::to_owned);
+    let json_or_text = |v: &Value| match v {
+        Value::String(t) => serde_json::from_str(t).unwrap_or_else(|_| v.clone()),
+        other => other.clone(),
+    };
+    let args_keys: &[&str] = if s.kind == "TOOL" {
+        &["input.value"]
+    } else {
+        &["gen_ai.tool.call.arguments", "tool_arguments", "input.value"]
+    };
+    let mut args = args_keys.iter().find_map(|k| s.attrs.get(*k)).map(json_or_text);
+    if traceloop && let Some(input) = s.attrs.get("traceloop.entity.input").map(json_or_text) {
+        let positional = input.get("args").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+        args = if positional { input.get("args").cloned() } else { input.get("kwargs").cloned() };
+    }
+    let output = ["gen_ai.tool.call.result", "tool_response", "output.value", "traceloop.entity.output"]
+        .iter()
+        .find_map(|k| s.attrs.get(*k))
+        .map(|v| match json_or_text(v) {
+            // A JSON-encoded string return value (Traceloop) is the string.
+            Value::String(t) if v.as_str().is_some_and(|raw| raw.starts_with('"')) => t,
+            _ => text_of(v),
+        });
+    let evidence = if s.kind == "TOOL" {
+        "OpenInference TOOL span status ERROR"
+    } else if traceloop {
+        "traceloop tool span status ERROR"
+    } else if op {
+        "execute_tool span status ERROR"
+    } else {
+        "tool span status ERROR"
+    };
+    let deferred = s.attrs.contains_key("pydantic_ai.tool.deferral.name");
+    let text = || {
+        s.exception_field("exception.message")
+            .map(str::to_owned)
+            .or_else(|| s.error.clone().filter(|e| !e.is_empty()))
+            .unwrap_or_else(|| "the tool span ended with status ERROR".to_owned())
+    };
+    let failed = match (&s.error, s.exception(), &output) {
+        _ if deferred => None,
+        (Some(_), _, _) => Some((text(), evidence)),
+        (None, Some(_), None) => Some((text(), "tool span exception event")),
+        _ => None,
+    };
+    ToolRun { name, id, args, output, failed }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conversations
+
+/// A conversation's steps in time order, before tool spans are paired.
+enum Slot {
+    Item(Item),
+    Tool(ToolRun),
+}
+
+/// One trace read: its steps, the signatures of its first request and of its last request and
+/// response (to chain traces), and how it ended.
+struct TraceRead<'a> {
+    slots: Vec<Slot>,
+    first_request: Vec<String>,
+    last_exchange: Vec<String>,
+    root: Option<&'a Span>,
+    last_call: Option<(&'a Span, Option<String>)>,
+    provider: Option<String>,
+    model: Option<String>,
+    tools: Vec<ToolDef>,
+}
+
+/// A comparable fingerprint of an item, to tell whether one request extends another.
+fn signature(item: &Item) -> String {
+    match item {
+        Item::User(t) => format!("u:{}", t.trim()),
+        Item::Model { calls, text, .. } if calls.is_empty() => format!("m:{}", text.as_deref().unwrap_or("").trim()),
+        Item::Model { calls, .. } => {
+            let c: Vec<String> = calls.iter().map(|c| format!("{}{}", c.name, c.args)).collect();
+            format!("m:{}", c.join("|"))
+        }
+        Item::Result { content, .. } | Item::Cancelled { content, .. } => format!("r:{}", content.trim()),
+    }
+}
+
+fn read_trace<'a>(spans: &[&'a Span], gaps: &mut Vec<String>) -> TraceRead<'a> {
+    let ids: HashSet<&str> = spans.iter().map(|s| s.id.as_str()).collect();
+    let root = spans.iter().find(|s| s.parent.as_deref().is_none_or(|p| !ids.contains(p))).copied();
+    let mut t = TraceRead {
+        slots: Vec::new(),
+        first_request: Vec::new(),
+        last_exchange: Vec::new(),
+        root,
+        last_call: None,
+        provider: None,
+        model: None,
+        tools: Vec::new(),
+    };
+    for s in spans {
+        match role(s) {
+            Role::Tool => t.slots.push(Slot::Tool(tool_run(s))),
+            Role::Model => {
+                let call = model_call(s, gaps);
+                let sigs: Vec<String> = call.input.iter().map(signature).collect();
+                if t.last_call.is_none() {
+                    t.first_request = sigs.clone();
+                }
+                t.last_exchange = sigs;
+                t.last_exchange.push(signature(&call.response));
+                // The request holds the history: only what follows its last assistant message is new.
+                let new = call.input.iter().rposition(|i| matches!(i, Item::Model { .. })).map_or(0, |p| p + 1);
+                t.slots.extend(call.input.into_iter().skip(new).map(Slot::Item));
+                if let Item::Model { calls, .. } = &call.response
+                    && calls.iter().any(|c| c.name.is_empty())
+                {
+                    gaps.push(format!("span `{}`: a tool call without a name", s.name));
+                }
+                t.slots.push(Slot::Item(call.response));
+                t.last_call = Some((s, call.finish));
+                let provider = ["gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system"]
+                    .iter()
+                    .find_map(|k| s.str(k));
+                t.provider = t.provider.take().or(provider.map(str::to_owned));
+                let model = ["gen_ai.request.model", "llm.model_name", "gen_ai.response.model"]
+                    .iter()
+                    .find_map(|k| s.str(k).map(str::to_owned))
+                    .or_else(|| {
+                        ["request_data", "llm.invocation_parameters"].iter().find_map(|k| {
+                            s.json(k).and_then(|r| r.get("model").and_then(Value::as_str).map(str::to_owned))
+                        })
+                    });
+                t.model = t.model.take().or(model);
+                for d in tools_of(s) {
+                    if !t.tools.iter().any(|x| x.name == d.name) {
+                        t.tools.push(d);
+                    }
+                }
+            }
+            Role::Other => {}
+        }
+    }
+    t
+}
+
+/// Pairs each tool span with a call and turns the slots into items: a span's failure flags
+/// the call's result, or becomes the result when no message holds one.
+fn resolve(slots: Vec<Slot>, gaps: &mut Vec<String>) -> Vec<Item> {
+    let mut items: Vec<Option<Item>> = Vec::with_capacity(slots.len());
+    let mut runs: Vec<(usize, ToolRun)> = Vec::new();
+    for slot in slots {
+        match slot {
+            Slot::Item(i) => items.push(Some(i)),
+            Slot::Tool(r) => {
+                runs.push((items.len(), r));
+                items.push(None);
             }
         }
     }
+    // Every call the responses made: (item, call, id, name, arguments).
+    let mut all_calls = Vec::new();
+    for (m, item) in items.iter().enumerate() {
+        if let Some(Item::Model { calls, .. }) = item {
+            for (c, call) in calls.iter().enumerate() {
+                all_calls.push((m, c, call.id.clone(), call.name.clone(), call.args.value()));
+            }
+        }
+    }
+    let mut paired: HashSet<(usize, usize)> = HashSet::new();
+    let mut claimed: HashSet<usize> = HashSet::new();
+    for (at, run) in runs {
+        let open: Vec<_> = all_calls.iter().filter(|(m, c, ..)| *m < at && !paired.contains(&(*m, *c))).collect();
+        let by_id = run.id.as_ref().and_then(|id| open.iter().find(|o| o.2.as_ref() == Some(id)));
+        let same_name = || open.iter().filter(|o| o.3 == run.name);
+        let pick = by_id
+            .or_else(|| same_name().find(|o| run.args.as_ref() == Some(&o.4)))
+            .or_else(|| same_name().next())
+            .map(|o| (o.0, o.1));
+        let (m, c) = match pick {
+            Some(p) => p,
+            None => {
+                // No call asked for it (outputs redacted or unread): a call of the model call before it.
+                let Some(m) = items[..at].iter().rposition(|i| matches!(i, Some(Item::Model { status: 200, .. })))
+                else {
+                    gaps.push(format!("tool span `{}` ran before any model call: not counted", run.name));
+                    continue;
+                };
+                let Some(Item::Model { calls, .. }) = &mut items[m] else { continue };
+                calls.push(CallItem {
+                    id: run.id.clone(),
+                    name: run.name.clone(),
+                    args: Args::new(run.args.as_ref().unwrap_or(&Value::Object(Map::new()))),
+                });
+                (m, calls.len() - 1)
+            }
+        };
+        paired.insert((m, c));
+        let Some(Item::Model { calls, .. }) = &items[m] else { continue };
+        let Some(call) = calls.get(c) else { continue };
+        let (call_id, call_name) = (call.id.clone(), call.name.clone());
+        // The call's result among the messages after it: by id, else the next unclaimed one
+        // without an id before the next model call.
+        let found = match &call_id {
+            Some(id) => (m + 1..items.len())
+                .find(|&i| matches!(&items[i], Some(Item::Result { id: Some(r), .. }) if r == id) && !claimed.contains(&i)),
+            None => (m + 1..items.len())
+                .take_while(|&i| !matches!(items[i], Some(Item::Model { .. })))
+                .find(|&i| {
+                    matches!(&items[i], Some(Item::Result { id: None, name, .. }) if name.as_ref().is_none_or(|n| *n == call_name))
+                        && !claimed.contains(&i)
+                }),
+        };
+        match found {
+            Some(i) => {
+                claimed.insert(i);
+                if let (Some(Item::Result { flag, .. }), Some((_, evidence))) = (&mut items[i], &run.failed) {
+                    *flag = Some((true, *evidence));
+                }
+            }
+            None => {
+                let (content, flag) = match run.failed {
+                    Some((text, evidence)) => (text, Some((true, evidence))),
+                    None => (run.output.unwrap_or_default(), None),
+                };
+                items[at] = Some(Item::Result { id: call_id, name: Some(call_name), content, flag });
+            }
+        }
+    }
+    items.into_iter().flatten().collect()
+}
+
+/// How the conversation ended, from its last trace's root span and last model call.
+fn ending(root: Option<&Span>, last_call: Option<(&Span, Option<String>)>, failed_last: bool) -> Option<Ending> {
+    let error_reason = |s: &Span| {
+        s.exception_field("exception.type")
+            .or_else(|| s.str("error.type"))
+            .map(str::to_owned)
+            .unwrap_or_else(|| "status ERROR".to_owned())
+    };
+    if let Some(r) = root.filter(|r| r.error.is_some()) {
+        return Some(Ending::new(FinalOutcome::Error, error_reason(r)));
+    }
+    let (call, finish) = last_call?;
+    if failed_last {
+        return Some(Ending::new(FinalOutcome::Error, error_reason(call)));
+    }
+    let finish = finish?;
+    let outcome = match finish.to_ascii_lowercase().as_str() {
+        "stop" | "end_turn" | "stop_sequence" | "completed" | "end" => FinalOutcome::Answer,
+        "length" | "max_tokens" => FinalOutcome::CutOff,
+        "tool_calls" | "tool_call" | "tool_use" | "function_call" => FinalOutcome::CutOff,
+        "content_filter" | "safety" | "error" => FinalOutcome::Error,
+        _ => return None,
+    };
+    let mut e = Ending::new(outcome, finish);
+    if outcome == FinalOutcome::Answer {
+        let answer = root.and_then(|r| {
+            let v = ["output.value", "final_result", "traceloop.entity.output"].iter().find_map(|k| r.attrs.get(*k))?;
+            let text = match v.as_str().map(|t| (t, serde_json::from_str::<Value>(t))) {
+                Some((_, Ok(Value::String(inner)))) => inner,
+                Some((t, _)) => t.to_owned(),
+                None => text_of(v),
+            };
+            (!text.trim().is_empty() && r.kind != "LLM").then_some(text)
+        });
+        e.text = answer;
+    }
+    Some(e)
+}
+
+pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportError> {
+    let raw = raw_spans(v).ok_or_else(|| {
+        ImportError::at("", "OTLP/JSON `resourceSpans`, or a list of spans (`name`, span and trace ids, `attributes`)")
+    })?;
+    let mut gaps = Vec::new();
+    let mut spans = Vec::with_capacity(raw.len());
+    for (i, r) in raw.iter().enumerate() {
+        match span_of(r, i) {
+            Some(s) => spans.push((s, i)),
+            None => gaps.push(format!("span {} is not a JSON object: not read", i + 1)),
+        }
+    }
+    // Traces in order of their first span; spans by start time, ties in file order.
+    spans.sort_by_key(|(s, i)| (s.start, *i));
+    let mut traces: Vec<Vec<&Span>> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for (s, _) in &spans {
+        match index.get(s.trace.as_str()) {
+            Some(&t) => traces[t].push(s),
+            None => {
+                index.insert(&s.trace, traces.len());
+                traces.push(vec![s]);
+            }
+        }
+    }
+    // Read each trace, and chain a trace onto the previous conversation when its first request
+    // extends that conversation's last request and response.
+    let mut groups: Vec<(TraceRead, Vec<String>)> = Vec::new();
+    for list in &traces {
+        let mut trace_gaps = Vec::new();
+        let t = read_trace(list, &mut trace_gaps);
+        if t.slots.is_empty() && trace_gaps.is_empty() {
+            continue; // no model or tool span: not an LLM trace
+        }
+        let extends = groups.last().is_some_and(|(g, _)| {
+            let prev = &g.last_exchange;
+            !prev.is_empty() && t.first_request.len() > prev.len() && t.first_request[..prev.len()] == prev[..]
+        });
+        match groups.last_mut() {
+            Some((g, g_gaps)) if extends => {
+                g.slots.extend(t.slots);
+                (g.last_exchange, g.root, g.last_call) = (t.last_exchange, t.root, t.last_call);
+                g.provider = g.provider.take().or(t.provider);
+                g.model = g.model.take().or(t.model);
+                for d in t.tools {
+                    if !g.tools.iter().any(|x| x.name == d.name) {
+                        g.tools.push(d);
+                    }
+                }
+                g_gaps.extend(trace_gaps);
+            }
+            _ => groups.push((t, trace_gaps)),
+        }
+    }
+    let many = groups.len() > 1;
     let mut out = Vec::new();
-    let many = traces.len() > 1;
-    for (n, (_, mut spans)) in traces.into_iter().enumerate() {
-        spans.sort_by_key(|s| s.0);
-        let mut exchanges = Vec::new();
-        let mut failed_ids = BTreeSet::new();
-        let mut provider = None;
-        for (_, span) in &spans {
-            let attrs = span.get("attributes").and_then(Value::as_array).cloned().unwrap_or_default();
-            let op = attr_str(&attrs, "gen_ai.operation.name").unwrap_or_default();
-            if op == "execute_tool" {
-                let error = span.pointer("/status/code").is_some_and(|c| c == 2 || c == "STATUS_CODE_ERROR");
-                if let (true, Some(call_id)) = (error, attr_str(&attrs, "gen_ai.tool.call.id")) {
-                    failed_ids.insert(call_id);
-                }
-                continue;
-            }
-            if !matches!(op.as_str(), "chat" | "text_completion" | "generate_content") {
-                continue;
-            }
-            provider = provider.or(attr_str(&attrs, "gen_ai.provider.name")).or(attr_str(&attrs, "gen_ai.system"));
-            let parse = |k: &str| -> Vec<Value> {
-                attr_str(&attrs, k).and_then(|s| serde_json::from_str::<Vec<Value>>(&s).ok()).unwrap_or_default()
-            };
-            let (mut req, resp) = match attr_str(&attrs, "gen_ai.input.messages") {
-                Some(_) => {
-                    (items(&parse("gen_ai.input.messages")), items(&parse("gen_ai.output.messages")).into_iter().next())
-                }
-                None => legacy_items(span.get("events").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[])),
-            };
-            let mut resp = resp;
-            if let Some(Item::Model { tokens_in, tokens_out, .. }) = &mut resp {
-                *tokens_in = attr_u64(&attrs, "gen_ai.usage.input_tokens");
-                *tokens_out = attr_u64(&attrs, "gen_ai.usage.output_tokens");
-            }
-            if span.pointer("/status/code").is_some_and(|c| c == 2) && resp.is_none() {
-                resp = Some(Item::Model { text: None, calls: Vec::new(), tokens_in: 0, tokens_out: 0, status: 500 });
-            }
-            req.retain(|i| !matches!(i, Item::Model { text: None, calls, .. } if calls.is_empty()));
-            exchanges.push(Exchange {
-                items: req,
-                response: resp,
-                tools: Vec::new(),
-                model: attr_str(&attrs, "gen_ai.request.model"),
-            });
-        }
+    for (n, (g, mut g_gaps)) in groups.into_iter().enumerate() {
         let conv_id = if many { format!("{id}#{}", n + 1) } else { id.to_owned() };
-        for mut c in chain(exchanges, SourceFormat::Otel, &conv_id, None) {
-            c.provider =
-                provider.as_deref().map(|p| if p == "openai" { "openai-chat".to_owned() } else { p.to_owned() });
-            for item in &mut c.items {
-                if let Item::Result { id: Some(i), flag, .. } = item
-                    && failed_ids.contains(i)
-                {
-                    *flag = Some((true, "execute_tool span status ERROR"));
-                }
-            }
-            out.push(c);
+        let mut c = Conversation::new(conv_id, SourceFormat::Otel.name());
+        c.items = resolve(g.slots, &mut g_gaps);
+        let failed_last = c.items.iter().rev().find_map(|i| match i {
+            Item::Model { status, .. } => Some(*status != 200),
+            _ => None,
+        });
+        c.ending = ending(g.root, g.last_call, failed_last.unwrap_or(false));
+        c.provider = g.provider.map(|p| if p == "openai" { "openai-chat".to_owned() } else { p });
+        c.model = g.model;
+        c.tools = g.tools;
+        if n == 0 {
+            g_gaps.append(&mut gaps);
         }
+        c.gaps = g_gaps;
+        out.push(c);
     }
     Ok(out)
 }
@@ -201,26 +1108,222 @@ mod tests {
         json!({"key": k, "value": {"stringValue": v}})
     }
 
-    /// The pre-1.37 form: per-message span events and `gen_ai.system`.
+    use crate::trace::inspect::stats;
+
+    fn traces(v: &Value) -> Vec<crate::trace::Trace> {
+        let convs = conversations(v, "t").unwrap();
+        convs.into_iter().map(|c| crate::trace::import::conversation::to_trace(c, &Default::default())).collect()
+    }
+
+    /// The pre-1.37 form: per-message span events and `gen_ai.system`; the second request
+    /// repeats the first call, which is counted once, from the first response.
     #[test]
     fn legacy_span_events() {
         let body = |v: Value| kv("body", &v.to_string());
-        let span = json!({
-            "traceId": "t1", "startTimeUnixNano": "1",
-            "attributes": [kv("gen_ai.operation.name", "chat"), kv("gen_ai.system", "openai")],
-            "events": [
-                {"name": "gen_ai.user.message", "attributes": [body(json!({"content": "weather?"}))]},
-                {"name": "gen_ai.assistant.message", "attributes": [body(json!({"tool_calls": [{"id": "c1", "function": {"name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}}]}))]},
-                {"name": "gen_ai.tool.message", "attributes": [body(json!({"id": "c1", "content": "Error: city not found"}))]},
-                {"name": "gen_ai.choice", "attributes": [body(json!({"message": {"content": "Sorry, no data."}}))]},
-            ]
-        });
-        let doc = json!({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]});
-        let convs = conversations(&doc, "legacy").unwrap();
-        assert_eq!(convs.len(), 1);
-        let trace = crate::trace::import::conversation::to_trace(convs[0].clone(), &Default::default());
-        let s = crate::trace::inspect::stats(&trace);
+        let call = json!({"tool_calls": [{"id": "c1", "function": {"name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}}]});
+        let span = |start: &str, events: Vec<Value>| {
+            json!({
+                "traceId": "t1", "spanId": start, "name": "chat", "startTimeUnixNano": start,
+                "attributes": [kv("gen_ai.operation.name", "chat"), kv("gen_ai.system", "openai")],
+                "events": events,
+            })
+        };
+        let user = json!({"name": "gen_ai.user.message", "attributes": [body(json!({"content": "weather?"}))]});
+        let first = span(
+            "1",
+            vec![user.clone(), json!({"name": "gen_ai.choice", "attributes": [body(json!({"message": call}))]})],
+        );
+        let second = span(
+            "2",
+            vec![
+                user,
+                json!({"name": "gen_ai.assistant.message", "attributes": [body(call.clone())]}),
+                json!({"name": "gen_ai.tool.message", "attributes": [body(json!({"id": "c1", "content": "Error: city not found"}))]}),
+                json!({"name": "gen_ai.choice", "attributes": [body(json!({"message": {"content": "Sorry, no data."}}))]}),
+            ],
+        );
+        let doc = json!({"resourceSpans": [{"scopeSpans": [{"spans": [first, second]}]}]});
+        let t = traces(&doc);
+        let s = stats(&t[0]);
         assert_eq!((s.model_calls, s.tool_calls, s.tool_failures, s.ended), (2, 1, 1, "answer"));
         assert_eq!(s.rows[0].outcome, "terminal");
+    }
+
+    /// Flat, half-nested and nested OpenInference attributes read alike; message indices are
+    /// numbers (10 after 9), not text.
+    #[test]
+    fn openinference_attribute_shapes_agree() {
+        let mut flat = Map::new();
+        for i in 0..11 {
+            flat.insert(format!("llm.input_messages.{i}.message.role"), json!("user"));
+            flat.insert(format!("llm.input_messages.{i}.message.content"), json!(format!("m{i}")));
+        }
+        flat.insert("llm.output_messages.0.message.role".into(), json!("assistant"));
+        flat.insert("llm.output_messages.0.message.content".into(), json!("done"));
+        flat.insert("openinference.span.kind".into(), json!("LLM"));
+        let mut attrs = Attrs::new();
+        flatten("", &Value::Object(flat), &mut attrs);
+        let list = unflatten(&attrs, "llm.input_messages").unwrap();
+        assert_eq!(list.pointer("/10/message/content"), Some(&json!("m10")));
+        assert_eq!(list.pointer("/2/message/content"), Some(&json!("m2")));
+
+        let half = json!({"llm.input_messages": [{"message.role": "user", "message.content": "hi"}],
+            "llm.output_messages": [{"message.role": "assistant", "message.content": "done"}],
+            "openinference.span.kind": "LLM"});
+        let nested = json!({"llm": {"input_messages": [{"message": {"role": "user", "content": "hi"}}],
+            "output_messages": [{"message": {"role": "assistant", "content": "done"}}]},
+            "openinference": {"span": {"kind": "LLM"}}});
+        for attributes in [half, nested] {
+            let span = json!({"name": "llm", "context": {"trace_id": "a", "span_id": "b"}, "attributes": attributes});
+            let t = traces(&json!([span]));
+            let s = stats(&t[0]);
+            assert_eq!((s.model_calls, s.ended), (1, "answer"), "{span}");
+        }
+    }
+
+    /// A span carrying OpenInference and GenAI attributes is one call; a TOOL span without a
+    /// call id pairs by name and arguments, and its ERROR flags the result message.
+    #[test]
+    fn dual_dialect_counts_once_and_tool_error_flags_the_result() {
+        let llm = |start: &str, input: Value, output: Value| {
+            json!({"name": "ChatCompletion", "context": {"trace_id": "0xa", "span_id": format!("0x{start}")},
+                "parent_id": null, "start_time": format!("2026-01-01T00:00:0{start}Z"), "status": {"status_code": "OK"},
+                "attributes": {"openinference.span.kind": "LLM", "gen_ai.operation.name": "chat",
+                    "llm.input_messages": input, "llm.output_messages": [output],
+                    "gen_ai.usage.input_tokens": 5, "llm.token_count.prompt": 5}})
+        };
+        let call = |id: &str, city: &str| {
+            json!({"tool_call.id": id, "tool_call.function.name": "w",
+            "tool_call.function.arguments": format!("{{\"city\": \"{city}\"}}")})
+        };
+        let user = json!({"message.role": "user", "message.content": "weather?"});
+        let asked =
+            json!({"message.role": "assistant", "message.tool_calls": [call("p", "Paris"), call("a", "Atlantis")]});
+        let tool = |start: &str, city: &str, error: bool| {
+            json!({"name": "w", "context": {"trace_id": "0xa", "span_id": format!("0x{start}")},
+                "start_time": format!("2026-01-01T00:00:0{start}Z"),
+                "status": if error { json!({"status_code": "ERROR", "description": "ValueError: nope"}) } else { json!({"status_code": "OK"}) },
+                "attributes": {"openinference.span.kind": "TOOL", "gen_ai.operation.name": "execute_tool",
+                    "tool.name": "w", "input.value": format!("{{\"city\": \"{city}\"}}")}})
+        };
+        let results = [
+            json!({"message.role": "tool", "message.tool_call_id": "p", "message.content": "sunny"}),
+            json!({"message.role": "tool", "message.tool_call_id": "a", "message.content": "no data"}),
+        ];
+        // The Atlantis span runs first: pairing goes by arguments, not position.
+        let spans = json!([
+            llm("1", json!([user]), asked.clone()),
+            tool("2", "Atlantis", true),
+            tool("3", "Paris", false),
+            llm(
+                "4",
+                json!([user, asked, results[0], results[1]]),
+                json!({"message.role": "assistant", "message.content": "ok"})
+            ),
+        ]);
+        let t = traces(&spans);
+        let s = stats(&t[0]);
+        assert_eq!((s.model_calls, s.tool_calls, s.tool_failures, s.ended), (2, 2, 1, "answer"));
+        let failed: Vec<&str> = s.rows.iter().filter(|r| r.outcome != "ok").map(|r| r.args).collect();
+        assert_eq!(failed.len(), 1);
+        assert!(failed[0].contains("Atlantis"), "{failed:?}");
+        let failed_ids: Vec<&str> = t[0]
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                crate::trace::TraceEvent::ToolResult { call_id, ok: false, .. } => Some(call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(failed_ids, ["a"], "the calls are the response's, the failure the result message's");
+        let tokens: u64 = t[0]
+            .events
+            .iter()
+            .map(|e| match e {
+                crate::trace::TraceEvent::ModelCall { tokens_in, .. } => *tokens_in,
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(tokens, 10, "tokens counted once per call");
+    }
+
+    /// A tool that crashed with no result message is a failed result from its span; the root
+    /// span's ERROR ends the conversation in an error, whatever the last call's finish reason.
+    #[test]
+    fn crashed_tool_and_failed_root() {
+        let attrs = |v: Value| {
+            let o = v.as_object().unwrap();
+            Value::Array(o.iter().map(|(k, x)| json!({"key": k, "value": {"stringValue": x}})).collect())
+        };
+        let span = |id: &str, parent: Option<&str>, start: u64, status: Value, a: Value| {
+            json!({"traceId": "T", "spanId": id, "parentSpanId": parent.unwrap_or(""), "name": id,
+                "startTimeUnixNano": start.to_string(), "status": status, "attributes": attrs(a)})
+        };
+        let error = json!({"code": "STATUS_CODE_ERROR", "message": "RuntimeError: crashed"});
+        let doc = json!({"resourceSpans": [{"scopeSpans": [{"spans": [
+            span("root", None, 1, error.clone(), json!({"gen_ai.operation.name": "invoke_agent"})),
+            span("chat", Some("root"), 2, json!({}), json!({"gen_ai.operation.name": "chat",
+                "gen_ai.input.messages": "[{\"role\":\"user\",\"parts\":[{\"type\":\"text\",\"content\":\"go\"}]}]",
+                "gen_ai.output.messages": "[{\"role\":\"assistant\",\"parts\":[{\"type\":\"tool_call\",\"id\":\"c1\",\"name\":\"f\",\"arguments\":\"{}\"},{\"type\":\"tool_call\",\"id\":\"c2\",\"name\":\"f\",\"arguments\":\"{}\"}],\"finish_reason\":\"tool_call\"}]"})),
+            span("ok", Some("root"), 3, json!({}), json!({"gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "f", "gen_ai.tool.call.id": "c1", "gen_ai.tool.call.result": "fine"})),
+            span("bad", Some("root"), 4, error, json!({"gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "f", "gen_ai.tool.call.id": "c2"})),
+        ]}]}]});
+        let t = traces(&doc);
+        let s = stats(&t[0]);
+        assert_eq!((s.model_calls, s.tool_calls, s.tool_failures, s.ended), (1, 2, 1, "error"));
+    }
+
+    /// Bare instrumentation: one trace per call, chained when a request extends the last.
+    #[test]
+    fn traces_chain_by_request_prefix() {
+        let span = |trace: &str, start: u64, attrs: Value| {
+            json!({"name": "openai.chat", "context": {"trace_id": trace, "span_id": trace}, "parent_id": null,
+                "start_time": format!("2026-01-01T00:00:{start:02}.5+00:00"), "attributes": attrs})
+        };
+        let spans = json!([
+            span(
+                "b",
+                2,
+                json!({"llm.request.type": "chat", "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "hi",
+                "gen_ai.prompt.1.role": "assistant", "gen_ai.prompt.1.tool_calls.0.id": "c", "gen_ai.prompt.1.tool_calls.0.name": "f",
+                "gen_ai.prompt.1.tool_calls.0.arguments": "{}", "gen_ai.prompt.2.role": "tool", "gen_ai.prompt.2.tool_call_id": "c",
+                "gen_ai.prompt.2.content": "Error: no", "gen_ai.completion.0.content": "sorry", "gen_ai.completion.0.finish_reason": "stop"})
+            ),
+            span(
+                "a",
+                1,
+                json!({"llm.request.type": "chat", "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "hi",
+                "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.tool_calls.0.id": "c",
+                "gen_ai.completion.0.tool_calls.0.name": "f", "gen_ai.completion.0.tool_calls.0.arguments": "{}",
+                "gen_ai.completion.0.finish_reason": "tool_calls"})
+            ),
+            span(
+                "c",
+                3,
+                json!({"llm.request.type": "chat", "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "again"})
+            ),
+        ]);
+        let t = traces(&spans);
+        assert_eq!(t.len(), 2);
+        let s: Vec<_> = t.iter().map(stats).collect();
+        assert_eq!((s[0].model_calls, s[0].tool_calls, s[0].tool_failures, s[0].ended), (2, 1, 1, "answer"));
+        assert_eq!(s[1].model_calls, 1);
+    }
+
+    #[test]
+    fn times_and_detection() {
+        assert_eq!(parse_time("1970-01-01T00:00:01Z"), Some(1_000_000_000));
+        assert_eq!(parse_time("1970-01-01T01:00:01.5+01:00"), Some(1_500_000_000));
+        assert!(parse_time("2026-07-09T00:00:00+00:00") < parse_time("2026-07-09T00:00:00.000001Z"));
+        assert_eq!(parse_time("yesterday"), None);
+        assert!(looks_like(
+            &json!({"data": [{"name": "x", "context": {"trace_id": "a", "span_id": "b"}, "attributes": {}}]})
+        ));
+        assert!(!looks_like(&json!([{"role": "user", "content": "hi"}])));
+        assert!(!looks_like(&json!({"object": "trace.span", "id": "s", "trace_id": "t", "span_data": {}})));
+        assert!(!looks_like(&json!({"messages": []})));
+        assert!(!looks_like(&json!("x")));
     }
 }

@@ -216,6 +216,7 @@ fn wrapped_keeping(
 ) -> Result<Option<SourceFormat>, Error> {
     if opts.select.is_some()
         || WHOLE_FILE_FORMATS.contains(&opts.format)
+        || super::readers::reader(opts.format).is_some()
         || path.extension().is_some_and(|e| e == "yaml" || e == "yml")
     {
         return Ok(None);
@@ -264,7 +265,7 @@ fn wrapped_keeping(
     let Some(first) = first else { return Ok(None) };
     let format = match opts.format {
         SourceFormat::Auto => match detect(&first) {
-            Some(f) if !WHOLE_FILE_FORMATS.contains(&f) => f,
+            Some(f) if !WHOLE_FILE_FORMATS.contains(&f) && super::readers::reader(f).is_none() => f,
             _ => return Ok(None),
         },
         f => f,
@@ -278,7 +279,9 @@ fn wrapped_keeping(
     let mut any_items = false;
     let mut hand_on = |i: usize, (traces, items): Converted| -> Result<(), Error> {
         any_items |= items;
-        held.extend(traces);
+        for t in traces {
+            held.push(super::gaps::checked(t, path, opts.lenient)?);
+        }
         if any_items && (layout == Layout::Array || i > 0) {
             held.drain(..).try_for_each(&mut *each)?;
         }
