@@ -16,7 +16,9 @@ use crate::trace::inspect::{stats, table};
 pub struct SourceArgs {
     /// The trace file.
     pub trace: PathBuf,
-    /// The source format (see `--format help`), or auto to detect it from the content.
+    /// auto (detect it from the content), codex, claude-code, agents-sdk, inspect, tau2,
+    /// swe-agent, mini-swe-agent, openhands, otel, openai-chat, openai-responses, anthropic,
+    /// gemini, cassette, mcp, native.
     #[arg(long, default_value = "auto")]
     pub format: String,
     /// A JSON pointer to the conversation inside a wrapper file (e.g. /13/traj).

@@ -9,16 +9,12 @@ use serde_json::Value;
 use crate::{root, tracefault, write};
 
 fn fixture(name: &str) -> PathBuf {
-    root().join("tests/fixtures/claude-code").join(name)
+    crate::traces::fixture("claude-code", name)
 }
 
 /// The `inspect --json` lines of a file, and what it said on stderr.
 fn inspect(name: &str) -> (Vec<Value>, String) {
-    let out = tracefault().arg("inspect").arg(fixture(name)).arg("--json").output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let lines = String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    (lines, stderr)
+    crate::traces::inspect_json(&fixture(name), &[])
 }
 
 /// The one conversation of a file.
@@ -43,11 +39,9 @@ fn counts(v: &Value) -> (u64, u64, u64, u64, &str, Option<&str>) {
 
 /// The native trace `import` writes for a file, one event a line.
 fn imported(name: &str) -> Vec<Value> {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out.jsonl");
-    let run = tracefault().arg("import").arg(fixture(name)).arg("-o").arg(&out).output().unwrap();
-    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
-    std::fs::read_to_string(&out).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    let mut traces = crate::traces::imported(&fixture(name));
+    assert_eq!(traces.len(), 1, "{name}");
+    traces.remove(0)
 }
 
 #[test]

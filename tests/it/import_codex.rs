@@ -5,18 +5,17 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::{root, tracefault, write};
+use crate::{tracefault, write};
 
 fn fixture(name: &str) -> PathBuf {
-    root().join("tests/fixtures/codex").join(name)
+    crate::traces::fixture("codex", name)
 }
 
 /// The `inspect --json` line of a one-conversation file, and what it said on stderr.
 fn inspect(name: &str) -> (Value, String) {
-    let out = tracefault().arg("inspect").arg(fixture(name)).arg("--json").output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    (serde_json::from_slice(&out.stdout).unwrap(), stderr)
+    let (mut v, stderr) = crate::traces::inspect_json(&fixture(name), &[]);
+    assert_eq!(v.len(), 1, "{name}: {stderr}");
+    (v.remove(0), stderr)
 }
 
 /// (model calls, tool calls, failures, ended, reason)

@@ -5,19 +5,15 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::{root, tracefault};
+use crate::tracefault;
 
 fn fixture(name: &str) -> PathBuf {
-    root().join("tests/fixtures/openhands").join(name)
+    crate::traces::fixture("openhands", name)
 }
 
 /// The `inspect --json` lines of a file, and what it said on stderr.
 fn inspect(name: &str) -> (Vec<Value>, String) {
-    let out = tracefault().arg("inspect").arg(fixture(name)).arg("--json").output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let lines = String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    (lines, stderr)
+    crate::traces::inspect_json(&fixture(name), &[])
 }
 
 /// (model calls, tool calls, failures, ended, reason)

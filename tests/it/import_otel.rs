@@ -10,26 +10,20 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::{root, tracefault};
+use crate::root;
 
 fn fixture(name: &str) -> PathBuf {
-    root().join("tests/fixtures/otel").join(name)
+    crate::traces::fixture("otel", name)
 }
 
 /// The `inspect --json` lines of a file, and what it said on stderr.
 fn inspect(name: &str) -> (Vec<Value>, String) {
-    let out = tracefault().arg("inspect").arg(fixture(name)).arg("--json").output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let lines = String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    (lines, stderr)
+    crate::traces::inspect_json(&fixture(name), &[])
 }
 
 /// The `inspect` table of a file.
 fn table(name: &str) -> String {
-    let out = tracefault().arg("inspect").arg(fixture(name)).output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    String::from_utf8(out.stdout).unwrap()
+    crate::traces::inspect_table(&fixture(name))
 }
 
 /// (model calls, tool calls, failures, ended, reason)
@@ -45,15 +39,7 @@ fn counts(v: &Value) -> (u64, u64, u64, &str, Option<&str>) {
 
 /// The native traces `import` writes for a file, each as its event lines.
 fn imported(name: &str) -> Vec<Vec<Value>> {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("t.jsonl");
-    tracefault().arg("import").arg(fixture(name)).arg("-o").arg(&out).assert().code(0);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
-    files
-        .iter()
-        .map(|f| std::fs::read_to_string(f).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect())
-        .collect()
+    crate::traces::imported(&fixture(name))
 }
 
 /// (model call statuses, Σ tokens_in, Σ tokens_out) of one native trace.

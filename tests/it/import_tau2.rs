@@ -6,19 +6,15 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::{corpus, root, tracefault};
+use crate::{corpus, tracefault};
 
 fn fixture(name: &str) -> PathBuf {
-    root().join("tests/fixtures/tau2").join(name)
+    crate::traces::fixture("tau2", name)
 }
 
 /// The `inspect --json` lines of a file, and what it said on stderr.
-fn inspect(path: &PathBuf, extra: &[&str]) -> (Vec<Value>, String) {
-    let out = tracefault().arg("inspect").arg(path).args(extra).arg("--json").output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let lines = String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    (lines, stderr)
+fn inspect(path: &std::path::Path, extra: &[&str]) -> (Vec<Value>, String) {
+    crate::traces::inspect_json(path, extra)
 }
 
 /// (id, model calls, tool calls, failures, ended, reason, success)

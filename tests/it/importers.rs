@@ -339,3 +339,17 @@ fn a_conversation_too_large_to_keep_reads_as_the_whole_file_reader_reads_it() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("broken.json:3: JSON: expected `:`"), "{err}");
 }
+
+/// `--help` names every format `--format` takes, and an unknown one is refused with the list.
+#[test]
+fn every_format_is_listed_under_format() {
+    let help = tracefault().args(["inspect", "--help"]).output().unwrap();
+    let help = String::from_utf8(help.stdout).unwrap().replace(['\n', ' '], "");
+    for name in tracefault::trace::import::SourceFormat::NAMES {
+        assert!(help.contains(name), "--help does not name {name}: {help}");
+    }
+    let out = tracefault().args(["inspect", "x.json", "--format", "claude"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("claude-code") && err.contains("mini-swe-agent"), "{err}");
+}

@@ -29,6 +29,7 @@ mod replay;
 mod scenarios;
 mod sweep;
 mod trace_schema;
+mod traces;
 mod validate;
 mod wire;
 

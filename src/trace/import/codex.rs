@@ -8,7 +8,8 @@
 //!   rollout marks requests, a new call starts at the first output item after a mark: a
 //!   `token_usage_record` with a new `response_id` (0.13x on), a `token_count` event whose total
 //!   changed, or a `turn_context` line (one per request in 0.4x–0.8x, whose outputs follow each
-//!   call at once). Rollouts with no marks (before the wrapper) split at input items (a tool
+//!   call at once); and a reasoning or message item after an input item (a response's calls come
+//!   after its text, so text after a tool output is the next response's). Rollouts with no marks (before the wrapper) split at input items (a tool
 //!   output, a user message), which counts one call per call there. Usage comes from
 //!   `token_usage_record` (the response just read) or else `token_count`'s `last_token_usage`
 //!   (the response about to be read).
@@ -135,6 +136,8 @@ pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportErr
     // Since the last output item: a mark seen; the last total and response id; usage waiting for
     // the next call (from `token_count`).
     let mut mark = false;
+    // An input item came since the last output item.
+    let mut after_input = false;
     let (mut total, mut response_id): (Option<u64>, Option<&str>) = (None, None);
     let mut pending: Option<&Value> = None;
     for line in lines {
@@ -178,7 +181,9 @@ pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportErr
                     || matches!(ty, "reasoning" | "web_search_call")
                     || (ty == "message" && role == Some("assistant"));
                 if model_output {
-                    if marked && std::mem::take(&mut mark) {
+                    let text_after_input =
+                        std::mem::take(&mut after_input) && call.is_none() && ty != "web_search_call";
+                    if marked && (std::mem::take(&mut mark) || text_after_input) {
                         open = None;
                     }
                     let k = *open.get_or_insert_with(|| {
@@ -215,11 +220,13 @@ pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportErr
                         if !marked {
                             open = None;
                         }
+                        after_input = true;
                     }
                     ("message", Some("user")) => {
                         items.push(Item::User(text_of(p.get("content").unwrap_or(&Value::Null))));
                         open = None;
                         mark = false;
+                        after_input = true;
                     }
                     _ => {}
                 }
@@ -296,6 +303,58 @@ fn set_usage(items: &mut [Item], last: Option<usize>, usage: Option<&Value>, rep
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Text after a tool output is the next response's, even where the usage event of the
+    /// first came before its items; calls after an output stay in their response (0.4x writes
+    /// each output right after its call).
+    #[test]
+    fn text_after_an_output_is_a_new_call() {
+        let line = |t: &str, p: serde_json::Value| serde_json::json!({"timestamp": "t", "type": t, "payload": p});
+        let item = |p: serde_json::Value| line("response_item", p);
+        let count = |total: u64| {
+            line(
+                "event_msg",
+                serde_json::json!({"type": "token_count", "info": {"total_token_usage": {"total_tokens": total}, "last_token_usage": {"input_tokens": 1, "output_tokens": 1}}}),
+            )
+        };
+        let rollout = serde_json::json!([
+            line("session_meta", serde_json::json!({"id": "s"})),
+            item(
+                serde_json::json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix it"}]})
+            ),
+            count(10),
+            item(serde_json::json!({"type": "reasoning", "summary": []})),
+            item(
+                serde_json::json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "looking"}]})
+            ),
+            item(serde_json::json!({"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "a"})),
+            item(
+                serde_json::json!({"type": "function_call_output", "call_id": "a", "output": "Exit code: 0\nOutput:\n"})
+            ),
+            item(
+                serde_json::json!({"type": "function_call", "name": "shell", "arguments": "{\"x\":1}", "call_id": "b"})
+            ),
+            item(
+                serde_json::json!({"type": "function_call_output", "call_id": "b", "output": "Exit code: 2\nOutput:\n"})
+            ),
+            item(
+                serde_json::json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "fixed"}]})
+            ),
+            item(
+                serde_json::json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "thanks"}]})
+            ),
+        ]);
+        let conv = conversations(&rollout, "r").unwrap().remove(0);
+        let models: Vec<(usize, Option<&str>)> = conv
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Model { calls, text, .. } => Some((calls.len(), text.as_deref())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(models, [(2, Some("looking")), (0, Some("fixed"))]);
+    }
 
     #[test]
     fn exit_codes_and_error_texts() {

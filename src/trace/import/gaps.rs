@@ -9,7 +9,7 @@ use crate::error::Error;
 use crate::trace::{Trace, TraceEvent};
 
 /// Texts that mean the model acted although no call was read: a fenced shell action.
-const ACTION_MARKS: [&str; 2] = ["```bash", "```sh\n"];
+const ACTION_MARKS: [&str; 3] = ["```bash", "```sh\n", "```mswea_bash_command"];
 
 /// The gaps of one trace, its reader's own first.
 fn gaps_of(t: &Trace) -> Vec<String> {

@@ -447,22 +447,21 @@ fn provider_conversations(format: SourceFormat, v: &Value, id: &str) -> Result<V
     }
 }
 
-/// Parses a file's text as JSON, or as JSONL (a list of its lines).
-fn parse_json_or_jsonl(text: &str, file: &Path) -> Result<Value, Error> {
-    match serde_json::from_str::<Value>(text) {
-        Ok(v) => Ok(v),
-        Err(whole) => {
-            let mut lines = Vec::new();
-            for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-                let v: Value = serde_json::from_str(line).map_err(|e| {
-                    let message = if i == 0 { format!("not JSON or JSONL: {whole}") } else { format!("JSONL: {e}") };
-                    Error::Parse { file: format!("{}:{}", file.display(), i + 1), message }
-                })?;
-                lines.push(v);
-            }
-            Ok(Value::Array(lines))
-        }
+/// Parses a file's text as JSON (and `false`), or as JSONL (a list of its lines, and `true`).
+fn parse_json_or_jsonl(text: &str, file: &Path) -> Result<(Value, bool), Error> {
+    let whole = match serde_json::from_str::<Value>(text) {
+        Ok(v) => return Ok((v, false)),
+        Err(e) => e,
+    };
+    let mut lines = Vec::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line).map_err(|e| {
+            let message = if i == 0 { format!("not JSON or JSONL: {whole}") } else { format!("JSONL: {e}") };
+            Error::Parse { file: format!("{}:{}", file.display(), i + 1), message }
+        })?;
+        lines.push(v);
     }
+    Ok((Value::Array(lines), true))
 }
 
 /// Nesting a trace never needs; deeper input is refused before parsing (the YAML parser takes
@@ -515,7 +514,17 @@ pub fn import_each(
     opts: &ImportOptions,
     each: &mut dyn FnMut(Trace) -> Result<(), Error>,
 ) -> Result<SourceFormat, Error> {
-    if matches!(opts.format, SourceFormat::Auto | SourceFormat::Inspect) && opts.select.is_none() && is_zip(path) {
+    if matches!(opts.format, SourceFormat::Auto | SourceFormat::Inspect) && is_zip(path) {
+        if opts.select.is_some() {
+            return Err(Error::Invalid {
+                file: path.display().to_string(),
+                line: None,
+                field: opts.select_key.into(),
+                expected:
+                    "no JSON pointer: an Inspect `.eval` log is a ZIP, read whole (its samples are its conversations)"
+                        .into(),
+            });
+        }
         // An Inspect AI `.eval` log, read whole by its reader.
         let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("trace");
         let convs = inspect_ai::eval_zip(path, stem).map_err(|e| e.into_error(path))?;
@@ -563,15 +572,16 @@ pub fn import_str(text: &str, path: &Path, opts: &ImportOptions) -> Result<Impor
     let is_yaml = opts.format == SourceFormat::Cassette
         || path.extension().is_some_and(|e| e == "yaml" || e == "yml")
         || text.trim_start().starts_with("interactions:");
-    let root: Value = if is_yaml {
+    let (root, jsonl): (Value, bool) = if is_yaml {
         if flow_depth(text) > MAX_NESTING {
             return Err(Error::Parse {
                 file: path.display().to_string(),
                 message: format!("YAML nested deeper than {MAX_NESTING} levels: not a trace"),
             });
         }
-        serde_norway::from_str(text)
-            .map_err(|e| Error::Parse { file: path.display().to_string(), message: format!("YAML: {e}") })?
+        let v = serde_norway::from_str(text)
+            .map_err(|e| Error::Parse { file: path.display().to_string(), message: format!("YAML: {e}") })?;
+        (v, false)
     } else {
         parse_json_or_jsonl(text, path)?
     };
@@ -601,7 +611,6 @@ pub fn import_str(text: &str, path: &Path, opts: &ImportOptions) -> Result<Impor
             }
         })?,
     };
-    let jsonl = serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() && !is_yaml;
     let place = Place { path, text, jsonl, yaml: is_yaml, select: opts.select.as_deref().unwrap_or("") };
     let reader = match opts.format {
         SourceFormat::Auto => readers::detect(v),
