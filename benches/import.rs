@@ -1,6 +1,8 @@
 //! Import speed: native JSONL and a provider format (OpenAI Chat, the tau-bench file), in bytes
 //! per second, on the tau-bench file in `tests/fixtures/corpus` — in memory, and streamed from a
-//! large file of its conversations repeated (`TRACEFAULT_BENCH_COPIES`, default 25 ≈ 100 MB).
+//! large file of its conversations repeated (`TRACEFAULT_BENCH_COPIES`, default 25 ≈ 100 MB) —
+//! and the JSONL session logs of agent tools (a Claude Code transcript, a Codex rollout), each
+//! one long session made of a fixture's lines repeated with fresh ids (about 32 MB).
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -66,5 +68,78 @@ fn streamed(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, import, streamed);
+/// `lines` repeated until about `bytes`, copy `k`'s ids (`keys`) suffixed with `-k`, so that no
+/// line repeats another; lines for which `keep_first` holds appear once, at the start.
+fn repeated(lines: &[serde_json::Value], keys: &[&str], bytes: usize, keep_first: bool) -> String {
+    fn suffix(v: &mut serde_json::Value, keys: &[&str], k: usize) {
+        match v {
+            serde_json::Value::Object(o) => {
+                for (key, value) in o.iter_mut() {
+                    match value {
+                        serde_json::Value::String(s) if keys.contains(&key.as_str()) => *s = format!("{s}-{k}"),
+                        other => suffix(other, keys, k),
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(|x| suffix(x, keys, k)),
+            _ => {}
+        }
+    }
+    let (head, body) = if keep_first { lines.split_at(1) } else { lines.split_at(0) };
+    let mut out: String = head.iter().map(|l| l.to_string() + "\n").collect();
+    let mut k = 0;
+    while out.len() < bytes {
+        for line in body {
+            let mut l = line.clone();
+            suffix(&mut l, keys, k);
+            out.push_str(&l.to_string());
+            out.push('\n');
+        }
+        k += 1;
+    }
+    out
+}
+
+/// `inspect`'s reading of agent tools' JSONL session logs, from disk.
+fn session_logs(c: &mut Criterion) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let read = |p: &str| -> Vec<serde_json::Value> {
+        let text = std::fs::read_to_string(root.join(p)).unwrap();
+        text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let logs = [
+        (
+            "claude_code_transcript",
+            repeated(
+                &read("claude-code/pypi-fasthooks-0.1.4-main-transcript-first34.jsonl"),
+                &["uuid", "parentUuid", "id", "tool_use_id", "requestId"],
+                32 << 20,
+                false,
+            ),
+        ),
+        ("codex_rollout", repeated(&read("codex/codex-tools.jsonl"), &["call_id", "response_id", "id"], 32 << 20, true)),
+    ];
+    let mut group = c.benchmark_group("import_session_logs");
+    group.sample_size(10);
+    for (name, text) in logs {
+        let path = dir.path().join(format!("{name}.jsonl"));
+        std::fs::write(&path, &text).unwrap();
+        group.throughput(Throughput::Bytes(text.len() as u64));
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let mut events = 0;
+                import_each(&path, &ImportOptions::default(), &mut |t| {
+                    events += t.events.len();
+                    Ok(())
+                })
+                .unwrap();
+                black_box(events)
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, import, streamed, session_logs);
 criterion_main!(benches);
