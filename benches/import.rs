@@ -118,7 +118,10 @@ fn session_logs(c: &mut Criterion) {
                 false,
             ),
         ),
-        ("codex_rollout", repeated(&read("codex/codex-tools.jsonl"), &["call_id", "response_id", "id"], 32 << 20, true)),
+        (
+            "codex_rollout",
+            repeated(&read("codex/codex-tools.jsonl"), &["call_id", "response_id", "id"], 32 << 20, true),
+        ),
     ];
     let mut group = c.benchmark_group("import_session_logs");
     group.sample_size(10);

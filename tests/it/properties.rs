@@ -951,3 +951,78 @@ proptest! {
         }
     }
 }
+
+/// The fixtures of the readers of agent tools' own logs, parsed once (a JSONL file as the list of
+/// its lines, as the readers get it).
+fn session_log_values() -> &'static Vec<(String, serde_json::Value)> {
+    static LOGS: std::sync::OnceLock<Vec<(String, serde_json::Value)>> = std::sync::OnceLock::new();
+    LOGS.get_or_init(|| {
+        let mut out = Vec::new();
+        for folder in [
+            "codex",
+            "claude-code",
+            "agents-sdk",
+            "inspect",
+            "tau2",
+            "swe-agent",
+            "mini-swe-agent",
+            "openhands",
+            "otel",
+        ] {
+            let dir = crate::root().join("tests/fixtures").join(folder);
+            let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+            names.sort();
+            for path in names {
+                let ext = path.extension().and_then(|e| e.to_str()).unwrap_or_default().to_owned();
+                if !["json", "jsonl", "traj"].contains(&ext.as_str()) {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                let v = serde_json::from_str(&text).unwrap_or_else(|_| {
+                    serde_json::Value::Array(
+                        text.lines()
+                            .filter(|l| !l.trim().is_empty())
+                            .filter_map(|l| serde_json::from_str(l).ok())
+                            .collect(),
+                    )
+                });
+                out.push((path.file_name().unwrap().to_string_lossy().into_owned(), v));
+            }
+        }
+        out
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+    /// Agent tools' logs with one node replaced at random: still an error or a trace, never a
+    /// panic, and whatever imports can be inspected, compiled and replayed as recorded.
+    #[test]
+    fn mutated_session_logs_never_panic(
+        which in any::<prop::sample::Index>(),
+        path in prop::collection::vec(any::<usize>(), 0..10),
+        with in prop_oneof![
+            Just(serde_json::Value::Null),
+            Just(serde_json::json!(-1)),
+            Just(serde_json::json!("Exit code: 1")),
+            Just(serde_json::json!([])),
+            Just(serde_json::json!({})),
+            Just(serde_json::json!({"type": "tool_result", "is_error": true})),
+            Just(serde_json::json!(1e300)),
+        ],
+    ) {
+        use tracefault::trace::import::{ImportOptions, import_str};
+        let logs = session_log_values();
+        let (name, v) = &logs[which.index(logs.len())];
+        let mut v = v.clone();
+        mutate(&mut v, &path, with);
+        if let Ok(imported) = import_str(&v.to_string(), Path::new(name), &ImportOptions::default()) {
+            for t in &imported.traces {
+                let _ = tracefault::trace::inspect::stats(t);
+                let _ = tracefault::trace::compile::compile(t);
+                let _ = tracefault::replay::replay_as_recorded(t.clone());
+            }
+        }
+    }
+}
