@@ -1,5 +1,7 @@
 //! OpenAI Chat Completions: `messages` (with `tool_calls` / `role: "tool"`, or the legacy
-//! `function_call` / `role: "function"`), request bodies, and `choices[0].message` responses.
+//! `function_call` / `role: "function"`), request bodies, and `choices[0].message` responses. A
+//! tool message's `error` field, which harnesses add (tau2's `error: true`), is its structural
+//! failure flag.
 
 use std::borrow::Cow;
 
@@ -26,7 +28,7 @@ pub fn items(messages: &[Value], path: &str) -> Result<Vec<Item>, ImportError> {
                 id: m.get("tool_call_id").and_then(Value::as_str).map(str::to_owned),
                 name: m.get("name").and_then(Value::as_str).map(str::to_owned),
                 content: text_of(m.get("content").unwrap_or(&Value::Null)),
-                flag: None,
+                flag: error_flag(m.get("error")),
             }),
             "function" => out.push(Item::Result {
                 id: None,
@@ -43,6 +45,19 @@ pub fn items(messages: &[Value], path: &str) -> Result<Vec<Item>, ImportError> {
         }
     }
     Ok(out)
+}
+
+/// A tool message's own `error` field, which harnesses add to the Chat shape (tau2's
+/// `error: true`, Inspect's `error {type, message}`): the structural flag when it is set.
+fn error_flag(error: Option<&Value>) -> Option<(bool, &'static str)> {
+    match error? {
+        Value::Bool(true) => Some((true, "tool message `error: true`")),
+        Value::Bool(false) => Some((false, "tool message `error: false`")),
+        Value::Null => None,
+        Value::String(s) if s.is_empty() => None,
+        Value::Object(o) if o.is_empty() => None,
+        _ => Some((true, "tool message `error` set")),
+    }
 }
 
 fn assistant(m: &Value) -> Item {
@@ -250,7 +265,7 @@ impl<C: std::ops::Deref<Target = RawValue>> Message<'_, C> {
                 id: self.tool_call_id.map(Cow::into_owned),
                 name: self.name.map(Cow::into_owned),
                 content: text(self.content)?,
-                flag: None,
+                flag: error_flag(self.error.as_ref()),
             },
             "function" => Item::Result {
                 id: None,
@@ -300,6 +315,9 @@ struct Message<'a, C> {
     tool_call_id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     name: Option<Cow<'a, str>>,
+    /// A harness's own failure field on a tool message.
+    #[serde(default)]
+    error: Option<Value>,
 }
 
 #[derive(serde::Deserialize)]
@@ -404,6 +422,26 @@ mod tests {
         assert!(checked > 10, "{checked} elements");
     }
 
+    /// A tool message's `error` field is its structural flag, both ways, in both readings.
+    #[test]
+    fn a_tool_messages_error_field_is_its_flag() {
+        let case = r#"{"traj": [{"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f"}}, {"id": "b", "function": {"name": "f"}}, {"id": "c", "function": {"name": "f"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "fine", "error": true},
+            {"role": "tool", "tool_call_id": "b", "content": "Error: x", "error": false},
+            {"role": "tool", "tool_call_id": "c", "content": "", "error": {"type": "parsing", "message": "bad"}}]}"#;
+        let trace = typed(case.as_bytes(), 0).expect("reads typed");
+        let ok: Vec<bool> = trace
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                crate::trace::TraceEvent::ToolResult { ok, .. } => Some(*ok),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ok, [false, true, false]);
+        assert_eq!(Some(trace), by_value(case));
+    }
+
     #[test]
     fn typed_reading_takes_every_field_as_the_value_reading_does() {
         let cases = [
@@ -416,6 +454,10 @@ mod tests {
                {"role": "user"}]}"#,
             r#"{"info": {"x": [1, "two"]}, "conversation": [{"role": "assistant", "content": "  "}]}"#,
             r#"{"traj": [{"role": "system", "content": "only a prompt"}]}"#,
+            r#"{"traj": [{"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f"}}, {"id": "b", "function": {"name": "f"}}, {"id": "c", "function": {"name": "f"}}]},
+               {"role": "tool", "tool_call_id": "a", "content": "fine", "error": true},
+               {"role": "tool", "tool_call_id": "b", "content": "Error: x", "error": false},
+               {"role": "tool", "tool_call_id": "c", "content": "", "error": {"type": "parsing", "message": "bad"}}]}"#,
         ];
         for case in cases {
             let trace = typed(case.as_bytes(), 0).expect("reads typed");
