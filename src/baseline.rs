@@ -407,16 +407,20 @@ fn change_gate(
     }
 }
 
-/// Change gates when no baseline was given: each fails, saying so.
+/// Change gates when there is no baseline (none given, or a first run whose baseline folder
+/// holds no report yet): each says `why` and is not checked — it holds, unless `required`
+/// (`--require-baseline`), when it fails.
 pub fn gates_without_baseline(
     gates: &BTreeMap<String, Vec<Gate>>,
     strategies: &BTreeMap<String, Vec<String>>,
+    why: &str,
+    required: bool,
 ) -> Vec<ChangeGate> {
     let mut out = Vec::new();
     for (name, gs) in gates {
         for g in gs.iter().filter(|g| g.max_increase.is_some() || g.max_increase_pct.is_some()) {
             for s in strategies.get(name).into_iter().flatten().filter(|s| g.strategy == "*" || g.strategy == **s) {
-                out.push(change_gate(name, s, g, Err("no --baseline given".to_owned())));
+                out.push(ChangeGate { passed: !required, ..change_gate(name, s, g, Err(why.to_owned())) });
             }
         }
     }
@@ -477,7 +481,11 @@ pub fn markdown(cmp: &Comparison, fail_on_regression: bool) -> String {
                 g.scenario,
                 g.strategy,
                 g.metric,
-                if g.passed { "pass" } else { "**FAIL**" }
+                match (g.passed, &g.delta) {
+                    (true, Err(_)) => "not checked",
+                    (true, Ok(_)) => "pass",
+                    (false, _) => "**FAIL**",
+                }
             ));
         }
     }

@@ -103,6 +103,11 @@ pub struct RunArgs {
     /// retries per run, calls, breaker trips per run).
     #[arg(long, requires = "baseline")]
     pub fail_on_regression: bool,
+    /// Fail the change gates when there is no baseline to compare with (no --baseline, or a
+    /// --baseline folder with no report yet); without it they say "no baseline", are not
+    /// checked, and the other gates decide the exit code.
+    #[arg(long)]
+    pub require_baseline: bool,
 }
 
 #[derive(Debug, Args)]

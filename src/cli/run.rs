@@ -71,7 +71,7 @@ pub fn execute(args: RunArgs) -> Result<i32> {
     bar.finish_and_clear();
     let runs_hash = sink.finish(&set)?;
     let runs_csv = Some(set.path("runs.csv")).filter(|p| p.exists());
-    let cmp = against_baseline(&suite, &results, runs_csv, args.baseline.as_deref())?;
+    let cmp = against_baseline(&suite, &results, runs_csv, args.baseline.as_deref(), args.require_baseline)?;
     let rep = Report { results: &results, comparison: cmp.as_ref(), fail_on_regression: args.fail_on_regression };
     let files = publish(&rep, set)?;
 
@@ -105,24 +105,40 @@ pub fn execute(args: RunArgs) -> Result<i32> {
 }
 
 /// The comparison with `--baseline` (the new side read from the results and the runs.csv
-/// about to be published), or, without one, the change gates the suite has, each failed for
-/// want of a baseline.
+/// about to be published), or, without one, the change gates the suite has, each not checked
+/// for want of a baseline (failed with `require`). A `--baseline` folder that holds no report
+/// yet — a first run in CI — is no baseline, said as a warning; a folder whose report is not
+/// one is bad input.
 fn against_baseline(
     suite: &[Scenario],
     results: &[ScenarioResult],
     runs_csv: Option<PathBuf>,
     dir: Option<&Path>,
+    require: bool,
 ) -> Result<Option<baseline::Comparison>> {
     let gates: BTreeMap<String, Vec<crate::scenario::Gate>> =
         suite.iter().map(|sc| (sc.name.clone(), sc.gates.clone())).collect();
-    let Some(dir) = dir else {
+    let missing = dir.filter(|d| !d.join("report.json").exists());
+    if let Some(d) = missing {
+        eprintln!(
+            "warning: the baseline {} holds no report.json yet (a first run?): no comparison; change gates are {}",
+            d.display(),
+            if require { "failed (--require-baseline)" } else { "not checked" }
+        );
+    }
+    let Some(dir) = dir.filter(|_| missing.is_none()) else {
         let strategies =
             suite.iter().map(|sc| (sc.name.clone(), sc.strategies.iter().map(|s| s.name.clone()).collect())).collect();
-        let gates = baseline::gates_without_baseline(&gates, &strategies);
-        if gates.is_empty() {
+        let why = match missing {
+            Some(d) => format!("no baseline: {} holds no report yet", d.display()),
+            None => "no baseline: no --baseline given".to_owned(),
+        };
+        let gates = baseline::gates_without_baseline(&gates, &strategies, &why, require);
+        if gates.is_empty() && missing.is_none() {
             return Ok(None);
         }
-        return Ok(Some(baseline::Comparison { baseline: "(none)".into(), gates, ..Default::default() }));
+        let baseline = missing.map_or_else(|| "(none)".into(), Path::to_path_buf);
+        return Ok(Some(baseline::Comparison { baseline, gates, ..Default::default() }));
     };
     let new = baseline::folder_of(results, runs_csv);
     Ok(Some(baseline::compare(&baseline::read_folder(dir)?, &new, &gates)?))

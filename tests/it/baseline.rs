@@ -81,9 +81,65 @@ fn change_gates_bound_the_change_and_never_pass_without_a_baseline() {
         run(dir.path(), &scenario("[1, 2]", &gate("max_increase = 0.5")), "b", &["--baseline", b.to_str().unwrap()]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("| release | s | calls_mean | +1.0000 | ≤ +0.5 | **FAIL** |"), "{out}");
+    // No baseline: the change gate is not checked and the exit code is the other gates'; with
+    // --require-baseline it fails.
     let (code, out) = run(dir.path(), &scenario("[1]", &gate("max_increase = 0.5")), "c", &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("| no baseline: no --baseline given | ≤ +0.5 | not checked |"), "{out}");
+    let (code, out) = run(dir.path(), &scenario("[1]", &gate("max_increase = 0.5")), "d", &["--require-baseline"]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("no --baseline given"), "{out}");
+    assert!(out.contains("**FAIL**"), "{out}");
+}
+
+/// The CI recipe's first run: the baseline folder is not there yet. The reports are written,
+/// the change gates say "no baseline", and the exit code comes from the other gates; the second
+/// run compares with the first's folder.
+#[test]
+fn a_first_run_without_its_baseline_writes_reports_and_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = "[[gates]]\nstrategy = \"*\"\nmetric = \"calls_mean\"\nmax_increase = 0.5\n";
+    let missing = dir.path().join("baseline");
+    let src = crate::write(dir.path(), "s.toml", &scenario("[1]", gate));
+    let first = dir.path().join("first");
+    let out =
+        tracefault().arg("run").arg(&src).arg("--out").arg(&first).arg("--baseline").arg(&missing).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stderr.contains("holds no report.json yet (a first run?)"), "{stderr}");
+    assert!(stdout.contains("not checked"), "{stdout}");
+    for f in ["summary.csv", "runs.csv", "report.json", "junit.xml", "comparison.md"] {
+        assert!(first.join(f).exists(), "{f} was not written");
+    }
+    assert!(
+        std::fs::read_to_string(first.join("junit.xml"))
+            .unwrap()
+            .contains("<skipped message=\"not checked: no baseline")
+    );
+    // The hard failure, for those who want it.
+    let out = tracefault()
+        .arg("run")
+        .arg(&src)
+        .arg("--out")
+        .arg(dir.path().join("strict"))
+        .args(["--require-baseline", "--baseline"])
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    // The second run: the first run's folder is its baseline, and the gate is checked.
+    std::fs::rename(&first, &missing).unwrap();
+    let out = tracefault()
+        .arg("run")
+        .arg(&src)
+        .arg("--out")
+        .arg(dir.path().join("second"))
+        .arg("--baseline")
+        .arg(&missing)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("| +0.0000 | ≤ +0.5 | pass |"), "{stdout}");
 }
 
 #[test]
