@@ -49,7 +49,9 @@ pub fn read_text(path: &Path, kind: Input) -> Result<String> {
     if file.metadata().is_ok_and(|m| m.is_dir()) {
         return Err(Error::Usage(format!("{}: is a folder, not a file", path.display())));
     }
-    let mut bytes = Vec::new();
+    // Sized once from the file's length (a pipe or device says 0 and grows as it reads).
+    let size = file.metadata().map_or(0, |m| m.len()).min(cap + 1);
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0) + 1);
     file.take(cap + 1).read_to_end(&mut bytes).map_err(|e| Error::io(path, e))?;
     if bytes.len() as u64 > cap {
         return Err(Error::Usage(format!(

@@ -204,6 +204,15 @@ fn api_status(text: &str, line: &Value) -> u16 {
     from_text.or(field).or(kind).filter(|s| (400..600).contains(s)).unwrap_or(500)
 }
 
+/// Whether the file is stream-json output rather than a transcript, from its first line or, if
+/// that is no `init`, its first `user` or `assistant` line; `None` when `line` does not decide.
+pub fn stream_json(n: usize, line: &Value) -> Option<bool> {
+    if n == 0 && is_init(line) {
+        return Some(true);
+    }
+    matches!(str_at(line, "type"), Some("user" | "assistant")).then(|| line.get("sessionId").is_none())
+}
+
 /// The conversations of one transcript or stream-json file.
 pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportError> {
     fits(v)?;
@@ -215,78 +224,101 @@ pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportErr
             &one
         }
     };
-    let stream = lines.first().is_some_and(is_init)
-        || lines
-            .iter()
-            .find(|l| matches!(str_at(l, "type"), Some("user" | "assistant")))
-            .is_some_and(|l| l.get("sessionId").is_none());
-    // convs[0] is the main conversation; the others are subagent runs by key.
-    let mut convs = vec![Conv::new()];
-    let mut runs: HashMap<String, usize> = HashMap::new();
-    // A transcript's sidechain lines, by uuid: their run.
-    let mut run_of: HashMap<&str, usize> = HashMap::new();
-    let mut seen: HashSet<&str> = HashSet::new();
-    let mut result: Option<Ending> = None;
-    // stream-json: the endings `task_notification` gives subagent runs, by tool_use id.
-    let mut notified: HashMap<String, Ending> = HashMap::new();
-    // Parents' Agent results, by tool_use id: a stream-json subagent's final answer.
-    let mut agent_answers: HashMap<String, String> = HashMap::new();
-    let mut main_tools: Vec<ToolDef> = Vec::new();
-    let mut main_model: Option<String> = None;
+    let stream = lines.iter().enumerate().find_map(|(n, l)| stream_json(n, l)).unwrap_or(false);
+    let mut session = Session::new(stream);
     for (n, line) in lines.iter().enumerate() {
+        session.line(n, line);
+    }
+    Ok(session.finish(id))
+}
+
+/// A session being read a line at a time: its main conversation and subagent runs, and what
+/// later lines need of earlier ones.
+pub struct Session {
+    stream: bool,
+    /// convs[0] is the main conversation; the others are subagent runs by key.
+    convs: Vec<Conv>,
+    runs: HashMap<String, usize>,
+    /// A transcript's sidechain lines, by uuid: their run.
+    run_of: HashMap<String, usize>,
+    seen: HashSet<String>,
+    result: Option<Ending>,
+    /// stream-json: the endings `task_notification` gives subagent runs, by tool_use id.
+    notified: HashMap<String, Ending>,
+    /// Parents' Agent results, by tool_use id: a stream-json subagent's final answer.
+    agent_answers: HashMap<String, String>,
+    main_tools: Vec<ToolDef>,
+    main_model: Option<String>,
+}
+
+impl Session {
+    /// A session of stream-json output (`stream`) or of a transcript.
+    pub fn new(stream: bool) -> Session {
+        Session {
+            stream,
+            convs: vec![Conv::new()],
+            runs: HashMap::new(),
+            run_of: HashMap::new(),
+            seen: HashSet::new(),
+            result: None,
+            notified: HashMap::new(),
+            agent_answers: HashMap::new(),
+            main_tools: Vec::new(),
+            main_model: None,
+        }
+    }
+
+    /// The run keyed `key`, begun if new.
+    fn run(&mut self, key: String) -> usize {
+        let next = self.convs.len();
+        let k = *self.runs.entry(key).or_insert(next);
+        if k == next {
+            self.convs.push(Conv::new());
+        }
+        k
+    }
+
+    /// Line `n` (counting the file's non-empty lines from 0).
+    pub fn line(&mut self, n: usize, line: &Value) {
         let uuid = str_at(line, "uuid");
         if let Some(u) = uuid
-            && !seen.insert(u)
+            && !self.seen.insert(u.to_owned())
         {
-            continue;
+            return;
         }
         let ty = str_at(line, "type").unwrap_or_default();
         // The conversation this line belongs to.
-        let k = if stream {
+        let k = if self.stream {
             match str_at(line, "parent_tool_use_id") {
-                Some(parent) => {
-                    let next = convs.len();
-                    let k = *runs.entry(parent.to_owned()).or_insert(next);
-                    if k == next {
-                        convs.push(Conv::new());
-                    }
-                    k
-                }
+                Some(parent) => self.run(parent.to_owned()),
                 None => 0,
             }
         } else if line.get("isSidechain").and_then(Value::as_bool) == Some(true) {
-            let known = str_at(line, "parentUuid").and_then(|p| run_of.get(p)).copied();
+            let known = str_at(line, "parentUuid").and_then(|p| self.run_of.get(p)).copied();
             let key = match str_at(line, "agentId") {
                 Some(a) => Some(format!("agent {a}")),
                 None if known.is_some() => None,
                 None => uuid.map(|u| format!("root {u}")),
             };
             let k = match key {
-                Some(key) => {
-                    let next = convs.len();
-                    let k = *runs.entry(key).or_insert(next);
-                    if k == next {
-                        convs.push(Conv::new());
-                    }
-                    k
-                }
+                Some(key) => self.run(key),
                 None => known.unwrap_or(0),
             };
             if let Some(u) = uuid {
-                run_of.insert(u, k);
+                self.run_of.insert(u.to_owned(), k);
             }
             k
         } else {
             0
         };
-        let Some(c) = convs.get_mut(k) else { continue };
+        let Some(c) = self.convs.get_mut(k) else { return };
         match ty {
             "assistant" => assistant(c, line, n),
             "user" => {
                 if line.get("isMeta").and_then(Value::as_bool) == Some(true)
                     || line.get("isCompactSummary").and_then(Value::as_bool) == Some(true)
                 {
-                    continue;
+                    return;
                 }
                 let denial = str_at(line, "toolDenialKind");
                 match line.pointer("/message/content") {
@@ -297,9 +329,9 @@ pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportErr
                                 Some("tool_result") => {
                                     if let Some((tid, text)) = tool_result(c, b, denial)
                                         && k == 0
-                                        && runs.contains_key(tid)
+                                        && self.runs.contains_key(tid)
                                     {
-                                        agent_answers.insert(tid.to_owned(), text);
+                                        self.agent_answers.insert(tid.to_owned(), text);
                                     }
                                 }
                                 Some("text") => user_text(c, str_at(b, "text").unwrap_or_default()),
@@ -311,12 +343,12 @@ pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportErr
                 }
             }
             "result" => {
-                result = Some(result_ending(line));
+                self.result = Some(result_ending(line));
             }
             "system" => {
                 if is_init(line) {
-                    main_model = str_at(line, "model").map(str::to_owned);
-                    main_tools = line
+                    self.main_model = str_at(line, "model").map(str::to_owned);
+                    self.main_tools = line
                         .get("tools")
                         .and_then(Value::as_array)
                         .into_iter()
@@ -333,7 +365,7 @@ pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportErr
                         "stopped" => FinalOutcome::Interrupted,
                         _ => FinalOutcome::Error,
                     };
-                    notified.insert(tid.to_owned(), Ending::new(outcome, format!("task_notification: {status}")));
+                    self.notified.insert(tid.to_owned(), Ending::new(outcome, format!("task_notification: {status}")));
                 }
             }
             _ => {
@@ -347,49 +379,54 @@ pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportErr
             }
         }
     }
-    // Endings, ids, and which conversations to give.
-    let mut keys: Vec<(String, usize)> = runs.into_iter().collect();
-    keys.sort_by_key(|(_, k)| *k);
-    for (key, k) in &keys {
-        if let Some(c) = convs.get_mut(*k)
-            && stream
-            && c.end.is_none()
-            && let Some(mut e) = notified.remove(key)
-        {
-            e.text = agent_answers.remove(key);
-            c.end = Some(e);
+
+    /// The session's conversations, their ids made from `id`.
+    pub fn finish(mut self, id: &str) -> Vec<Conversation> {
+        // Endings, ids, and which conversations to give.
+        let stream = self.stream;
+        let mut keys: Vec<(String, usize)> = self.runs.into_iter().collect();
+        keys.sort_by_key(|(_, k)| *k);
+        for (key, k) in &keys {
+            if let Some(c) = self.convs.get_mut(*k)
+                && stream
+                && c.end.is_none()
+                && let Some(mut e) = self.notified.remove(key)
+            {
+                e.text = self.agent_answers.remove(key);
+                c.end = Some(e);
+            }
         }
-    }
-    if let Some(main) = convs.first_mut() {
-        if stream && let Some(r) = result {
-            main.end = Some(r);
+        if let Some(main) = self.convs.first_mut() {
+            if stream && let Some(r) = self.result {
+                main.end = Some(r);
+            }
+            main.conv.tools = self.main_tools;
+            if self.main_model.is_some() {
+                main.conv.model = self.main_model;
+            }
         }
-        main.conv.tools = main_tools;
-        if main_model.is_some() {
-            main.conv.model = main_model;
+        let kept: Vec<Conv> = self
+            .convs
+            .into_iter()
+            .enumerate()
+            .filter(|(k, c)| !c.conv.items.is_empty() || c.end.is_some() || (*k == 0 && stream))
+            .map(|(_, c)| c)
+            .collect();
+        let several = kept.len() > 1;
+        let mut out = Vec::with_capacity(kept.len().max(1));
+        for (i, mut c) in kept.into_iter().enumerate() {
+            c.conv.id = if several { format!("{id}#{}", i + 1) } else { id.to_owned() };
+            c.conv.provider = Some("anthropic".to_owned());
+            c.conv.ending = c.end.take().or_else(|| stop_ending(&c));
+            out.push(c.conv);
         }
+        if out.is_empty() {
+            let mut conv = Conversation::new(id.to_owned(), FORMAT);
+            conv.provider = Some("anthropic".to_owned());
+            out.push(conv);
+        }
+        out
     }
-    let stream_main = stream;
-    let kept: Vec<Conv> = convs
-        .into_iter()
-        .enumerate()
-        .filter(|(k, c)| !c.conv.items.is_empty() || c.end.is_some() || (*k == 0 && stream_main))
-        .map(|(_, c)| c)
-        .collect();
-    let several = kept.len() > 1;
-    let mut out = Vec::with_capacity(kept.len().max(1));
-    for (i, mut c) in kept.into_iter().enumerate() {
-        c.conv.id = if several { format!("{id}#{}", i + 1) } else { id.to_owned() };
-        c.conv.provider = Some("anthropic".to_owned());
-        c.conv.ending = c.end.take().or_else(|| stop_ending(&c));
-        out.push(c.conv);
-    }
-    if out.is_empty() {
-        let mut conv = Conversation::new(id.to_owned(), FORMAT);
-        conv.provider = Some("anthropic".to_owned());
-        out.push(conv);
-    }
-    Ok(out)
 }
 
 /// One `assistant` line: a block of a model call, or Claude Code's own synthetic message.

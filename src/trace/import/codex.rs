@@ -115,46 +115,98 @@ fn output(v: &Value) -> (String, Option<(bool, &'static str)>) {
     }
 }
 
+/// Whether a line is a `token_usage_record` (0.13x on), and whether it is a `token_count` event
+/// with its `info` (the other mark of a request).
+pub fn marks(line: &Value) -> (bool, bool) {
+    let record = line.get("type").and_then(Value::as_str) == Some("token_usage_record");
+    let count = line.pointer("/payload/type").and_then(Value::as_str) == Some("token_count")
+        && line.pointer("/payload/info").is_some_and(|i| !i.is_null());
+    (record, count)
+}
+
 /// The conversation of one rollout.
 pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportError> {
     fits(v)?;
     let lines = v.as_array().expect("checked by fits");
-    let mut conv = Conversation::new(id.to_owned(), "codex");
-    conv.provider = Some("openai-responses".to_owned());
-    let mut items: Vec<Item> = Vec::new();
-    // The model call now being read (its index in `items`), while no input item has come.
-    let mut open: Option<usize> = None;
-    // The last model call, for the usage that follows it.
-    let mut last_model: Option<usize> = None;
-    let mut ending: Option<Ending> = None;
-    let records = lines.iter().any(|l| l.get("type").and_then(Value::as_str) == Some("token_usage_record"));
-    let marked = records
-        || lines.iter().any(|l| {
-            l.pointer("/payload/type").and_then(Value::as_str) == Some("token_count")
-                && l.pointer("/payload/info").is_some_and(|i| !i.is_null())
-        });
-    // Since the last output item: a mark seen; the last total and response id; usage waiting for
-    // the next call (from `token_count`).
-    let mut mark = false;
-    // An input item came since the last output item.
-    let mut after_input = false;
-    let (mut total, mut response_id): (Option<u64>, Option<&str>) = (None, None);
-    let mut pending: Option<&Value> = None;
+    let records = lines.iter().any(|l| marks(l).0);
+    let marked = records || lines.iter().any(|l| marks(l).1);
+    let mut rollout = Rollout::new(id, records, marked);
     for line in lines {
+        rollout.line(line);
+    }
+    Ok(vec![rollout.finish()])
+}
+
+/// A rollout being read a line at a time.
+pub struct Rollout {
+    conv: Conversation,
+    items: Vec<Item>,
+    /// Whether the rollout has `token_usage_record` lines, and whether it marks requests at all.
+    records: bool,
+    marked: bool,
+    /// The model call now being read (its index in `items`), while no input item has come.
+    open: Option<usize>,
+    /// The last model call, for the usage that follows it.
+    last_model: Option<usize>,
+    ending: Option<Ending>,
+    /// Since the last output item: a mark seen.
+    mark: bool,
+    /// An input item came since the last output item.
+    after_input: bool,
+    /// The last total and response id.
+    total: Option<u64>,
+    response_id: Option<String>,
+    /// Usage waiting for the next call (from `token_count`).
+    pending: Option<Value>,
+}
+
+impl Rollout {
+    /// A rollout whose lines include `token_usage_record`s (`records`), and marks of requests
+    /// of either kind (`marked`): see [`marks`].
+    pub fn new(id: &str, records: bool, marked: bool) -> Rollout {
+        let mut conv = Conversation::new(id.to_owned(), "codex");
+        conv.provider = Some("openai-responses".to_owned());
+        Rollout {
+            conv,
+            items: Vec::new(),
+            records,
+            marked,
+            open: None,
+            last_model: None,
+            ending: None,
+            mark: false,
+            after_input: false,
+            total: None,
+            response_id: None,
+            pending: None,
+        }
+    }
+
+    /// Whether `line` agrees with what was said of the lines to come: no record or mark of a
+    /// kind `new` was told there is none of.
+    pub fn expected(&self, line: &Value) -> bool {
+        let (record, count) = marks(line);
+        (!record || self.records) && (!count || self.marked)
+    }
+
+    /// The next line.
+    pub fn line(&mut self, line: &Value) {
         let (kind, p) = match (line.get("type").and_then(Value::as_str), line.get("payload")) {
             (Some(t), Some(p)) if LINE_TYPES.contains(&t) => (t, p),
             (Some(_), _) => ("response_item", line), // a bare item of an older rollout
-            (None, _) => continue,                   // the first line or a state record
+            (None, _) => return,                     // the first line or a state record
         };
         let ty = p.get("type").and_then(Value::as_str).unwrap_or_default();
+        let items = &mut self.items;
         match kind {
             "session_meta" => {
+                let conv = &mut self.conv;
                 conv.model = conv.model.take().or_else(|| p.get("model").and_then(Value::as_str).map(str::to_owned));
             }
             "turn_context" => {
-                mark = true;
+                self.mark = true;
                 if let Some(m) = p.get("model").and_then(Value::as_str) {
-                    conv.model.get_or_insert_with(|| m.to_owned());
+                    self.conv.model.get_or_insert_with(|| m.to_owned());
                 }
             }
             "response_item" => {
@@ -182,18 +234,18 @@ pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportErr
                     || (ty == "message" && role == Some("assistant"));
                 if model_output {
                     let text_after_input =
-                        std::mem::take(&mut after_input) && call.is_none() && ty != "web_search_call";
-                    if marked && (std::mem::take(&mut mark) || text_after_input) {
-                        open = None;
+                        std::mem::take(&mut self.after_input) && call.is_none() && ty != "web_search_call";
+                    if self.marked && (std::mem::take(&mut self.mark) || text_after_input) {
+                        self.open = None;
                     }
-                    let k = *open.get_or_insert_with(|| {
+                    let k = *self.open.get_or_insert_with(|| {
                         items.push(Item::model(None, Vec::new()));
                         items.len() - 1
                     });
-                    if last_model != Some(k) && !records {
-                        set_usage(&mut items, Some(k), pending.take(), true);
+                    if self.last_model != Some(k) && !self.records {
+                        set_usage(items, Some(k), self.pending.take().as_ref(), true);
                     }
-                    last_model = Some(k);
+                    self.last_model = Some(k);
                     if let Item::Model { calls, text, .. } = &mut items[k] {
                         calls.extend(call);
                         if ty == "message" {
@@ -206,7 +258,7 @@ pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportErr
                             }
                         }
                     }
-                    continue;
+                    return;
                 }
                 match (ty, role) {
                     ("function_call_output" | "custom_tool_call_output", _) => {
@@ -217,44 +269,44 @@ pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportErr
                             content,
                             flag,
                         });
-                        if !marked {
-                            open = None;
+                        if !self.marked {
+                            self.open = None;
                         }
-                        after_input = true;
+                        self.after_input = true;
                     }
                     ("message", Some("user")) => {
                         items.push(Item::User(text_of(p.get("content").unwrap_or(&Value::Null))));
-                        open = None;
-                        mark = false;
-                        after_input = true;
+                        self.open = None;
+                        self.mark = false;
+                        self.after_input = true;
                     }
                     _ => {}
                 }
             }
             "token_usage_record" => {
                 let id = p.get("response_id").and_then(Value::as_str);
-                if id != response_id {
-                    response_id = id;
-                    mark = true;
-                    set_usage(&mut items, last_model, p.get("usage"), true);
+                if id != self.response_id.as_deref() {
+                    self.response_id = id.map(str::to_owned);
+                    self.mark = true;
+                    set_usage(items, self.last_model, p.get("usage"), true);
                 }
             }
             "event_msg" => match ty {
                 "token_count" => {
                     let t = p.pointer("/info/total_token_usage/total_tokens").and_then(Value::as_u64);
-                    if t.is_some() && t != total {
-                        total = t;
-                        mark = true;
-                        pending = p.pointer("/info/last_token_usage");
+                    if t.is_some() && t != self.total {
+                        self.total = t;
+                        self.mark = true;
+                        self.pending = p.pointer("/info/last_token_usage").cloned();
                     }
                 }
                 "task_complete" => {
-                    ending = Some(match p.get("error").filter(|e| !e.is_null()) {
+                    self.ending = Some(match p.get("error").filter(|e| !e.is_null()) {
                         Some(e) => {
                             let message = e.get("message").and_then(Value::as_str).unwrap_or_default();
                             let info = e.get("codex_error_info").and_then(Value::as_str);
                             items.push(failed_call(error_status(info, message)));
-                            open = None;
+                            self.open = None;
                             Ending::new(FinalOutcome::Error, info.unwrap_or("error").to_owned())
                         }
                         None => Ending {
@@ -265,23 +317,27 @@ pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportErr
                 }
                 "turn_aborted" => {
                     let reason = p.get("reason").and_then(Value::as_str).unwrap_or("aborted");
-                    ending = Some(Ending::new(FinalOutcome::Interrupted, format!("turn_aborted: {reason}")));
+                    self.ending = Some(Ending::new(FinalOutcome::Interrupted, format!("turn_aborted: {reason}")));
                 }
                 "error" => {
                     let message = p.get("message").and_then(Value::as_str).unwrap_or_default();
                     let info = p.get("codex_error_info").and_then(Value::as_str);
                     items.push(failed_call(error_status(info, message)));
-                    open = None;
-                    ending = Some(Ending::new(FinalOutcome::Error, "error"));
+                    self.open = None;
+                    self.ending = Some(Ending::new(FinalOutcome::Error, "error"));
                 }
                 _ => {}
             },
             _ => {}
         }
     }
-    conv.items = items;
-    conv.ending = ending;
-    Ok(vec![conv])
+
+    /// The rollout's conversation.
+    pub fn finish(mut self) -> Conversation {
+        self.conv.items = self.items;
+        self.conv.ending = self.ending;
+        self.conv
+    }
 }
 
 fn failed_call(status: u16) -> Item {

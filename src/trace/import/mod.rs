@@ -21,6 +21,7 @@ pub mod openai_responses;
 pub mod openhands;
 pub mod otel;
 mod readers;
+mod session_lines;
 mod stream;
 pub mod swe_agent;
 pub mod tau2;
@@ -562,6 +563,7 @@ fn json_message(e: &serde_json::Error) -> String {
     }
 }
 
+/// Imports every conversation in `text`, the contents of `path`.
 pub fn import_str(text: &str, path: &Path, opts: &ImportOptions) -> Result<Imported, Error> {
     let looks_native = text.lines().find(|l| !l.trim().is_empty()).is_some_and(|l| l.contains("\"tracefault_trace\""));
     if opts.format == SourceFormat::Native
@@ -569,6 +571,14 @@ pub fn import_str(text: &str, path: &Path, opts: &ImportOptions) -> Result<Impor
     {
         return Ok(Imported { format: SourceFormat::Native, traces: Trace::parse_many(text, path)? });
     }
+    if looks_native || path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+        return import_parsed(text, path, opts);
+    }
+    session_lines::import(text, path, opts).unwrap_or_else(|| import_parsed(text, path, opts))
+}
+
+/// [`import_str`] of a file parsed whole first (as JSON, JSONL or YAML), then read.
+fn import_parsed(text: &str, path: &Path, opts: &ImportOptions) -> Result<Imported, Error> {
     let is_yaml = opts.format == SourceFormat::Cassette
         || path.extension().is_some_and(|e| e == "yaml" || e == "yml")
         || text.trim_start().starts_with("interactions:");
