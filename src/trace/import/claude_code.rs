@@ -49,6 +49,7 @@ use serde_json::Value;
 
 use super::ImportError;
 use super::conversation::{CallItem, Conversation, Ending, Item, parse_args, text_of};
+use super::kept::Keep;
 use crate::trace::{Args, FinalOutcome, ToolDef};
 
 const FORMAT: &str = "claude-code";
@@ -109,6 +110,45 @@ pub fn fits(v: &Value) -> Result<(), ImportError> {
     }
     Err(ImportError::at(format!("/{i}/sessionId"), EXPECTED))
 }
+
+/// Every key a line's reading looks at (the tests hold the line-by-line reading, which skips
+/// the others, to the whole-file reading): a key read below must be listed here.
+pub static KEEP: Keep = Keep::Keys(&[&[
+    ("type", Keep::All),
+    ("uuid", Keep::All),
+    ("parentUuid", Keep::All),
+    ("isSidechain", Keep::All),
+    ("agentId", Keep::All),
+    ("sessionId", Keep::All),
+    ("session_id", Keep::All),
+    ("parent_tool_use_id", Keep::All),
+    ("isMeta", Keep::All),
+    ("isCompactSummary", Keep::All),
+    ("toolDenialKind", Keep::All),
+    ("subtype", Keep::All),
+    ("model", Keep::All),
+    ("tools", Keep::All),
+    ("tool_use_id", Keep::All),
+    ("status", Keep::All),
+    ("result", Keep::All),
+    ("terminal_reason", Keep::All),
+    ("is_error", Keep::All),
+    ("error", Keep::All),
+    ("isApiErrorMessage", Keep::All),
+    ("apiErrorStatus", Keep::All),
+    ("requestId", Keep::All),
+    (
+        "message",
+        Keep::Keys(&[&[
+            ("id", Keep::All),
+            ("role", Keep::All),
+            ("model", Keep::All),
+            ("content", Keep::All),
+            ("stop_reason", Keep::All),
+            ("usage", Keep::Keys(&[&[("input_tokens", Keep::All), ("output_tokens", Keep::All)]])),
+        ]]),
+    ),
+]]);
 
 /// One model call being read: its item, the largest `output_tokens` seen, its stop reason.
 struct Call {

@@ -31,11 +31,50 @@ use serde_json::Value;
 
 use super::ImportError;
 use super::conversation::{CallItem, Conversation, Ending, Item, parse_args, text_of};
+use super::kept::Keep;
 use crate::trace::{Args, FinalOutcome};
 
 /// The line types of a wrapped rollout.
 const LINE_TYPES: [&str; 7] =
     ["session_meta", "response_item", "event_msg", "turn_context", "compacted", "world_state", "token_usage_record"];
+
+/// The keys of an item that a line's reading looks at, in a wrapped line's `payload` and in a
+/// bare item of an older rollout.
+const ITEM_KEYS: &[(&str, Keep)] = &[
+    ("type", Keep::All),
+    ("role", Keep::All),
+    ("call_id", Keep::All),
+    ("name", Keep::All),
+    ("arguments", Keep::All),
+    ("input", Keep::All),
+    ("id", Keep::All),
+    ("action", Keep::All),
+    ("content", Keep::All),
+    ("output", Keep::All),
+];
+
+/// Every key a line's reading looks at (the tests hold the line-by-line reading, which skips
+/// the others, to the whole-file reading): a key read below must be listed here.
+pub static KEEP: Keep = Keep::Keys(&[
+    ITEM_KEYS,
+    &[(
+        "payload",
+        Keep::Keys(&[
+            ITEM_KEYS,
+            &[
+                ("model", Keep::All),
+                ("response_id", Keep::All),
+                ("usage", Keep::All),
+                ("info", Keep::Keys(&[&[("total_token_usage", Keep::All), ("last_token_usage", Keep::All)]])),
+                ("error", Keep::All),
+                ("last_agent_message", Keep::All),
+                ("reason", Keep::All),
+                ("message", Keep::All),
+                ("codex_error_info", Keep::All),
+            ],
+        ]),
+    )],
+]);
 
 /// Whether `v` (a JSONL file as a list of its lines) is a Codex rollout.
 pub fn fits(v: &Value) -> Result<(), ImportError> {

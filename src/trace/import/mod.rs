@@ -13,6 +13,7 @@ pub mod elements;
 mod gaps;
 pub mod gemini;
 pub mod inspect_ai;
+mod kept;
 mod locate;
 pub mod mcp;
 pub mod mini_swe_agent;

@@ -14,16 +14,12 @@ use serde_json::Value;
 use super::claude_code::{self, Session};
 use super::codex::{self, Rollout};
 use super::conversation::{Conversation, to_trace};
-use super::{ImportOptions, Imported, SourceFormat, gaps};
+use super::{ImportOptions, Imported, SourceFormat, gaps, kept};
 use crate::error::Error;
 
 /// The non-empty lines of `text`, as the whole-file reading numbers them (0-based).
 fn lines(text: &str) -> impl Iterator<Item = &str> {
     text.lines().filter(|l| !l.trim().is_empty())
-}
-
-fn parse(line: &str) -> Option<Value> {
-    serde_json::from_str(line).ok()
 }
 
 /// The file read line by line when it is a Codex rollout or a Claude Code log (by `--format`,
@@ -35,7 +31,7 @@ pub fn import(text: &str, path: &Path, opts: &ImportOptions) -> Option<Result<Im
         return None;
     }
     let mut all = lines(text);
-    let first = parse(all.next()?)?;
+    let first: Value = serde_json::from_str(all.next()?).ok()?;
     // A file of one line is a JSON document, read whole.
     all.next()?;
     let ty = first.get("type").and_then(Value::as_str)?;
@@ -60,12 +56,13 @@ pub fn import(text: &str, path: &Path, opts: &ImportOptions) -> Option<Result<Im
 /// A Codex rollout whose first line is its `session_meta`. Whether it has request marks of
 /// either kind is found first from the lines that name them, and every line is held to it.
 fn rollout_lines(text: &str, id: &str) -> Option<Conversation> {
-    let named = |word: &'static str| lines(text).filter(move |l| l.contains(word)).filter_map(parse);
+    let named =
+        |word: &'static str| lines(text).filter(move |l| l.contains(word)).filter_map(|l| kept::parse(l, &codex::KEEP));
     let records = named("token_usage_record").any(|l| codex::marks(&l).0);
     let marked = records || named("token_count").any(|l| codex::marks(&l).1);
     let mut rollout = Rollout::new(id, records, marked);
     for line in lines(text) {
-        let line = parse(line)?;
+        let line = kept::parse(line, &codex::KEEP)?;
         if !rollout.expected(&line) {
             return None;
         }
@@ -81,7 +78,7 @@ fn session_lines(text: &str, id: &str) -> Option<Vec<Conversation>> {
     let mut held = Vec::new();
     let mut session: Option<Session> = None;
     for (n, line) in lines(text).enumerate() {
-        let line = parse(line)?;
+        let line = kept::parse(line, &claude_code::KEEP)?;
         line.get("type").and_then(Value::as_str)?;
         match &mut session {
             Some(s) => s.line(n, &line),
