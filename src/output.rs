@@ -23,16 +23,18 @@ const MARK: &str = ".tracefault-";
 
 /// Files tracefault writes into an output folder: a folder holding only these (and its own
 /// temporaries) may be swapped whole.
-const OURS: [&str; 9] = [
+const OURS: [&str; 11] = [
     "summary.csv",
     "runs.csv",
     "report.json",
     "report.md",
     "junit.xml",
+    "report.html",
     "shard.json",
     "runs.part",
     "exec.json",
     "traces",
+    "mcp",
 ];
 
 /// A temporary's name for `name`: `.NAME.tracefault-PID-N`.

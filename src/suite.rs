@@ -329,7 +329,9 @@ fn price_of(sc: &Scenario) -> Option<(f64, f64)> {
     sc.pricing.as_ref().map(|(_, input, output)| (*input, *output))
 }
 
-fn finish_scenario(sc: &Scenario, aggregates: Vec<Aggregate>) -> ScenarioResult {
+/// A scenario's result from its strategies' aggregates: summary rows, rules fired, warnings
+/// and the gates on values.
+pub fn finish_scenario(sc: &Scenario, aggregates: Vec<Aggregate>) -> ScenarioResult {
     let rows = summary_rows(sc, &aggregates);
     let price = price_of(sc);
     let rules_fired: Vec<(String, u64)> = sc

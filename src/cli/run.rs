@@ -72,7 +72,12 @@ pub fn execute(args: RunArgs) -> Result<i32> {
     let runs_hash = sink.finish(&set)?;
     let runs_csv = Some(set.path("runs.csv")).filter(|p| p.exists());
     let cmp = against_baseline(&suite, &results, runs_csv, args.baseline.as_deref(), args.require_baseline)?;
-    let rep = Report { results: &results, comparison: cmp.as_ref(), fail_on_regression: args.fail_on_regression };
+    let rep = Report {
+        results: &results,
+        comparison: cmp.as_ref(),
+        fail_on_regression: args.fail_on_regression,
+        checks: None,
+    };
     let files = publish(&rep, set)?;
 
     let mut code = if rep.passed() { exit::OK } else { exit::FAILED };
@@ -109,7 +114,7 @@ pub fn execute(args: RunArgs) -> Result<i32> {
 /// for want of a baseline (failed with `require`). A `--baseline` folder that holds no report
 /// yet — a first run in CI — is no baseline, said as a warning; a folder whose report is not
 /// one is bad input.
-fn against_baseline(
+pub(super) fn against_baseline(
     suite: &[Scenario],
     results: &[ScenarioResult],
     runs_csv: Option<PathBuf>,
@@ -154,7 +159,7 @@ pub fn diff(args: super::DiffArgs) -> Result<i32> {
 
 /// With `GITHUB_STEP_SUMMARY` set (GitHub Actions), appends a short Markdown summary to that
 /// file: the verdict, failed gates with their worst runs' repro lines, and the comparison.
-fn step_summary(rep: &Report<'_>) {
+pub(super) fn step_summary(rep: &Report<'_>) {
     let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") else { return };
     let passed = rep.passed();
     let gates: usize = rep.results.iter().map(|r| r.gates.len()).sum();
@@ -185,6 +190,10 @@ fn step_summary(rep: &Report<'_>) {
     }
     for s in rep.silent_scenarios() {
         md.push_str(&format!("\n- {s}: no fault fired in any run\n"));
+    }
+    if let Some(c) = rep.checks {
+        md.push('\n');
+        report::markdown::checklist(&mut md, c);
     }
     if let Some(c) = rep.comparison {
         md.push('\n');
@@ -347,13 +356,27 @@ pub fn report_outcome(rep: &Report<'_>) {
         println!("CHECK FAILED {s}: no fault fired in any run");
     }
     let gates: usize = rep.results.iter().map(|r| r.gates.len()).sum();
+    let checks = rep.checks.map(|c| {
+        let failed = c.checks.iter().filter(|r| matches!(r.status, report::checks::CheckStatus::Fail(_))).count();
+        format!(", {failed} of {} checks failed", c.checks.len())
+    });
     if rep.passed() {
-        println!("PASS: {gates} gates passed");
+        println!("PASS: {gates} gates passed{}", checks.map(|_| ", every check passed").unwrap_or_default());
     } else {
+        let silent = rep.silent_scenarios().len();
         println!(
-            "FAIL: {} of {gates} gates failed, {} scenario(s) where no fault fired",
+            "FAIL: {} of {gates} gates failed{}{}{}",
             failed.len(),
-            rep.silent_scenarios().len()
+            if rep.checks.is_none() || silent > 0 {
+                format!(", {silent} scenario(s) where no fault fired")
+            } else {
+                String::new()
+            },
+            checks.unwrap_or_default(),
+            match rep.comparison {
+                Some(c) if !c.passed(rep.fail_on_regression) => ", the comparison with the baseline failed",
+                _ => "",
+            }
         );
     }
 }

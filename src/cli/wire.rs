@@ -10,12 +10,18 @@ use clap::Args;
 use serde_json::json;
 
 use crate::error::{Error, Result, exit};
-use crate::metrics::summary::RUNS_COLUMNS;
-use crate::output;
-use crate::report;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::engine::events::TerminatedBy;
+use crate::metrics::run::RunMetrics;
+use crate::output::FolderWriter;
+use crate::report::checks::{CheckRow, CheckStatus, Checklist};
+use crate::report::{self, Report};
 use crate::scenario::load::load_file;
 use crate::trace::{FinalOutcome, Trace, TraceEvent};
 use crate::wire::WireServer;
+use crate::wire::checks::{Check, Finding};
 use crate::wire::mcp;
 use crate::wire::world::World;
 
@@ -71,6 +77,24 @@ pub struct ExecArgs {
     /// jsonrpc-error (a JSON-RPC error: -32602 for bad arguments, -32603 otherwise).
     #[arg(long, default_value = "mcp-text")]
     pub mcp_strategy: String,
+    /// The agent's name in the reports (its row, where `run` has a strategy's): by default
+    /// the command's file name. Two agents, or two versions of one, compare by their labels.
+    #[arg(long, value_name = "NAME")]
+    pub label: Option<String>,
+    /// A reports folder of an earlier `exec` (or `run`) to compare with: the comparison and
+    /// the change gates, as `run --baseline`. A folder with no report yet is a warning.
+    #[arg(long, value_name = "DIR")]
+    pub baseline: Option<PathBuf>,
+    /// Fail the change gates when the `--baseline` folder holds no report yet.
+    #[arg(long, requires = "baseline")]
+    pub require_baseline: bool,
+    /// With `--baseline`: exit 1 on a significant regression even where no gate says so.
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    /// A host the agent may send requests to besides the mocks (repeatable); any other host
+    /// fails check 8.
+    #[arg(long = "allow-elsewhere", value_name = "HOST")]
+    pub allow_elsewhere: Vec<String>,
     /// The agent's command line.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub cmd: Vec<String>,
@@ -217,17 +241,6 @@ pub fn mcp_stdio(args: McpArgs) -> Result<i32> {
     })
 }
 
-/// The checks of seed 000's six-point list, and the agent's own exit status.
-pub const CHECKS: [&str; 7] = [
-    "1. the conversation makes the round trip through every provider format the agent used",
-    "2. retryable=false never retried without the model",
-    "3. is_error on every failed Anthropic result",
-    "4. every OpenAI tool message parses as JSON (when the agent claims a JSON envelope)",
-    "5. no raw exception text reaches the model",
-    "6. the agent terminates with an answer rather than loops or stops midway",
-    "7. the agent exits with status 0",
-];
-
 /// What one agent left in its world in one run.
 struct AgentRecord {
     trace: Trace,
@@ -235,15 +248,10 @@ struct AgentRecord {
     exit: Option<i32>,
     /// When it ended (its process exited), in virtual ms since the run started.
     ended_ms: u64,
-    findings: Vec<(u8, String)>,
+    findings: Vec<Finding>,
     http: [u64; 3],
-    counted: (u64, u64),
-    wasted_retries: u64,
-    /// Tool attempts the model did not ask for (the agent's own retries).
-    agent_retries: u64,
-    faults_injected: u64,
-    load_rejections: u64,
-    tokens: u64,
+    /// The agent's run by the engine's metric definitions: one row of `runs.csv`.
+    metrics: RunMetrics,
     /// Formats whose conversations made the round trip (a result read, or an ending).
     round_trips: Vec<String>,
     unknown_paths: Vec<String>,
@@ -252,10 +260,11 @@ struct AgentRecord {
     mcp_log: Vec<serde_json::Value>,
 }
 
-/// One run: every agent's record, the fleet's `runs.csv` row and each tool's peak in flight.
+/// One run: every agent's record, the fleet's metrics (its `runs.csv` row) and each tool's
+/// peak in flight.
 struct RunRecord {
     agents: Vec<AgentRecord>,
-    row: [String; 25],
+    metrics: RunMetrics,
     peaks: serde_json::Map<String, serde_json::Value>,
 }
 
@@ -332,28 +341,31 @@ fn record(world: &World, ran: Ran, timeout_s: u64) -> AgentRecord {
             let paths: Vec<&str> = world.unknown_paths.iter().map(String::as_str).collect();
             format!("it called {}", paths.join("; "))
         };
-        findings.push((6, format!("the agent never called the mock provider ({why})")));
+        findings.push(terminates(format!("the agent never called the mock provider ({why})")));
     }
     if timed_out {
-        findings.push((6, format!("the agent did not finish within {timeout_s} s (its process group was killed)")));
+        findings
+            .push(terminates(format!("the agent did not finish within {timeout_s} s (its process group was killed)")));
     }
     match ended.as_str() {
-        "step_cap" => {
-            findings.push((6, format!("the agent looped: still calling after {} model turns", sc.policy.max_steps)))
-        }
-        "cut_off" if main.is_some_and(|c| c.waiting_on().next().is_some()) => findings.push((
-            6,
-            format!("the agent stopped while the model still asked for tools, after {model_calls} model calls"),
-        )),
-        "cut_off" => {
-            findings.push((6, format!("the agent stopped without a final answer, after {model_calls} model calls")))
-        }
+        "step_cap" => findings
+            .push(terminates(format!("the agent looped: still calling after {} model turns", sc.policy.max_steps))),
+        "cut_off" if main.is_some_and(|c| c.waiting_on().next().is_some()) => findings.push(terminates(format!(
+            "the agent stopped while the model still asked for tools, after {model_calls} model calls"
+        ))),
+        "gave_up" => findings.push(terminates(format!(
+            "the mock model gave up after {model_calls} model calls (the scenario's profile decides, seeded, \
+             how it reads each failed result: see the trace's tool results)"
+        ))),
+        "cut_off" => findings
+            .push(terminates(format!("the agent stopped without a final answer, after {model_calls} model calls"))),
         _ => {}
     }
     let repeats = longest_identical_repeat(&world.trace);
     if repeats >= 3 {
-        findings
-            .push((6, format!("{repeats} identical calls in a row got identical results ({model_calls} model calls)")));
+        findings.push(terminates(format!(
+            "{repeats} identical calls in a row got identical results ({model_calls} model calls)"
+        )));
     }
     let mut trace = world.trace.clone();
     let last_text = trace.events.iter().rev().find_map(|e| match e {
@@ -373,33 +385,20 @@ fn record(world: &World, ran: Ran, timeout_s: u64) -> AgentRecord {
         t_ms: None,
         in_flight_attempts: None,
     });
-    let tokens: u64 = trace
-        .events
-        .iter()
-        .map(|e| match e {
-            TraceEvent::ModelCall { tokens_in, tokens_out, .. } => tokens_in + tokens_out,
-            _ => 0,
-        })
-        .sum();
-    let model_issued = trace.events.iter().filter(|e| matches!(e, TraceEvent::ToolCall { .. })).count() as u64;
     let round_trips = world
         .conversations
         .values()
         .filter(|c| c.ended.is_some() || c.turns > 1)
         .map(|c| c.format.name().to_owned())
         .collect();
+    let metrics = agent_metrics(world, &trace, &ended, &findings, ended_ms);
     AgentRecord {
         trace,
         ended,
         exit,
         ended_ms,
         http: world.http_requests,
-        counted: (model_calls, world.tool_calls),
-        wasted_retries: world.wasted_retries,
-        agent_retries: world.tool_calls.saturating_sub(model_issued),
-        faults_injected: world.faults_injected,
-        load_rejections: world.load_rejections,
-        tokens,
+        metrics,
         findings,
         round_trips,
         unknown_paths: world.unknown_paths.iter().cloned().collect(),
@@ -408,50 +407,70 @@ fn record(world: &World, ran: Ran, timeout_s: u64) -> AgentRecord {
     }
 }
 
-/// The fleet's `runs.csv` row: totals over the agents; the run ends as its first agent to end
-/// without an answer did (as in the engine), and lasts until its last agent ends. First
-/// attempts are not counted on the wire, so `retry_amplification` stays empty.
-fn run_row(sc: &crate::scenario::Scenario, run: u64, agents: &[AgentRecord], peak_in_flight: u32) -> [String; 25] {
-    let sum = |f: fn(&AgentRecord) -> u64| agents.iter().map(f).sum::<u64>();
-    let ended = agents
-        .iter()
-        .filter(|a| a.ended != "answer")
-        .min_by_key(|a| a.ended_ms)
-        .map_or("answer", |a| a.ended.as_str())
-        .to_owned();
-    let mut times: Vec<u64> = agents.iter().map(|a| a.ended_ms).collect();
-    times.sort_unstable();
-    let rank = |q: f64| times[((q * times.len() as f64).ceil() as usize).clamp(1, times.len()) - 1];
-    let makespan = times.last().copied().unwrap_or(0);
-    let (model_calls, tool_calls) = (sum(|a| a.counted.0), sum(|a| a.counted.1));
-    let count = |item: u8| agents.iter().flat_map(|a| &a.findings).filter(|f| f.0 == item).count().to_string();
-    [
-        sc.name.clone(),
-        "agent".into(),
-        run.to_string(),
-        sc.seed.to_string(),
-        ended,
-        (model_calls + tool_calls).to_string(),
-        model_calls.to_string(),
-        tool_calls.to_string(),
-        sum(|a| a.wasted_retries).to_string(),
-        sum(|a| a.agent_retries).to_string(),
-        "0".into(),
-        "0".into(),
-        sum(|a| a.faults_injected).to_string(),
-        sum(|a| a.tokens).to_string(),
-        makespan.to_string(),
-        count(1),
-        count(5),
-        agents.len().to_string(),
-        agents.iter().filter(|a| a.ended == "answer").count().to_string(),
-        makespan.to_string(),
-        rank(0.5).to_string(),
-        rank(0.99).to_string(),
-        peak_in_flight.to_string(),
-        String::new(),
-        sum(|a| a.load_rejections).to_string(),
-    ]
+/// A finding against check 6.
+fn terminates(detail: String) -> Finding {
+    Finding { check: Some(Check::Terminates), detail }
+}
+
+/// How an agent's run ended, as the engine names endings: a give-up by the mock model is
+/// `gave_up`; a timeout, an agent that stopped midway or never called are cut off before an
+/// answer, counted with the step cap as the engine counts a run that did not finish.
+fn terminated_by(ended: &str) -> TerminatedBy {
+    match ended {
+        "answer" => TerminatedBy::Answer,
+        "gave_up" => TerminatedBy::GaveUp,
+        _ => TerminatedBy::StepCap,
+    }
+}
+
+/// One agent's run by the engine's definitions, from what the mocks counted (every HTTP
+/// attempt, the agent's own retries, faults and refusals) and what its trace shows (the model
+/// calls, their tokens, which tool calls were first issues).
+fn agent_metrics(world: &World, trace: &Trace, ended: &str, findings: &[Finding], ended_ms: u64) -> RunMetrics {
+    let mut m = RunMetrics::default();
+    m.reset(world.rule_fired.len());
+    m.rule_fired.copy_from_slice(&world.rule_fired);
+    let by = terminated_by(ended);
+    let compiled = crate::trace::compile::compile(trace);
+    let model_issued = compiled.calls.len() as u64;
+    let first_issues = compiled.calls.iter().filter(|c| c.issue == crate::trace::compile::Issue::First).count() as u64;
+    let count = |c: Check| findings.iter().filter(|f| f.check == Some(c)).count() as u64;
+    let mut previous_failed = false;
+    for e in &trace.events {
+        match e {
+            TraceEvent::ModelCall { status, tokens_in, tokens_out, .. } => {
+                m.model_calls += 1;
+                m.first_attempts += u64::from(!previous_failed);
+                previous_failed = *status != 200;
+                m.tokens += tokens_in + tokens_out;
+                m.tokens_in += tokens_in;
+                m.tokens_out += tokens_out;
+            }
+            TraceEvent::ToolResult { error_class: Some(c), .. } => {
+                let class = crate::fault::ErrorClass::parse(c);
+                m.met_fault |= class.is_some_and(crate::fault::ErrorClass::is_failure);
+                m.met_non_retryable |= class.is_some_and(|c| c.is_failure() && !c.retryable());
+            }
+            _ => {}
+        }
+    }
+    // The calls the mock model answered (the trace also holds the provider's refusals).
+    m.model_calls = world.model_calls;
+    m.tool_calls = world.tool_calls;
+    m.first_attempts += first_issues;
+    m.orchestrator_retries = world.tool_calls.saturating_sub(model_issued);
+    m.wasted_retries = world.wasted_retries;
+    m.faults_injected = world.faults_injected;
+    m.load_rejections = world.load_rejections;
+    m.met_fault |= world.faults_injected > 0 || world.load_rejections > 0;
+    m.protocol_violations = count(Check::RoundTrip);
+    m.raw_leaks = count(Check::NoRawText);
+    m.terminated_by = Some(by);
+    m.agents = 1;
+    m.agents_succeeded = u64::from(by == TerminatedBy::Answer);
+    m.virtual_ms = ended_ms;
+    m.agent_ms.push(ended_ms);
+    m
 }
 
 /// How one agent's process ended.
@@ -506,14 +525,14 @@ async fn run_agent(
 
 /// One run: every copy of the agent started at once, each awaited to its end; then what each
 /// left in its world.
-async fn exec_run(args: &ExecArgs, server: &WireServer, run: u64) -> Result<RunRecord> {
+async fn exec_run(args: &ExecArgs, server: &WireServer, run: u64, logs: &Path) -> Result<RunRecord> {
     server.reset(run, true);
     let clock = server.mocks().clock;
     let mut agents = tokio::task::JoinSet::new();
     for k in 0..args.agents {
         let name =
             if args.agents > 1 { format!("agent-run-{run}-agent-{k}.log") } else { format!("agent-run-{run}.log") };
-        let log_path = args.out.join(name);
+        let log_path = logs.join(name);
         let log = std::fs::File::create(&log_path).map_err(|e| Error::io(&log_path, e))?;
         let env = agent_env(&server.uri(), k, args.agents);
         let launch = run_agent(args.cmd.clone(), env, run, args.timeout_s, clock, log);
@@ -531,15 +550,28 @@ async fn exec_run(args: &ExecArgs, server: &WireServer, run: u64) -> Result<RunR
         let world = m.world(k as u32).expect("an agent of the fleet");
         records.push(record(world, r, args.timeout_s));
     }
-    let row = run_row(m.scenario(), run, &records, m.limits.peak_in_flight());
+    let mut metrics = RunMetrics::default();
+    metrics.reset(m.scenario().faults.rules.len());
+    let mut order: Vec<&AgentRecord> = records.iter().collect();
+    order.sort_by_key(|a| a.ended_ms);
+    for a in order {
+        metrics.add_agent(&a.metrics);
+    }
+    metrics.peak_by_tool = m.limits.tools.iter().map(|s| u64::from(s.peak())).collect();
+    metrics.peak_in_flight = u64::from(m.limits.peak_in_flight());
     let peaks =
         m.scenario().task.tools.iter().zip(&m.limits.tools).map(|(t, s)| (t.clone(), json!(s.peak()))).collect();
-    Ok(RunRecord { agents: records, row, peaks })
+    Ok(RunRecord { agents: records, metrics, peaks })
 }
 
 pub fn exec(args: ExecArgs) -> Result<i32> {
     let sc = load_file(&args.scenario)?;
-    std::fs::create_dir_all(&args.out).map_err(|e| Error::io(&args.out, e))?;
+    let label = agent_label(&args)?;
+    let (mut reported, dropped) = exec_scenario(&sc, &label);
+    reported.runs = args.runs;
+    check_exec_gates(&reported, &args.scenario)?;
+    let set = FolderWriter::begin(&args.out)?;
+    let logs = set.path("");
     let rt = runtime()?;
     let records = rt.block_on(async {
         let mcp = mcp::encoding_of(&args.mcp_strategy)?;
@@ -555,47 +587,210 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
         );
         let mut records = Vec::new();
         for run in 0..args.runs {
-            records.push(exec_run(&args, &server, run).await?);
+            records.push(exec_run(&args, &server, run, &logs).await?);
         }
         server.stop().await;
         Ok::<_, Error>(records)
     })?;
 
-    // The checklist over all runs and agents ("run 2" alone, "run 2 agent 5" in a fleet).
     let fleet = args.agents > 1;
     let who = |run: usize, k: usize| if fleet { format!("run {run} agent {k}") } else { format!("run {run}") };
     let every =
         || records.iter().enumerate().flat_map(|(i, r)| r.agents.iter().enumerate().map(move |(k, a)| (i, k, a)));
-    let mut results: Vec<(bool, Vec<String>)> = vec![(true, Vec::new()); CHECKS.len()];
-    let mut notes = Vec::new();
+    let checklist = checklist(&args, &records, &who);
+
+    // The run's report set, with the agent as the row: runs.csv, summary.csv, report.json,
+    // report.md, junit.xml, report.html, the traces and exec.json, put in place as one set.
+    let mut aggregate = crate::metrics::aggregate::Aggregate::default();
+    let mut runs_csv = report::csv::runs_header();
+    let prefix = csv_prefix(&sc.name, &label)?;
+    for (run, r) in records.iter().enumerate() {
+        aggregate.add(&r.metrics, run as u64);
+        crate::suite::push_run_row(&mut runs_csv, &prefix, run as u64, sc.seed, &r.metrics);
+    }
+    // An agent's run is not reproduced by `run --run N`: no repro line.
+    aggregate.worst = None;
+    let mut result = crate::suite::finish_scenario(&reported, vec![aggregate]);
+    result.warnings.extend(dropped);
+    let results = [result];
+    set.write("runs.csv", &runs_csv)?;
+    let cmp = super::run::against_baseline(
+        std::slice::from_ref(&reported),
+        &results,
+        Some(set.path("runs.csv")),
+        args.baseline.as_deref(),
+        args.require_baseline,
+    )?;
+    let rep = Report {
+        results: &results,
+        comparison: cmp.as_ref(),
+        fail_on_regression: args.fail_on_regression,
+        checks: Some(&checklist),
+    };
     for (i, k, r) in every() {
-        for (item, detail) in &r.findings {
-            match item {
-                0 => notes.push(format!("{}: {detail}", who(i, k))),
-                item => {
-                    let item = usize::from(*item).clamp(1, 6) - 1;
-                    results[item].0 = false;
-                    results[item].1.push(format!("{}: {detail}", who(i, k)));
-                }
+        let name = if fleet { format!("run-{i}-agent-{k}.jsonl") } else { format!("run-{i}.jsonl") };
+        set.write(&format!("traces/{name}"), r.trace.to_jsonl().as_bytes())?;
+        if !r.mcp_log.is_empty() {
+            let lines: String = r.mcp_log.iter().map(|m| m.to_string() + "\n").collect();
+            set.write(&format!("mcp/{name}"), lines.as_bytes())?;
+        }
+    }
+    set.write("exec.json", &exec_json(&args, &sc, &records, &checklist, rep.passed()))?;
+
+    for (i, k, r) in every() {
+        println!(
+            "{}: {} after {} model calls and {} tool calls (agent exit {})",
+            who(i, k),
+            r.ended,
+            r.metrics.model_calls,
+            r.metrics.tool_calls,
+            r.exit.map_or("none".to_owned(), |c| c.to_string())
+        );
+    }
+    println!("{}", checklist.outcome);
+    for row in &checklist.checks {
+        println!("{:<4} {}", row.status.word(), row.title);
+        for d in row.status.details().iter().take(5) {
+            println!("       {}", crate::trace::inspect::printable(d));
+        }
+    }
+    for e in &checklist.elsewhere {
+        println!("request to another host: {}", crate::trace::inspect::printable(e));
+    }
+    super::run::publish(&rep, set)?;
+    if let Some(cmp) = &cmp {
+        print!("{}", crate::baseline::markdown(cmp, args.fail_on_regression));
+    }
+    super::run::report_outcome(&rep);
+    super::run::step_summary(&rep);
+    Ok(if rep.passed() { exit::OK } else { exit::FAILED })
+}
+
+/// `scenario,strategy,` as CSV fields, quoted where they need it: the start of each row.
+fn csv_prefix(scenario: &str, label: &str) -> Result<Vec<u8>> {
+    let mut w =
+        ::csv::WriterBuilder::new().has_headers(false).terminator(::csv::Terminator::Any(b',')).from_writer(Vec::new());
+    w.write_record([scenario, label]).map_err(|e| Error::Usage(e.to_string()))?;
+    w.into_inner().map_err(|e| Error::Usage(e.to_string()))
+}
+
+/// The agent's name in the reports: `--label`, else the command's file name.
+fn agent_label(args: &ExecArgs) -> Result<String> {
+    let label = match &args.label {
+        Some(l) => l.clone(),
+        None => Path::new(&args.cmd[0])
+            .file_name()
+            .map_or_else(|| args.cmd[0].clone(), |n| n.to_string_lossy().into_owned()),
+    };
+    if label.trim().is_empty() || label.chars().any(char::is_control) {
+        return Err(Error::Usage(format!("--label {label:?}: a name without control characters, not empty")));
+    }
+    Ok(label)
+}
+
+/// The scenario as `exec` reports it: the agent is its one strategy (named by the label), so
+/// every report, `diff` and `--baseline` read it as they read a strategy's row. Its gates are
+/// those on `strategy = "*"` or on the label; each gate on another (simulated) strategy is
+/// returned as a warning that says it was not checked.
+fn exec_scenario(sc: &crate::scenario::Scenario, label: &str) -> (crate::scenario::Scenario, Vec<String>) {
+    let mut reported = sc.clone();
+    let mut agent = sc.strategies[sc.baseline].clone();
+    agent.name = label.to_owned();
+    reported.strategies = vec![agent];
+    reported.baseline = 0;
+    let (kept, other): (Vec<_>, Vec<_>) =
+        std::mem::take(&mut reported.gates).into_iter().partition(|g| g.strategy == "*" || g.strategy == label);
+    reported.gates = kept;
+    let dropped = other
+        .iter()
+        .map(|g| {
+            format!(
+                "gate `{} {}` is on the simulated strategy `{}`, not on the agent (`{label}`): not checked by exec \
+                 (write strategy = \"*\" to gate the agent)",
+                g.metric,
+                report::gate_bounds(g.min, g.max),
+                g.strategy
+            )
+        })
+        .collect();
+    (reported, dropped)
+}
+
+/// Metrics no agent run can measure: the agent's own breaker is inside it (the mocks see
+/// only its calls), and there is no simulated baseline strategy to pair it with.
+const NOT_MEASURED_BY_EXEC: [(&str, &str); 5] = [
+    ("breaker_trips", "the agent's circuit breaker is inside the agent: the mocks see only its calls"),
+    ("breaker_trips_per_run", "the agent's circuit breaker is inside the agent: the mocks see only its calls"),
+    ("calls_delta_vs_baseline", "an agent run has no simulated baseline strategy to pair with"),
+    ("calls_delta_lo", "an agent run has no simulated baseline strategy to pair with"),
+    ("calls_delta_hi", "an agent run has no simulated baseline strategy to pair with"),
+];
+
+/// A gate `exec` cannot decide is bad input, said before the agent runs.
+fn check_exec_gates(sc: &crate::scenario::Scenario, file: &Path) -> Result<()> {
+    for g in &sc.gates {
+        if let Some((metric, why)) = NOT_MEASURED_BY_EXEC.iter().find(|(m, _)| *m == g.metric) {
+            return Err(Error::Parse {
+                file: file.display().to_string(),
+                message: format!(
+                    "[[gates]] metric = \"{metric}\": exec cannot compute it ({why}); gate it under `run`"
+                ),
+            });
+        }
+        if g.is_robustness() {
+            return Err(Error::Parse {
+                file: file.display().to_string(),
+                message: format!("[[gates]] metric = \"{}\": a sweep's gate; exec runs one profile", g.metric),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The checklist over every run and agent ("run 2" alone, "run 2 agent 5" in a fleet), the
+/// outcome line, and requests that went elsewhere.
+fn checklist(args: &ExecArgs, records: &[RunRecord], who: &dyn Fn(usize, usize) -> String) -> Checklist {
+    let every =
+        || records.iter().enumerate().flat_map(|(i, r)| r.agents.iter().enumerate().map(move |(k, a)| (i, k, a)));
+    let mut failed: BTreeMap<Check, Vec<String>> = BTreeMap::new();
+    let mut notes = Vec::new();
+    let mut elsewhere = Vec::new();
+    let allowed = |host: &str| {
+        let h = host.split('/').next().unwrap_or(host);
+        args.allow_elsewhere.iter().any(|a| a == h || h.split(':').next() == Some(a.as_str()))
+    };
+    for (i, k, r) in every() {
+        for f in &r.findings {
+            match f.check {
+                None => notes.push(format!("{}: {}", who(i, k), f.detail)),
+                Some(c) => failed.entry(c).or_default().push(format!("{}: {}", who(i, k), f.detail)),
             }
         }
         if r.exit != Some(0) {
-            results[6].0 = false;
-            results[6].1.push(format!(
+            failed.entry(Check::ExitStatus).or_default().push(format!(
                 "{}: the agent exited with {}",
                 who(i, k),
                 r.exit.map_or("no status (killed)".to_owned(), |c| c.to_string())
             ));
         }
-        if args.json_envelope
-            && matches!(r.trace.header.provider.as_deref(), Some("openai-chat" | "openai-responses" | "gemini-openai"))
-        {
+        for host in &r.elsewhere {
+            elsewhere.push(format!("{}: {host}", who(i, k)));
+            if !allowed(host) {
+                failed
+                    .entry(Check::StaysLocal)
+                    .or_default()
+                    .push(format!("{}: a request for {host} (allow it with --allow-elsewhere HOST)", who(i, k)));
+            }
+        }
+        if args.json_envelope && openai_format(r) {
             for e in &r.trace.events {
                 if let TraceEvent::ToolResult { ok: false, content, call_id, .. } = e
                     && serde_json::from_str::<serde_json::Value>(content).map_or(true, |v| !v.is_object())
                 {
-                    results[3].0 = false;
-                    results[3].1.push(format!("{}: the result of {call_id} is not a JSON object", who(i, k)));
+                    failed
+                        .entry(Check::JsonEnvelope)
+                        .or_default()
+                        .push(format!("{}: the result of {call_id} is not a JSON object", who(i, k)));
                 }
             }
         }
@@ -605,38 +800,87 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
     used.dedup();
     for f in &used {
         if !every().any(|(_, _, r)| r.round_trips.iter().any(|t| t == f)) {
-            results[0].0 = false;
-            results[0].1.push(format!("no conversation through {f} got a tool result back to the model or an ending"));
+            failed
+                .entry(Check::RoundTrip)
+                .or_default()
+                .push(format!("no conversation through {f} got a tool result back to the model or an ending"));
         }
     }
-
-    // Reports: runs.csv (one row per run, fleet totals), one native trace per run and agent,
-    // exec.json, report.md.
-    let mut csv = RUNS_COLUMNS.join(",") + "\n";
-    for r in &records {
-        let mut w = ::csv::WriterBuilder::new().has_headers(false).from_writer(Vec::new());
-        w.write_record(&r.row).map_err(|e| Error::Usage(e.to_string()))?;
-        csv.push_str(&String::from_utf8_lossy(&w.into_inner().map_err(|e| Error::Usage(e.to_string()))?));
-    }
-    output::write_file(&args.out.join("runs.csv"), csv.as_bytes())?;
-    for (i, k, r) in every() {
-        let name = if fleet { format!("run-{i}-agent-{k}.jsonl") } else { format!("run-{i}.jsonl") };
-        output::write_file(&args.out.join("traces").join(&name), r.trace.to_jsonl().as_bytes())?;
-        if !r.mcp_log.is_empty() {
-            let lines: String = r.mcp_log.iter().map(|m| m.to_string() + "\n").collect();
-            output::write_file(&args.out.join("mcp").join(&name), lines.as_bytes())?;
-        }
-    }
-    let agent = redact(&args.cmd);
-    let checks: Vec<_> = CHECKS
+    let anthropic = used.contains(&"anthropic");
+    let checks = Check::ALL
         .iter()
-        .zip(&results)
-        .map(|(name, (ok, details))| json!({"check": name, "passed": ok, "details": details}))
+        .map(|&c| {
+            let status = match failed.remove(&c) {
+                Some(d) => CheckStatus::Fail(d),
+                None if c == Check::IsError && !anthropic => {
+                    CheckStatus::NotApplicable("the agent sent no Anthropic request".into())
+                }
+                None if c == Check::JsonEnvelope && !args.json_envelope => {
+                    CheckStatus::NotApplicable("--json-envelope not given".into())
+                }
+                None if c == Check::JsonEnvelope && !every().any(|(_, _, r)| openai_format(r)) => {
+                    CheckStatus::NotApplicable("the agent sent no OpenAI-format request".into())
+                }
+                None => CheckStatus::Pass,
+            };
+            CheckRow { title: c.title(), status }
+        })
+        .collect();
+    Checklist { agent: redact(&args.cmd).join(" "), outcome: outcome(records), checks, notes, elsewhere }
+}
+
+fn openai_format(r: &AgentRecord) -> bool {
+    matches!(r.trace.header.provider.as_deref(), Some("openai-chat" | "openai-responses" | "gemini-openai"))
+}
+
+/// `answered 4/5 · gave up 1 · looped 0 · step cap 0 · stopped midway 0 · crashed 0`: each
+/// agent run counted once, under the first of crashed (a non-zero exit, killed or timed out),
+/// step cap, looped (identical calls with identical results), gave up, stopped midway (cut
+/// off, never called) and answered that holds.
+fn outcome(records: &[RunRecord]) -> String {
+    let mut n = [0usize; 6];
+    let mut total = 0;
+    for a in records.iter().flat_map(|r| &r.agents) {
+        total += 1;
+        let looped =
+            a.findings.iter().any(|f| f.check == Some(Check::Terminates) && f.detail.contains("identical calls"));
+        let k = match a.ended.as_str() {
+            _ if a.exit != Some(0) || a.ended == "timeout" => 5,
+            "step_cap" => 3,
+            _ if looped => 2,
+            "gave_up" => 1,
+            "answer" => 0,
+            _ => 4,
+        };
+        n[k] += 1;
+    }
+    format!(
+        "answered {}/{total} · gave up {} · looped {} · step cap {} · stopped midway {} · crashed {}",
+        n[0], n[1], n[2], n[3], n[4], n[5]
+    )
+}
+
+/// `exec.json`: each run's details (endings, HTTP counts, paths no mock serves), the checks.
+fn exec_json(
+    args: &ExecArgs,
+    sc: &crate::scenario::Scenario,
+    records: &[RunRecord],
+    checklist: &Checklist,
+    passed: bool,
+) -> Vec<u8> {
+    let fleet = args.agents > 1;
+    let checks: Vec<_> = checklist
+        .checks
+        .iter()
+        .map(|c| {
+            json!({"check": c.title, "passed": !matches!(c.status, CheckStatus::Fail(_)), "result": c.status.word(),
+            "details": c.status.details()})
+        })
         .collect();
     let describe = |r: &AgentRecord| {
         json!({"ended": r.ended, "agent_exit_code": r.exit, "provider": r.trace.header.provider,
         "http_requests": {"provider": r.http[0], "tools": r.http[1], "other": r.http[2]},
-        "counted": {"model_calls": r.counted.0, "tool_calls": r.counted.1},
+        "counted": {"model_calls": r.metrics.model_calls, "tool_calls": r.metrics.tool_calls},
         "unknown_paths": r.unknown_paths, "requests_elsewhere": r.elsewhere})
     };
     let runs: Vec<_> = records
@@ -654,60 +898,20 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
                         d
                     })
                     .collect();
-                json!({"agents": each, "agents_succeeded": r.row[18], "makespan_ms": r.row[19],
-                    "peak_in_flight": r.row[22], "peak_in_flight_by_tool": r.peaks, "load_rejections": r.row[24]})
+                json!({"agents": each, "agents_succeeded": r.metrics.agents_succeeded,
+                    "makespan_ms": r.metrics.virtual_ms, "peak_in_flight": r.metrics.peak_in_flight,
+                    "peak_in_flight_by_tool": r.peaks, "load_rejections": r.metrics.load_rejections})
             }
         })
         .collect();
-    let passed = results.iter().all(|r| r.0);
     let timing = json!({"clock": "wall", "time_scale": args.time_scale,
         "note": "faults in time (windows, rate limits, retry-after) followed the agent's real waiting, scaled"});
-    let doc = json!({"tracefault_version": report::VERSION, "scenario": sc.name, "seed": sc.seed, "agent": agent,
-        "passed": passed, "timing": timing, "checks": checks, "notes": notes, "runs": runs});
-    let mut text = serde_json::to_string_pretty(&doc).expect("serializes");
-    text.push('\n');
-    output::write_file(&args.out.join("exec.json"), text.as_bytes())?;
-    let copies = if fleet { format!(" × {} agents", args.agents) } else { String::new() };
-    let mut md = format!(
-        "# tracefault exec: {}\n\nAgent: `{}`{copies} · {} run(s) · seed {} · timing: wall clock × {}\n\n| check | result |\n|---|---|\n",
-        sc.name,
-        agent.join(" "),
-        records.len(),
-        sc.seed,
-        args.time_scale
-    );
-    for (name, (ok, details)) in CHECKS.iter().zip(&results) {
-        md.push_str(&format!(
-            "| {name} | {} |\n",
-            if *ok { "PASS".to_owned() } else { format!("**FAIL**: {}", details.join("; ")) }
-        ));
-    }
-    if !notes.is_empty() {
-        md.push_str("\nNotes:\n\n");
-        for n in &notes {
-            md.push_str(&format!("- {n}\n"));
-        }
-    }
-    output::write_file(&args.out.join("report.md"), md.as_bytes())?;
-
-    for (i, k, r) in every() {
-        println!(
-            "{}: {} after {} model calls and {} tool calls (agent exit {})",
-            who(i, k),
-            r.ended,
-            r.counted.0,
-            r.counted.1,
-            r.exit.map_or("none".to_owned(), |c| c.to_string())
-        );
-    }
-    for (name, (ok, details)) in CHECKS.iter().zip(&results) {
-        println!("{} {name}", if *ok { "PASS" } else { "FAIL" });
-        for d in details.iter().take(5) {
-            println!("       {d}");
-        }
-    }
-    println!("reports written to {}/", args.out.display());
-    Ok(if passed { exit::OK } else { exit::FAILED })
+    let doc = json!({"tracefault_version": report::VERSION, "scenario": sc.name, "seed": sc.seed,
+        "agent": redact(&args.cmd), "passed": passed, "outcome": checklist.outcome, "timing": timing,
+        "checks": checks, "notes": checklist.notes, "requests_elsewhere": checklist.elsewhere, "runs": runs});
+    let mut text = serde_json::to_vec_pretty(&doc).expect("a JSON value serializes");
+    text.push(b'\n');
+    text
 }
 
 #[cfg(test)]

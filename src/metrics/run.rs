@@ -85,6 +85,48 @@ impl RunMetrics {
         self.terminated_by.unwrap_or(TerminatedBy::ProtocolError)
     }
 
+    /// Folds one agent's finished run into this fleet run, by the rules of [`Event::End`]: the
+    /// run ends as its first agent to end without an answer did (agents are added in the order
+    /// they ended), counts are summed, and the run lasts until its last agent ends. A lone
+    /// agent's run is that agent's, folded into a reset `RunMetrics`.
+    pub fn add_agent(&mut self, a: &RunMetrics) {
+        if self.terminated_by.is_none_or(|t| t == TerminatedBy::Answer) {
+            self.terminated_by = a.terminated_by;
+        }
+        for (into, from) in [
+            (&mut self.model_calls, a.model_calls),
+            (&mut self.tool_calls, a.tool_calls),
+            (&mut self.wasted_retries, a.wasted_retries),
+            (&mut self.orchestrator_retries, a.orchestrator_retries),
+            (&mut self.model_transient_roundtrips, a.model_transient_roundtrips),
+            (&mut self.breaker_trips, a.breaker_trips),
+            (&mut self.breaker_rejections, a.breaker_rejections),
+            (&mut self.faults_injected, a.faults_injected),
+            (&mut self.tokens, a.tokens),
+            (&mut self.tokens_in, a.tokens_in),
+            (&mut self.tokens_out, a.tokens_out),
+            (&mut self.protocol_violations, a.protocol_violations),
+            (&mut self.raw_leaks, a.raw_leaks),
+            (&mut self.agents, a.agents),
+            (&mut self.agents_succeeded, a.agents_succeeded),
+            (&mut self.first_attempts, a.first_attempts),
+            (&mut self.load_rejections, a.load_rejections),
+        ] {
+            *into += from;
+        }
+        self.virtual_ms = self.virtual_ms.max(a.virtual_ms);
+        self.met_fault |= a.met_fault;
+        self.met_non_retryable |= a.met_non_retryable;
+        self.agent_ms.extend_from_slice(&a.agent_ms);
+        self.agent_ms.sort_unstable();
+        if self.rule_fired.len() < a.rule_fired.len() {
+            self.rule_fired.resize(a.rule_fired.len(), 0);
+        }
+        for (into, from) in self.rule_fired.iter_mut().zip(&a.rule_fired) {
+            *into += from;
+        }
+    }
+
     /// Gave up although every fault it met was retryable.
     pub fn unnecessary_failure(&self) -> bool {
         self.terminated_by == Some(TerminatedBy::GaveUp) && self.met_fault && !self.met_non_retryable
@@ -210,5 +252,30 @@ mod tests {
         assert_eq!(amp(7, 4), 1750);
         assert_eq!(amp(2, 3), 667);
         assert_eq!(amp(5, 0), 0, "no first attempt: nothing to divide by");
+    }
+
+    /// A fleet of two by hand: the first agent to end without an answer decides, counts add
+    /// up, the run lasts as long as its slowest agent.
+    #[test]
+    fn agents_fold_into_a_fleet_run() {
+        let agent = |by, calls, ms| RunMetrics {
+            terminated_by: Some(by),
+            model_calls: calls,
+            tool_calls: 2 * calls,
+            agents: 1,
+            agents_succeeded: u64::from(by == TerminatedBy::Answer),
+            virtual_ms: ms,
+            agent_ms: vec![ms],
+            ..RunMetrics::default()
+        };
+        let mut fleet = RunMetrics::default();
+        fleet.add_agent(&agent(TerminatedBy::Answer, 3, 500));
+        fleet.add_agent(&agent(TerminatedBy::GaveUp, 2, 900));
+        fleet.add_agent(&agent(TerminatedBy::StepCap, 5, 700));
+        assert_eq!(fleet.terminated_by(), TerminatedBy::GaveUp);
+        assert_eq!((fleet.model_calls, fleet.tool_calls, fleet.calls()), (10, 20, 30));
+        assert_eq!((fleet.agents, fleet.agents_succeeded, fleet.virtual_ms), (3, 1, 900));
+        assert_eq!(fleet.agent_ms, [500, 700, 900]);
+        assert_eq!(fleet.agent_ms_percentile(0.5), 700);
     }
 }

@@ -291,6 +291,31 @@ impl Exporter for ReportHtml {
                 report.results.len()
             ),
         );
+        if let Some(c) = report.checks {
+            let _ = writeln!(
+                h,
+                "<h2>Agent</h2>\n<p><code>{}</code></p>\n<p>Outcome: {}</p>\n<table>\n<tr><th>check</th><th>result</th></tr>",
+                xml_escape(&c.agent),
+                xml_escape(&c.outcome)
+            );
+            for row in &c.checks {
+                let class = match row.status {
+                    super::checks::CheckStatus::Fail(_) => "fail",
+                    _ => "pass",
+                };
+                let _ = writeln!(
+                    h,
+                    "<tr><td>{}</td><td><span class=\"{class}\">{}</span> {}</td></tr>",
+                    xml_escape(row.title),
+                    row.status.word(),
+                    xml_escape(&row.status.details().join("; "))
+                );
+            }
+            h.push_str("</table>\n");
+            for e in &c.elsewhere {
+                let _ = writeln!(h, "<p>Request to another host: <code>{}</code></p>", xml_escape(e));
+            }
+        }
         // The sortable summary.
         let rows: usize = report.results.iter().map(|r| r.rows.len()).sum();
         let _ = write!(

@@ -118,6 +118,16 @@ impl Exporter for ReportJson {
             "gates": gates,
             "silent_scenarios": report.silent_scenarios(),
         });
+        let mut doc = doc;
+        if let Some(c) = report.checks {
+            let checks: Vec<Value> = c
+                .checks
+                .iter()
+                .map(|r| json!({"check": r.title, "result": r.status.word(), "details": r.status.details()}))
+                .collect();
+            doc["agent"] = json!({"command": c.agent, "outcome": c.outcome, "checks": checks,
+                "requests_elsewhere": c.elsewhere, "notes": c.notes});
+        }
         serde_json::to_writer_pretty(&mut *out, &doc)?;
         out.push(b'\n');
         Ok(())

@@ -32,7 +32,7 @@ impl Exporter for Junit {
                 xml_escape(&r.scenario.profile.name)
             );
             let _ = write!(body, r#"    <testcase classname="tracefault.{name}" name="faults fired""#);
-            if r.any_fault_fired() {
+            if !report.is_silent(r) {
                 body.push_str("/>\n");
             } else {
                 let _ = writeln!(
@@ -48,6 +48,29 @@ impl Exporter for Junit {
                 } else {
                     let msg = xml_escape(&format!("{} = {} is not {}", g.metric, g.value, gate_bounds(g.min, g.max)));
                     let _ = writeln!(body, ">\n      <failure message=\"{msg}\"/>\n    </testcase>");
+                }
+            }
+            body.push_str("  </testsuite>\n");
+        }
+        if let Some(c) = report.checks {
+            let failed = c.checks.iter().filter(|r| matches!(r.status, super::checks::CheckStatus::Fail(_))).count();
+            total += c.checks.len();
+            failures += failed;
+            let _ = writeln!(body, r#"  <testsuite name="checks" tests="{}" failures="{failed}">"#, c.checks.len());
+            for row in &c.checks {
+                let _ = write!(body, r#"    <testcase classname="tracefault.checks" name="{}""#, xml_escape(row.title));
+                match &row.status {
+                    super::checks::CheckStatus::Pass => body.push_str("/>\n"),
+                    super::checks::CheckStatus::Fail(d) => {
+                        let _ = writeln!(
+                            body,
+                            ">\n      <failure message=\"{}\"/>\n    </testcase>",
+                            xml_escape(&d.join("; "))
+                        );
+                    }
+                    super::checks::CheckStatus::NotApplicable(why) => {
+                        let _ = writeln!(body, ">\n      <skipped message=\"{}\"/>\n    </testcase>", xml_escape(why));
+                    }
                 }
             }
             body.push_str("  </testsuite>\n");

@@ -23,6 +23,9 @@ impl Exporter for ReportMd {
         let _ = writeln!(s, "tracefault {VERSION}. Every figure is reproducible: same files, same seed, same bytes.\n");
         let overall = if report.passed() { "all gates passed" } else { "**FAILED**" };
         let _ = writeln!(s, "Result: {overall}.\n");
+        if let Some(c) = report.checks {
+            checklist(&mut s, c);
+        }
         for r in report.results {
             let sc = &r.scenario;
             let _ = writeln!(s, "## {}\n", sc.name);
@@ -157,4 +160,38 @@ impl Exporter for ReportMd {
         out.extend_from_slice(s.as_bytes());
         Ok(())
     }
+}
+
+/// Text in a Markdown table cell: a pipe would end the cell, a line break the row.
+fn table_cell(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+/// `exec`'s part: the agent, the outcome line, the checks, requests that went elsewhere, notes.
+pub fn checklist(s: &mut String, c: &super::checks::Checklist) {
+    let _ = writeln!(s, "## Agent\n\n`{}`\n\nOutcome: {}\n", c.agent.replace('`', "'"), c.outcome);
+    let _ = writeln!(s, "| check | result |\n|---|---|");
+    for row in &c.checks {
+        let details = row.status.details();
+        let result = match details.is_empty() {
+            true => row.status.word().to_owned(),
+            false => format!("{}: {}", row.status.word(), table_cell(&details.join("; "))),
+        };
+        let result =
+            if matches!(row.status, super::checks::CheckStatus::Fail(_)) { format!("**{result}**") } else { result };
+        let _ = writeln!(s, "| {} | {result} |", row.title);
+    }
+    if !c.elsewhere.is_empty() {
+        let _ = writeln!(s, "\nRequests to hosts other than the mocks (refused by the mock proxy):\n");
+        for e in &c.elsewhere {
+            let _ = writeln!(s, "- `{}`", e.replace('`', "'"));
+        }
+    }
+    if !c.notes.is_empty() {
+        let _ = writeln!(s, "\nNotes:\n");
+        for n in &c.notes {
+            let _ = writeln!(s, "- {}", n.replace(['\n', '\r'], " "));
+        }
+    }
+    s.push('\n');
 }

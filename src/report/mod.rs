@@ -1,6 +1,7 @@
 //! Reports (design 6): one small [`Exporter`] per file, all reading the same suite results,
 //! each producing bytes in a fixed order with fixed precision, written atomically.
 
+pub mod checks;
 pub mod csv;
 pub mod html;
 pub mod json;
@@ -19,11 +20,13 @@ pub struct Report<'a> {
     /// significant regression fails.
     pub comparison: Option<&'a Comparison>,
     pub fail_on_regression: bool,
+    /// `exec`'s checklist of the user's agent; `None` for simulated runs.
+    pub checks: Option<&'a checks::Checklist>,
 }
 
 impl<'a> Report<'a> {
     pub fn new(results: &'a [ScenarioResult]) -> Report<'a> {
-        Report { results, comparison: None, fail_on_regression: false }
+        Report { results, comparison: None, fail_on_regression: false, checks: None }
     }
 
     pub fn gates_passed(&self) -> bool {
@@ -32,13 +35,22 @@ impl<'a> Report<'a> {
 
     /// Scenarios where no fault fired: flagged as failed checks.
     pub fn silent_scenarios(&self) -> Vec<&str> {
-        self.results.iter().filter(|r| !r.any_fault_fired()).map(|r| r.scenario.name.as_str()).collect()
+        self.results.iter().filter(|r| self.is_silent(r)).map(|r| r.scenario.name.as_str()).collect()
+    }
+
+    /// A simulated scenario that tested nothing: no fault fired in any run. For an agent's run
+    /// (`exec`) it is a warning, not a failure: whether a fault fires there depends on what the
+    /// agent did (a fault on a third attempt meets only an agent that retries), and a run with
+    /// no fault still tests the round trip the checklist holds it to.
+    pub fn is_silent(&self, r: &ScenarioResult) -> bool {
+        !r.any_fault_fired() && self.checks.is_none()
     }
 
     pub fn passed(&self) -> bool {
         self.gates_passed()
             && self.silent_scenarios().is_empty()
             && self.comparison.is_none_or(|c| c.passed(self.fail_on_regression))
+            && self.checks.is_none_or(checks::Checklist::passed)
     }
 }
 

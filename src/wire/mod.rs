@@ -7,8 +7,9 @@
 //! [`provider`] and [`tools`] the two kinds of endpoint; [`model`] the mock model of each
 //! conversation; [`respond`] and [`validate`] the providers' shapes and checks; [`schema`] tool
 //! schemas and argument matching; [`reply`] what goes back over HTTP; [`mcp`] the tools over
-//! the Model Context Protocol.
+//! the Model Context Protocol; [`checks`] the checklist `exec` holds an agent to.
 
+pub mod checks;
 pub mod mcp;
 pub mod mocks;
 pub mod model;

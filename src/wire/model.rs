@@ -3,6 +3,7 @@
 //! flag, Gemini's error channel, five fields, an `ERROR:` prefix, a stack trace, "more may be
 //! available" — with the engine's own reading, perception and decision rules.
 
+use crate::wire::checks::Check;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -188,7 +189,7 @@ fn decide(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn {
             .or_else(|| results.iter().enumerate().position(|(k, r)| !used[k] && r.0.is_none() && r.1 == Some(&tool)))
             .or_else(|| results.iter().enumerate().position(|(k, r)| !used[k] && r.0.is_none()));
         let Some(pos) = pos else {
-            world.finding(1, format!("call {} ({tool}) got no result in the next turn", slot.id));
+            world.finding(Check::RoundTrip, format!("call {} ({tool}) got no result in the next turn", slot.id));
             world.conversation(c).slots[i].active = false;
             continue;
         };
@@ -197,11 +198,11 @@ fn decide(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn {
         let truth = truth(world, &tool, &slot.args, content, format, mark);
         let reading = read_result(format, content, mark);
         if reading.stack_trace {
-            world.finding(5, format!("the result of {} shows the model a raw exception", slot.id));
+            world.finding(Check::NoRawText, format!("the result of {} shows the model a raw exception", slot.id));
         }
         let failed = truth.is_some_and(ErrorClass::is_failure);
         if format == Format::Anthropic && failed && !mark {
-            world.finding(3, format!("failed Anthropic result {} has no is_error: true", slot.id));
+            world.finding(Check::IsError, format!("failed Anthropic result {} has no is_error: true", slot.id));
         }
         world.record(TraceEvent::ToolResult {
             call_id: slot.id.clone(),
@@ -309,7 +310,7 @@ fn truth(world: &mut World, tool: &str, args: &Value, content: &str, format: For
         (None, None) => (None, "no call of the tool reached the mock; read as a success".to_owned()),
     };
     let args = crate::trace::inspect::printable(&args.to_string()).into_owned();
-    world.finding(0, format!("the result for {tool} {args} matched no call the mock tool saw: {why}"));
+    world.note(format!("the result for {tool} {args} matched no call the mock tool saw: {why}"));
     class
 }
 
@@ -327,7 +328,10 @@ fn send(world: &mut World, c: usize, ask: &Ask) -> Turn {
         if let Some(declared) = &ask.tools
             && !declared.contains_key(&tool)
         {
-            world.finding(1, format!("the agent did not declare the tool {tool:?}, which the task needs"));
+            world.finding(
+                Check::RoundTrip,
+                format!("the agent did not declare the tool {tool:?}, which the task needs"),
+            );
             return end(world, c, "gave_up", format!("I cannot complete the task without the {tool} tool."));
         }
         let id = world.new_id(id_prefix(format), c);

@@ -2,6 +2,7 @@
 //! the provider's faults (in that provider's own status and body), is matched to the
 //! conversation it continues, and gets the mock model's next turn in the provider's shape.
 
+use crate::wire::checks::Check;
 use serde_json::{Value, json};
 
 use super::model::{Ask, Conversation, Turn, next_turn};
@@ -67,7 +68,7 @@ pub fn respond(
         body["input"] = Value::Array(history.into_iter().chain(new).collect());
     }
     if let Some(v) = validate(format, &body, &request_id) {
-        world.finding(1, format!("the provider rejected request {n}: {}", v.body));
+        world.finding(Check::RoundTrip, format!("the provider rejected request {n}: {}", v.body));
         return bad_request(v.body);
     }
     world.trace.header.provider.get_or_insert_with(|| format.name().to_owned());

@@ -3,6 +3,7 @@
 //! included), slow answers, dropped connections and damaged bodies. `GET /tools` lists them
 //! with input schemas, so a typed agent can declare them.
 
+use crate::wire::checks::Check;
 use serde_json::{Value, json};
 
 use super::reply::Reply;
@@ -115,7 +116,7 @@ pub fn invoke(world: &mut World, tool: &str, args: &Value) -> Called {
     {
         let detail =
             format!("{tool} {canon}: retried after a non-retryable {} failure without asking the model", class.name());
-        world.finding(2, detail);
+        world.finding(Check::NoBlindRetry, detail);
         world.wasted_retries += 1;
     }
     let key = (tool_idx as u16, canon.clone());

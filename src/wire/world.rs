@@ -3,6 +3,7 @@
 //! (scaled by `--time-scale`), the faults' memory, the conversations the mock model holds, and
 //! a record of all traffic as a native trace.
 
+use crate::wire::checks::{Check, Finding};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
@@ -82,6 +83,9 @@ pub struct World {
     /// Per target (tools, then the provider): attempts, successes, a sticky terminal fault, an
     /// announced wait.
     attempts: Vec<u32>,
+    /// Times each fault rule's trigger fired (a refusal during an announced wait and a sticky
+    /// terminal fault repeat a fire; they are not new ones), as the engine counts them.
+    pub rule_fired: Vec<u64>,
     successes: Vec<u32>,
     terminal: Vec<Option<u16>>,
     refusals: Vec<Refusal>,
@@ -115,7 +119,7 @@ pub struct World {
     pub next_id: u32,
     pub trace: Trace,
     /// Problems for the checklist: (item, detail).
-    pub findings: Vec<(u8, String)>,
+    pub findings: Vec<Finding>,
     pub model_calls: u64,
     pub tool_calls: u64,
     pub faults_injected: u64,
@@ -156,6 +160,7 @@ impl World {
             clock,
             injector,
             attempts: vec![0; targets],
+            rule_fired: vec![0; scenario.faults.rules.len()],
             successes: vec![0; targets],
             terminal: vec![None; targets],
             refusals: vec![Refusal::default(); targets],
@@ -214,6 +219,7 @@ impl World {
         let fired: Option<Fired> =
             self.scenario.faults.decide(&mut self.injector, target, attempt, now, self.successes[target]);
         let d = fired.map(|f| Decision { rule: f.rule, retry_after_ms: f.retry_after_ms, refused: false })?;
+        self.rule_fired[usize::from(d.rule)] += 1;
         if self.fault(d.rule).class() == ErrorClass::Terminal {
             self.terminal[target] = Some(d.rule);
         }
@@ -235,10 +241,17 @@ impl World {
         }
     }
 
-    /// A finding for the checklist (item 1–6; 0 for a note), kept to a bounded number.
-    pub fn finding(&mut self, item: u8, detail: String) {
+    /// A finding against a check, kept to a bounded number.
+    pub fn finding(&mut self, check: Check, detail: String) {
         if self.findings.len() < MAX_FINDINGS {
-            self.findings.push((item, detail));
+            self.findings.push(Finding { check: Some(check), detail });
+        }
+    }
+
+    /// A note for the report that fails no check, kept to the same bound.
+    pub fn note(&mut self, detail: String) {
+        if self.findings.len() < MAX_FINDINGS {
+            self.findings.push(Finding { check: None, detail });
         }
     }
 

@@ -188,12 +188,16 @@ fn check(scenario: &str, agent: &Agent) -> Vec<String> {
         .args(agent.command())
         .output()
         .unwrap();
-    let want = expect(scenario, agent);
+    let mut want = expect(scenario, agent);
     let mut wrong = Vec::new();
     let Ok(report) = std::fs::read_to_string(dir.path().join("exec.json")) else {
         return vec![format!("no exec.json: {}", String::from_utf8_lossy(&out.stderr))];
     };
     let report: Value = serde_json::from_str(&report).unwrap();
+    // A run the mock model ended by giving up is not an answer: check 6 fails for it.
+    if report["runs"].as_array().unwrap().iter().any(|r| r["ended"] == "gave_up") {
+        want.failing.insert(6);
+    }
     let failing: BTreeSet<u8> = report["checks"]
         .as_array()
         .unwrap()

@@ -6,6 +6,7 @@ mod cli;
 mod compile;
 mod determinism;
 mod envelopes;
+mod exec_gates;
 mod fleet;
 mod frameworks;
 mod golden;

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::{root, tracefault};
 
 /// The reference agent, built by `cargo test` as an example.
-fn reference_agent() -> PathBuf {
+pub fn reference_agent() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let debug = exe.parent().unwrap().parent().unwrap();
     debug.join("examples").join("reference_agent")
@@ -91,7 +91,13 @@ fn reference_agent_completes_in_both_formats_and_traffic_matches_the_http_count(
         }
         // Same seed, same faults at the same attempts: the worked example's 503, 503, 400.
         let runs = std::fs::read_to_string(dir.path().join("runs.csv")).unwrap();
-        assert!(runs.lines().nth(1).unwrap().starts_with("worked-example-503-503-400,agent,0,7,answer,"), "{runs}");
+        assert!(
+            runs.lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("worked-example-503-503-400,reference_agent,0,7,answer,7,3,4,0,2,0,0,3,"),
+            "{runs}"
+        );
     }
 }
 
