@@ -11,7 +11,6 @@ use serde_json::Value;
 use crate::wire::{exec, reference_agent};
 use crate::{tracefault, write};
 
-
 /// One tool, one call; its first attempt meets a 503. The reference agent (five-field) retries
 /// a retryable failure itself, so each run is: model call 1 (asks for `search`), tool attempt 1
 /// (503), tool attempt 2 (200), model call 2 (answers) — 2 model calls, 2 tool calls, 1 fault,
@@ -28,7 +27,13 @@ const GATES: &str = "[[gates]]\nstrategy = \"*\"\nmetric = \"success_rate\"\nmin
                      [[gates]]\nstrategy = \"*\"\nmetric = \"tool_calls_mean\"\nmax = 1.5\n";
 
 fn cmd() -> Vec<String> {
-    vec![reference_agent().display().to_string(), "--format".into(), "openai-chat".into(), "--strategy".into(), "five-field".into()]
+    vec![
+        reference_agent().display().to_string(),
+        "--format".into(),
+        "openai-chat".into(),
+        "--strategy".into(),
+        "five-field".into(),
+    ]
 }
 
 fn refs(v: &[String]) -> Vec<&str> {

@@ -188,3 +188,33 @@ fn other_formats_are_not_spans() {
     }
     assert!(checked > 20, "{checked}");
 }
+
+/// The Vercel AI SDK 6 with `experimental_telemetry`, run by `vercel-ai/make-vercel-ai.mjs`
+/// against the same mock. Run 1 is one trace: the `ai.generateText` root, two
+/// `ai.generateText.doGenerate` spans (the first's `ai.response.toolCalls` holds call_paris_1
+/// and call_atlantis_2, usage 61/38, finish `tool-calls`; the second 142/24, finish `stop`) and
+/// two `ai.toolCall` spans, call_atlantis_2's with status code 2 "city not found: Atlantis".
+/// Run 2: the doGenerate span's status code 2 "Rate limit reached…", exception AI_APICallError.
+#[test]
+fn vercel_ai_sdk_spans_in_the_js_sdk_layout() {
+    let name = "vercel-ai/ai-sdk-6-openai-chat.spans.json";
+    let (v, stderr) = inspect(name);
+    assert!(stderr.contains("read as otel (2 conversation(s))"), "{stderr}");
+    assert_eq!(counts(&v[0]), (2, 2, 1, "answer", Some("stop")));
+    assert_eq!(counts(&v[1]), (1, 0, 0, "error", Some("AI_APICallError")));
+    let t = imported(name);
+    assert_eq!(model_calls(&t[0]), (vec![200, 200], 61 + 142, 38 + 24));
+    // The provider's message says rate limit; the AI SDK's error carries no status.
+    assert_eq!(model_calls(&t[1]), (vec![429], 0, 0));
+    let results: Vec<(&str, bool)> = t[0]
+        .iter()
+        .filter(|e| e["type"] == "tool_result")
+        .map(|e| (e["call_id"].as_str().unwrap(), e["ok"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(results, [("call_paris_1", true), ("call_atlantis_2", false)]);
+    let last = t[0].last().unwrap();
+    assert_eq!(
+        last["text"],
+        "Paris is sunny at 21 C. I could not get the weather for Atlantis: the city was not found."
+    );
+}

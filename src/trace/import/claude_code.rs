@@ -26,7 +26,10 @@
 //!   `tool_result` blocks in `user` lines, paired on `tool_use_id`, flagged by `is_error`. The
 //!   sibling cancellation `<tool_use_error>Cancelled: parallel tool call … errored</tool_use_error>`
 //!   (and the other `Cancelled:` / `[Tool call skipped: …]` texts, `toolDenialKind: cancelled`) is
-//!   a call that never ran. Server-side tools (`server_tool_use`) run at the provider: not calls.
+//!   a call that never ran, and so is a call the user rejected ("The user doesn't want to
+//!   proceed…", `toolDenialKind` user-rejected): cancelled, neither a failure nor an attempt, as
+//!   OpenHands' rejections are. A permission Claude Code was not granted ("Claude requested
+//!   permissions to use …") is a failure (`is_error`) the model can act on. Server-side tools (`server_tool_use`) run at the provider: not calls.
 //! - **Left out.** Local commands that reach no model (`<command-name>`, `<local-command-stdout>`,
 //!   `<bash-input>`…), `isMeta` and compaction summary lines, `system`, `attachment`, `progress`
 //!   (copies of subagent lines, which have their own file) and metadata lines (`summary`,
@@ -613,6 +616,17 @@ fn tool_result<'a>(c: &mut Conv, b: &'a Value, denial: Option<&str>) -> Option<(
     }
     let content = text_of(b.get("content").unwrap_or(&Value::Null));
     let id = tid.map(str::to_owned);
+    let t = content.trim_start();
+    // A call the user rejected never ran: cancelled, and the conversation's ending unless a
+    // later model call undoes it.
+    if REJECTED.iter().any(|r| t.starts_with(r)) || matches!(denial, Some("user-rejected" | "interrupted")) {
+        let why = denial.map_or_else(|| "user rejected tool use".to_owned(), |d| format!("toolDenialKind: {d}"));
+        c.end = Some(Ending::new(FinalOutcome::Interrupted, why));
+        let why =
+            if denial.is_some() { "toolDenialKind: the user rejected it" } else { "the user rejected the tool use" };
+        c.conv.items.push(Item::Cancelled { id, content, why });
+        return None;
+    }
     if let Some(why) = cancelled(&content, denial) {
         c.conv.items.push(Item::Cancelled { id, content, why });
         return None;
@@ -622,11 +636,7 @@ fn tool_result<'a>(c: &mut Conv, b: &'a Value, denial: Option<&str>) -> Option<(
         Some(false) => (false, "is_error: false"),
         None => (false, "no is_error flag"),
     };
-    let t = content.trim_start();
-    if REJECTED.iter().any(|r| t.starts_with(r)) || matches!(denial, Some("user-rejected" | "interrupted")) {
-        let why = denial.map_or_else(|| "user rejected tool use".to_owned(), |d| format!("toolDenialKind: {d}"));
-        c.end = Some(Ending::new(FinalOutcome::Interrupted, why));
-    } else if let Some(why) = interruption(t) {
+    if let Some(why) = interruption(content.trim_start()) {
         c.end = Some(Ending::new(FinalOutcome::Interrupted, why));
     }
     // The first text part: a subagent's answer without Claude Code's `agentId: …` note.
@@ -788,8 +798,10 @@ mod tests {
         );
         let convs = conversations(&v, "t").unwrap();
         assert!(matches!(&convs[0].items[3], Item::Cancelled { id: Some(i), .. } if i == "t2"), "{:?}", convs[0].items);
-        // The rejected call's result is a failure (is_error: true); the ending is interrupted.
-        assert_eq!(counts(&v), [(1, 2, 1, 1, "interrupted", Some("Request interrupted by user for tool use".into()))]);
+        // The rejected call never ran: cancelled like its sibling, not a failure; the ending is
+        // interrupted.
+        assert!(matches!(&convs[0].items[2], Item::Cancelled { id: Some(i), .. } if i == "t1"), "{:?}", convs[0].items);
+        assert_eq!(counts(&v), [(1, 2, 0, 2, "interrupted", Some("Request interrupted by user for tool use".into()))]);
         // A rejection alone ends it too; toolDenialKind names it when present.
         let v = lines(&[user("u0", r#""go""#), call("a1", "t1"), user("u1", reject)].join("\n"));
         assert_eq!(counts(&v)[0].5.as_deref(), Some("user rejected tool use"));

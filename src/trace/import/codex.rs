@@ -20,7 +20,10 @@
 //! - **Failures.** The shell's exit code (`Exit code: N`, `Process exited with code N`, or
 //!   `metadata.exit_code` in a JSON output), an output's `success: false`, and Codex's own error
 //!   texts (`apply_patch verification failed`, `failed to parse function arguments`,
-//!   `unsupported call`); then the text rules.
+//!   `unsupported call`, `unable to locate …`, `Unknown process id`, `patch rejected: …`, a
+//!   handler's `TOOL failed: …` such as `write_stdin failed: stdin is closed…`, a tool that
+//!   `rejected this action`); then the text rules. A call the user declined (`exec command
+//!   rejected by user`, `patch rejected by user`) never ran: it is cancelled.
 //! - **Endings.** The last `task_complete` (an answer, or an error when it carries `error`),
 //!   `turn_aborted` (interrupted), an `error` event (the model request failed).
 
@@ -115,8 +118,25 @@ static EXIT_CODE: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Codex's own texts for a tool output that failed before or instead of running.
-const ERROR_PREFIXES: [&str; 4] =
-    ["apply_patch verification failed", "failed to parse function arguments", "unsupported call", "execution error"];
+const ERROR_PREFIXES: [&str; 7] = [
+    "apply_patch verification failed",
+    "failed to parse function arguments",
+    "unsupported call",
+    "execution error",
+    "unable to locate",
+    "unknown process id",
+    "patch rejected:",
+];
+
+/// Codex's handlers answer the model `TOOL failed: …` when a tool could not do its work
+/// (`write_stdin failed: stdin is closed for this session`); a tool that refused an action
+/// says it `rejected this action` (Codex Desktop's browser tool).
+static TOOL_FAILED: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\A[a-z][a-z0-9_.-]* failed: |\brejected this action\b").expect("valid"));
+
+/// Codex's texts for a call the user declined: it never ran.
+const REJECTED_BY_USER: [&str; 3] =
+    ["exec command rejected by user", "patch rejected by user", "unified exec command rejected by user"];
 
 /// The structural verdict on an output's text: an exit code, else one of Codex's error texts.
 fn output_flag(text: &str) -> Option<(bool, &'static str)> {
@@ -131,7 +151,9 @@ fn output_flag(text: &str) -> Option<(bool, &'static str)> {
         let code: i64 = c.get(1).or(c.get(2)).and_then(|m| m.as_str().parse().ok()).unwrap_or(0);
         return Some(if code == 0 { (false, "shell exit code 0") } else { (true, "shell exit code not 0") });
     }
-    ERROR_PREFIXES.iter().any(|p| trimmed.starts_with(p)).then_some((true, "a Codex tool error text"))
+    let starts = |p: &str| trimmed.as_bytes().get(..p.len()).is_some_and(|b| b.eq_ignore_ascii_case(p.as_bytes()));
+    (ERROR_PREFIXES.iter().any(|p| starts(p)) || TOOL_FAILED.is_match(trimmed))
+        .then_some((true, "a Codex tool error text"))
 }
 
 /// An output payload's text and structural flag: a string, a list of content items, or
@@ -302,12 +324,13 @@ impl Rollout {
                 match (ty, role) {
                     ("function_call_output" | "custom_tool_call_output", _) => {
                         let (content, flag) = output(p.get("output").unwrap_or(&Value::Null));
-                        items.push(Item::Result {
-                            id: p.get("call_id").and_then(Value::as_str).map(str::to_owned),
-                            name: None,
-                            content,
-                            flag,
-                        });
+                        let id = p.get("call_id").and_then(Value::as_str).map(str::to_owned);
+                        if REJECTED_BY_USER.iter().any(|r| content.trim_start().starts_with(r)) {
+                            let why = "the user declined it (Codex's `… rejected by user`)";
+                            items.push(Item::Cancelled { id, content, why });
+                        } else {
+                            items.push(Item::Result { id, name: None, content, flag });
+                        }
                         if !self.marked {
                             self.open = None;
                         }
@@ -451,6 +474,22 @@ mod tests {
         assert_eq!(models, [(2, Some("looking")), (0, Some("fixed"))]);
     }
 
+    /// A call the user declined never ran: cancelled, not a failure of the tool.
+    #[test]
+    fn a_declined_call_is_cancelled() {
+        let line = |t: &str, p: serde_json::Value| serde_json::json!({"timestamp": "t", "type": t, "payload": p});
+        let item = |p: serde_json::Value| line("response_item", p);
+        let rollout = serde_json::json!([
+            line("session_meta", serde_json::json!({"id": "s"})),
+            item(serde_json::json!({"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "a"})),
+            item(
+                serde_json::json!({"type": "function_call_output", "call_id": "a", "output": "exec command rejected by user"})
+            ),
+        ]);
+        let conv = conversations(&rollout, "r").unwrap().remove(0);
+        assert!(matches!(&conv.items[1], Item::Cancelled { id: Some(a), .. } if a == "a"), "{:?}", conv.items);
+    }
+
     #[test]
     fn exit_codes_and_error_texts() {
         assert_eq!(output_flag("Exit code: 1\nWall time: 0 seconds\nOutput:\n"), Some((true, "shell exit code not 0")));
@@ -464,6 +503,13 @@ mod tests {
         assert_eq!(output_flag(r#"{"output":"","metadata":{"exit_code":127}}"#).map(|f| f.0), Some(true));
         assert_eq!(output_flag("apply_patch verification failed: no such file").map(|f| f.0), Some(true));
         assert_eq!(output_flag("plain output, mentions Exit code: 3 later"), None);
+        // A handler's `TOOL failed: …`, Codex's other texts, a tool's refusal of an action.
+        let closed = "write_stdin failed: stdin is closed for this session; rerun exec_command with tty=true";
+        assert_eq!(output_flag(closed), Some((true, "a Codex tool error text")));
+        assert_eq!(output_flag("Unknown process id 20936").map(|f| f.0), Some(true));
+        let browser = "Wall time: 2.4 seconds\nOutput:\n[{\"type\":\"text\",\"text\":\"Browser Use rejected this action due to browser security policy.\"}]";
+        assert_eq!(output_flag(browser).map(|f| f.0), Some(true));
+        assert_eq!(output_flag("the build failed: see above"), None, "a sentence, not a handler's `TOOL failed:`");
         let (text, flag) = output(&serde_json::json!({"content": "boom", "success": false}));
         assert_eq!((text.as_str(), flag), ("boom", Some((true, "output success: false"))));
     }

@@ -349,7 +349,10 @@ static KEYWORDS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
             "transient",
         ),
         (r"(?i)\b(validation errors?|invalid|field required|missing|required|did you mean)\b", "bad_args"),
-        (r"(?i)\b(not found|unauthorized|forbidden|permission denied|does not exist|not allowed)\b", "terminal"),
+        (
+            r"(?i)\b(not found|unauthorized|forbidden|permission denied|does not exist|not allowed|denied|rejected|requested permissions?|(?:haven't|has not|have not|not) (?:been )?granted)\b",
+            "terminal",
+        ),
         (r"(?i)\b(more (results )?may be available|partial results?)\b", "partial"),
     ];
     table.iter().map(|(p, c)| (Regex::new(p).expect("valid built-in pattern"), *c)).collect()

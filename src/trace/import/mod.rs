@@ -655,7 +655,9 @@ fn import_parsed(text: &str, path: &Path, opts: &ImportOptions) -> Result<Import
             expected: "at least one conversation".into(),
         });
     }
-    if convs.iter().all(|c| c.items.is_empty()) {
+    // A file whose parts were all set aside as gaps says so (by the gaps check below), not that
+    // nothing in it reads in the format.
+    if convs.iter().all(|c| c.items.is_empty() && c.gaps.is_empty()) {
         let hint = match readers::detect(v).map(|r| r.format).or_else(|| detect(v)) {
             Some(d) if d != format => format!("the file reads as {}: pass --format {} or auto", d.name(), d.name()),
             _ => "pass --format auto to see which formats were tried".to_owned(),

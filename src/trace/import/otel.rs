@@ -4,7 +4,9 @@
 //! - **Containers.** OTLP/JSON (`resourceSpans` → `scopeSpans` → `spans`, attributes as
 //!   `{key, value: {stringValue|intValue|…}}`, status codes as numbers or enum names, also
 //!   Phoenix's snake_case `/spans/otlpv1` export under `data`); flat span lists: the OTel SDK's
-//!   `ReadableSpan.to_json()` objects (`context.span_id`, `parent_id`, `status.status_code`),
+//!   `ReadableSpan.to_json()` objects (`context.span_id`, `parent_id`, `status.status_code`), the
+//!   JS SDK's `ReadableSpan` as JSON (`spanContext.{traceId,spanId}`, `parentSpanId` or
+//!   `parentSpanContext`, `startTime` as `[seconds, nanoseconds]`, `status.code`),
 //!   Phoenix `get_spans` (`span_kind`, `status_code`, flat attributes; also under `data`, or as
 //!   an object of named lists), Phoenix DataFrame JSONL rows (`context.span_id`,
 //!   `attributes.<key>` columns). Every container becomes a list of spans whose attributes are
@@ -25,7 +27,15 @@
 //!   `gen_ai.usage.*` or `llm.token_count.*`. Each request carries the history: only the
 //!   messages after its last assistant message are new (results and user turns); tool calls
 //!   are counted from responses, never from requests. A model span with status ERROR and no
-//!   response is a failed call, its HTTP status from `Error code: NNN` in the message, else 500.
+//!   response is a failed call, its HTTP status from `Error code: NNN` in the message, else 429
+//!   for a message that says rate limit, else 500.
+//! - **Vercel AI SDK** (`experimental_telemetry`, 4.x to 6.x): an `ai.*.doGenerate` /
+//!   `ai.*.doStream` span is a model call (request `ai.prompt.messages`, response
+//!   `ai.response.text` and `ai.response.toolCalls`, usage `ai.usage.*`, finish
+//!   `ai.response.finishReason`); an `ai.toolCall` span is a tool run (`ai.toolCall.name`, `.id`,
+//!   `.args`, `.result`, status ERROR its failure); in a request, a `tool-result` part's output
+//!   type `error-text` / `error-json` (4.x: `isError`) is a failed result's flag and
+//!   `execution-denied` a call that never ran.
 //! - **Tool spans.** OpenInference `TOOL` (`tool.name`, `tool.id`, `input.value`,
 //!   `output.value`), `execute_tool` (`gen_ai.tool.name`, `gen_ai.tool.call.id`,
 //!   `gen_ai.tool.call.arguments`/`result`, pydantic-ai v2 `tool_arguments`/`tool_response`),
@@ -128,12 +138,17 @@ pub fn looks_like(v: &Value) -> bool {
     raw_spans(v).is_some_and(|s| !s.is_empty())
 }
 
+/// Where a flat span keeps its ids: OTLP and Phoenix, the Python SDK's `context`, the JS SDK's
+/// `spanContext` (a `ReadableSpan` as `JSON.stringify` writes it).
+const SPAN_ID: &[&str] = &["spanId", "span_id", "context.span_id", "spanContext.spanId"];
+const TRACE_ID: &[&str] = &["traceId", "trace_id", "context.trace_id", "spanContext.traceId"];
+
 /// Whether `v` is one span of a flat list: a `name`, a span and a trace id, attributes.
 fn is_span(v: &Value) -> bool {
     let Some(o) = v.as_object() else { return false };
     o.get("name").is_some_and(Value::is_string)
-        && field(v, &["spanId", "span_id", "context.span_id"]).is_some()
-        && field(v, &["traceId", "trace_id", "context.trace_id"]).is_some()
+        && field(v, SPAN_ID).is_some()
+        && field(v, TRACE_ID).is_some()
         && (o.contains_key("attributes") || o.keys().any(|k| k.starts_with("attributes.")))
 }
 
@@ -336,12 +351,17 @@ fn parse_time(s: &str) -> Option<i128> {
 fn span_of(v: &Value, n: usize) -> Option<Span> {
     let o = v.as_object()?;
     let name = o.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
-    let trace = id_of(field(v, &["traceId", "trace_id", "context.trace_id"])).unwrap_or_default();
-    let id = id_of(field(v, &["spanId", "span_id", "context.span_id"])).unwrap_or_else(|| format!("#{n}"));
-    let parent = id_of(field(v, &["parentSpanId", "parent_span_id", "parent_id"]));
-    let start = match field(v, &["startTimeUnixNano", "start_time_unix_nano", "start_time"]) {
+    let trace = id_of(field(v, TRACE_ID)).unwrap_or_default();
+    let id = id_of(field(v, SPAN_ID)).unwrap_or_else(|| format!("#{n}"));
+    let parent = id_of(field(v, &["parentSpanId", "parent_span_id", "parent_id", "parentSpanContext.spanId"]));
+    let start = match field(v, &["startTimeUnixNano", "start_time_unix_nano", "start_time", "startTime"]) {
         Some(Value::Number(n)) => n.as_u64().map(i128::from).unwrap_or(0),
         Some(Value::String(s)) => s.parse::<i128>().ok().or_else(|| parse_time(s)).unwrap_or(0),
+        // The JS SDK's HrTime: [seconds, nanoseconds].
+        Some(Value::Array(hr)) => match (hr.first().and_then(Value::as_u64), hr.get(1).and_then(Value::as_u64)) {
+            (Some(secs), Some(nanos)) => i128::from(secs) * 1_000_000_000 + i128::from(nanos),
+            _ => 0,
+        },
         _ => 0,
     };
     let code = field(v, &["status.code", "status.status_code", "status_code"]);
@@ -553,11 +573,18 @@ enum Role {
 
 fn role(s: &Span) -> Role {
     let op = s.str("gen_ai.operation.name").unwrap_or_default();
-    if s.kind == "TOOL" || op == "execute_tool" || s.str("traceloop.span.kind") == Some("tool") {
+    // The Vercel AI SDK's `ai.operationId` (the span's name where it is missing).
+    let ai_op = s.str("ai.operationId").unwrap_or(&s.name);
+    if s.kind == "TOOL"
+        || op == "execute_tool"
+        || s.str("traceloop.span.kind") == Some("tool")
+        || ai_op == "ai.toolCall"
+    {
         Role::Tool
     } else if s.kind == "LLM"
         || matches!(op, "chat" | "text_completion" | "generate_content")
         || (s.kind.is_empty() && matches!(s.str("llm.request.type"), Some("chat" | "completion")))
+        || (ai_op.starts_with("ai.") && (ai_op.ends_with(".doGenerate") || ai_op.ends_with(".doStream")))
     {
         Role::Model
     } else {
@@ -602,7 +629,89 @@ fn request(s: &Span, gaps: &mut Vec<String>) -> Vec<Item> {
             return chat_items(l);
         }
     }
+    if let Some(l) = message_list(s, "ai.prompt.messages", gaps) {
+        return ai_sdk_items(&l);
+    }
     legacy_items(&s.events).0
+}
+
+/// A Vercel AI SDK tool call (`ai.response.toolCalls`, an assistant message's `tool-call` part):
+/// `{toolCallId, toolName, input}` (5.x on, `input` a JSON string or a value) or `args` (4.x).
+fn ai_sdk_call(c: &Value) -> CallItem {
+    CallItem {
+        id: c.get("toolCallId").and_then(Value::as_str).map(str::to_owned),
+        name: c.get("toolName").and_then(Value::as_str).unwrap_or_default().to_owned(),
+        args: arguments(c.get("input").or_else(|| c.get("args"))),
+    }
+}
+
+/// Items from the Vercel AI SDK's prompt (`ai.prompt.messages`: its language-model messages,
+/// `content` a string or parts). A `tool` message's `tool-result` parts are results: 5.x on an
+/// `output` `{type, value}` whose type `error-text` / `error-json` is the structural failure
+/// flag and `execution-denied` a call that never ran; 4.x a `result` with `isError`.
+fn ai_sdk_items(messages: &[Value]) -> Vec<Item> {
+    let mut out = Vec::new();
+    for m in messages {
+        let parts: Vec<&Value> = match m.get("content") {
+            Some(Value::Array(a)) => a.iter().collect(),
+            _ => Vec::new(),
+        };
+        let texts = || -> String {
+            match m.get("content") {
+                Some(Value::String(t)) => t.clone(),
+                _ => parts
+                    .iter()
+                    .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+                    .filter_map(|p| p.get("text").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            }
+        };
+        match m.get("role").and_then(Value::as_str).unwrap_or_default() {
+            "user" => out.push(Item::User(texts())),
+            "assistant" => {
+                let calls = parts
+                    .iter()
+                    .filter(|p| p.get("type").and_then(Value::as_str) == Some("tool-call"))
+                    .map(|p| ai_sdk_call(p))
+                    .collect();
+                let text = texts();
+                out.push(Item::model((!text.is_empty()).then_some(text), calls));
+            }
+            "tool" => {
+                for p in parts.iter().filter(|p| p.get("type").and_then(Value::as_str) == Some("tool-result")) {
+                    let id = p.get("toolCallId").and_then(Value::as_str).map(str::to_owned);
+                    let name = p.get("toolName").and_then(Value::as_str).map(str::to_owned);
+                    let (content, flag) = match (p.get("output"), p.get("result")) {
+                        (Some(o), _) => {
+                            let kind = o.get("type").and_then(Value::as_str).unwrap_or_default();
+                            let content = text_of(o.get("value").or_else(|| o.get("reason")).unwrap_or(o));
+                            if kind == "execution-denied" {
+                                out.push(Item::Cancelled { id, content, why: "AI SDK output type execution-denied" });
+                                continue;
+                            }
+                            let flag = match kind {
+                                "error-text" | "error-json" => (true, "AI SDK tool-result output type error-*"),
+                                _ => (false, "AI SDK tool-result output type"),
+                            };
+                            (content, Some(flag))
+                        }
+                        (None, r) => {
+                            let flag = match p.get("isError").and_then(Value::as_bool) {
+                                Some(true) => Some((true, "AI SDK tool-result isError: true")),
+                                Some(false) => Some((false, "AI SDK tool-result isError: false")),
+                                None => None,
+                            };
+                            (text_of(r.unwrap_or(&Value::Null)), flag)
+                        }
+                    };
+                    out.push(Item::Result { id, name, content, flag });
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 fn response(s: &Span, gaps: &mut Vec<String>) -> Option<Item> {
@@ -622,6 +731,13 @@ fn response(s: &Span, gaps: &mut Vec<String>) -> Option<Item> {
     }
     if let (_, Some(choice)) = legacy_items(&s.events) {
         return Some(choice);
+    }
+    if s.has("ai.response.text") || s.has("ai.response.toolCalls") {
+        let calls = match s.json("ai.response.toolCalls") {
+            Some(Value::Array(l)) => l.iter().map(ai_sdk_call).collect(),
+            _ => Vec::new(),
+        };
+        return Some(Item::model(s.str("ai.response.text").map(str::to_owned), calls));
     }
     let out = s.attrs.get("output.value")?;
     let body = out.as_str().and_then(|t| serde_json::from_str::<Value>(t).ok()).unwrap_or_else(|| out.clone());
@@ -649,14 +765,21 @@ fn assistant_role(mut m: Value) -> Value {
 static HTTP_STATUS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)\b(?:error code|status(?:[ _]code)?|http)\W{0,3}([1-5]\d\d)\b").expect("valid"));
 
+/// A failed model call's HTTP status: a status in its error's text, else 429 for a text that
+/// says rate limit (the AI SDK's `APICallError` carries the provider's message, not its
+/// status), else 500.
 fn http_status(s: &Span) -> u16 {
-    [s.error.as_deref(), s.exception_field("exception.message")]
-        .into_iter()
-        .flatten()
+    let texts = [s.error.as_deref(), s.exception_field("exception.message")];
+    let flat = texts.into_iter().flatten();
+    flat.clone()
         .find_map(|t| HTTP_STATUS.captures(t).and_then(|c| c[1].parse().ok()))
         .filter(|c| *c >= 400)
+        .or_else(|| flat.clone().any(|t| RATE_LIMIT.is_match(t)).then_some(429))
         .unwrap_or(500)
 }
+
+static RATE_LIMIT: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\b(rate limit|too many requests)").expect("valid"));
 
 fn finish_reason(s: &Span) -> Option<String> {
     if let Some(r) = s.str("llm.finish_reason") {
@@ -673,7 +796,7 @@ fn finish_reason(s: &Span) -> Option<String> {
     if let Some(r) = s.attrs.get("gen_ai.response.finish_reasons").and_then(first) {
         return Some(r);
     }
-    if let Some(r) = s.str("gen_ai.completion.0.finish_reason") {
+    if let Some(r) = s.str("gen_ai.completion.0.finish_reason").or_else(|| s.str("ai.response.finishReason")) {
         return Some(r.to_owned());
     }
     let from = |k: &str, ptr: &str| s.json(k).and_then(|v| v.pointer(ptr).and_then(Value::as_str).map(str::to_owned));
@@ -688,13 +811,23 @@ fn model_call(s: &Span, gaps: &mut Vec<String>) -> ModelCall {
         (Some(mut r), _) => {
             if let Item::Model { tokens_in, tokens_out, .. } = &mut r {
                 let read = |keys: &[&str]| keys.iter().find_map(|k| s.num(k));
-                if let Some(n) =
-                    read(&["gen_ai.usage.input_tokens", "llm.token_count.prompt", "gen_ai.usage.prompt_tokens"])
-                {
+                let input = [
+                    "gen_ai.usage.input_tokens",
+                    "llm.token_count.prompt",
+                    "gen_ai.usage.prompt_tokens",
+                    "ai.usage.inputTokens",
+                    "ai.usage.promptTokens",
+                ];
+                if let Some(n) = read(&input) {
                     *tokens_in = n;
                 }
-                let out =
-                    ["gen_ai.usage.output_tokens", "llm.token_count.completion", "gen_ai.usage.completion_tokens"];
+                let out = [
+                    "gen_ai.usage.output_tokens",
+                    "llm.token_count.completion",
+                    "gen_ai.usage.completion_tokens",
+                    "ai.usage.outputTokens",
+                    "ai.usage.completionTokens",
+                ];
                 if let Some(n) = read(&out) {
                     *tokens_out = n;
                 }
@@ -750,12 +883,15 @@ fn tool_run(s: &Span) -> ToolRun {
     let traceloop = s.str("traceloop.span.kind") == Some("tool");
     let op = s.str("gen_ai.operation.name") == Some("execute_tool");
     let span_name = s.name.strip_prefix("execute_tool ").or_else(|| s.name.strip_suffix(".tool")).unwrap_or(&s.name);
-    let name = ["tool.name", "gen_ai.tool.name", "traceloop.entity.name"]
+    let name = ["tool.name", "gen_ai.tool.name", "traceloop.entity.name", "ai.toolCall.name"]
         .iter()
         .find_map(|k| s.str(k))
         .unwrap_or(span_name)
         .to_owned();
-    let id = ["gen_ai.tool.call.id", "tool.id", "tool_call.id"].iter().find_map(|k| s.str(k)).map(str::to_owned);
+    let id = ["gen_ai.tool.call.id", "tool.id", "tool_call.id", "ai.toolCall.id"]
+        .iter()
+        .find_map(|k| s.str(k))
+        .map(str::to_owned);
     let json_or_text = |v: &Value| match v {
         Value::String(t) => serde_json::from_str(t).unwrap_or_else(|_| v.clone()),
         other => other.clone(),
@@ -763,27 +899,30 @@ fn tool_run(s: &Span) -> ToolRun {
     let args_keys: &[&str] = if s.kind == "TOOL" {
         &["input.value"]
     } else {
-        &["gen_ai.tool.call.arguments", "tool_arguments", "input.value"]
+        &["gen_ai.tool.call.arguments", "tool_arguments", "input.value", "ai.toolCall.args"]
     };
     let mut args = args_keys.iter().find_map(|k| s.attrs.get(*k)).map(json_or_text);
     if traceloop && let Some(input) = s.attrs.get("traceloop.entity.input").map(json_or_text) {
         let positional = input.get("args").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
         args = if positional { input.get("args").cloned() } else { input.get("kwargs").cloned() };
     }
-    let output = ["gen_ai.tool.call.result", "tool_response", "output.value", "traceloop.entity.output"]
-        .iter()
-        .find_map(|k| s.attrs.get(*k))
-        .map(|v| match json_or_text(v) {
-            // A JSON-encoded string return value (Traceloop) is the string.
-            Value::String(t) if v.as_str().is_some_and(|raw| raw.starts_with('"')) => t,
-            _ => text_of(v),
-        });
+    let output =
+        ["gen_ai.tool.call.result", "tool_response", "output.value", "traceloop.entity.output", "ai.toolCall.result"]
+            .iter()
+            .find_map(|k| s.attrs.get(*k))
+            .map(|v| match json_or_text(v) {
+                // A JSON-encoded string return value (Traceloop) is the string.
+                Value::String(t) if v.as_str().is_some_and(|raw| raw.starts_with('"')) => t,
+                _ => text_of(v),
+            });
     let evidence = if s.kind == "TOOL" {
         "OpenInference TOOL span status ERROR"
     } else if traceloop {
         "traceloop tool span status ERROR"
     } else if op {
         "execute_tool span status ERROR"
+    } else if s.has("ai.toolCall.name") {
+        "AI SDK ai.toolCall span status ERROR"
     } else {
         "tool span status ERROR"
     };
@@ -1002,14 +1141,16 @@ fn ending(root: Option<&Span>, last_call: Option<(&Span, Option<String>)>, faile
     let outcome = match finish.to_ascii_lowercase().as_str() {
         "stop" | "end_turn" | "stop_sequence" | "completed" | "end" => FinalOutcome::Answer,
         "length" | "max_tokens" => FinalOutcome::CutOff,
-        "tool_calls" | "tool_call" | "tool_use" | "function_call" => FinalOutcome::CutOff,
-        "content_filter" | "safety" | "error" => FinalOutcome::Error,
+        "tool_calls" | "tool_call" | "tool_use" | "function_call" | "tool-calls" => FinalOutcome::CutOff,
+        "content_filter" | "safety" | "error" | "content-filter" => FinalOutcome::Error,
         _ => return None,
     };
     let mut e = Ending::new(outcome, finish);
     if outcome == FinalOutcome::Answer {
         let answer = root.and_then(|r| {
-            let v = ["output.value", "final_result", "traceloop.entity.output"].iter().find_map(|k| r.attrs.get(*k))?;
+            let v = ["output.value", "final_result", "traceloop.entity.output", "ai.response.text"]
+                .iter()
+                .find_map(|k| r.attrs.get(*k))?;
             let text = match v.as_str().map(|t| (t, serde_json::from_str::<Value>(t))) {
                 Some((_, Ok(Value::String(inner)))) => inner,
                 Some((t, _)) => t.to_owned(),
@@ -1106,6 +1247,55 @@ mod tests {
 
     fn kv(k: &str, v: &str) -> Value {
         json!({"key": k, "value": {"stringValue": v}})
+    }
+
+    /// The AI SDK's prompt messages, 5.x on and 4.x: calls with `input` or `args`, results whose
+    /// output type or `isError` is the flag, a denied execution as a call that never ran.
+    #[test]
+    fn ai_sdk_prompt_messages() {
+        let v6 = json!([
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": [{"type": "text", "text": "go"}]},
+            {"role": "assistant", "content": [
+                {"type": "tool-call", "toolCallId": "a", "toolName": "f", "input": {"x": 1}},
+                {"type": "tool-call", "toolCallId": "b", "toolName": "f", "input": "{\"x\":2}"},
+                {"type": "tool-call", "toolCallId": "c", "toolName": "g", "input": {}}]},
+            {"role": "tool", "content": [
+                {"type": "tool-result", "toolCallId": "a", "toolName": "f", "output": {"type": "json", "value": {"ok": 1}}},
+                {"type": "tool-result", "toolCallId": "b", "toolName": "f", "output": {"type": "error-text", "value": "boom"}},
+                {"type": "tool-result", "toolCallId": "c", "toolName": "g", "output": {"type": "execution-denied", "reason": "no"}}]}
+        ]);
+        let items = ai_sdk_items(v6.as_array().unwrap());
+        assert!(matches!(&items[0], Item::User(t) if t == "go"));
+        let Item::Model { calls, .. } = &items[1] else { panic!("{items:?}") };
+        let args: Vec<String> = calls.iter().map(|c| c.args.to_string()).collect();
+        assert_eq!(args, [r#"{"x":1}"#, r#"{"x":2}"#, "{}"]);
+        assert!(matches!(&items[2], Item::Result { flag: Some((false, _)), content, .. } if content == r#"{"ok":1}"#));
+        assert!(matches!(&items[3], Item::Result { flag: Some((true, _)), content, .. } if content == "boom"));
+        assert!(matches!(&items[4], Item::Cancelled { id: Some(c), .. } if c == "c"));
+        let v4 = json!([
+            {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "a", "toolName": "f", "args": {"q": "x"}}]},
+            {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "a", "toolName": "f", "result": "nope", "isError": true}]}
+        ]);
+        let items = ai_sdk_items(v4.as_array().unwrap());
+        assert!(matches!(&items[0], Item::Model { calls, .. } if calls[0].args.to_string() == r#"{"q":"x"}"#));
+        assert!(matches!(&items[1], Item::Result { flag: Some((true, _)), content, .. } if content == "nope"));
+    }
+
+    /// A JS SDK span as JSON: ids under `spanContext`, the parent under `parentSpanContext`, the
+    /// start as `[seconds, nanoseconds]`.
+    #[test]
+    fn js_sdk_readable_spans() {
+        let span = json!({"name": "ai.generateText.doGenerate", "spanContext": {"traceId": "T", "spanId": "S"},
+            "parentSpanContext": {"traceId": "T", "spanId": "P"}, "startTime": [2, 5], "status": {"code": 2, "message": "x"},
+            "attributes": {"ai.operationId": "ai.generateText.doGenerate"}});
+        assert!(looks_like(&json!([span.clone()])));
+        let s = span_of(&span, 0).unwrap();
+        assert_eq!(
+            (s.trace.as_str(), s.id.as_str(), s.parent.as_deref(), s.start),
+            ("t", "s", Some("p"), 2_000_000_005)
+        );
+        assert!(s.error.is_some() && role(&s) == Role::Model);
     }
 
     use crate::trace::inspect::stats;
