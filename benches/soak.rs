@@ -2,9 +2,11 @@
 //! fresh provider conversations, oversized bodies refused while they stream, unknown paths —
 //! from four keep-alive clients, and a fifth client's MCP sessions (initialise, `tools/call`,
 //! `tools/list`, malformed messages; half the sessions closed, half abandoned), and its resident
-//! memory is read before and after. Memory must stay flat: nothing per request is kept.
+//! memory is read before and after. Memory must stay flat: nothing per request is kept. Then
+//! 1 000 requests of 1 MiB each (tool calls and Responses requests, all different) must leave
+//! its memory within 64 MiB of where it was.
 //!
-//!     cargo bench --bench soak            (SOAK_REQUESTS=N to change the count)
+//!     cargo bench --bench soak      (SOAK_REQUESTS=N, SOAK_BIG_REQUESTS=N to change the counts)
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -116,10 +118,35 @@ fn main() {
         s.spawn(|| mcp_client(total / 4));
     });
     let after = rss_kib(pid);
-    let _ = child.kill();
-    let _ = child.wait();
     println!(
         "soak: {total} requests; serve RSS {before} KiB after warm-up, {after} KiB after ({:+} KiB)",
         after as i64 - before as i64
     );
+    // Large bodies: 1 000 requests of 1 MiB, each different (tool calls, whose arguments the
+    // mocks remember, and Responses requests, whose conversations are kept for
+    // previous_response_id). The mocks keep digests and capped copies: RSS must stay within
+    // 64 MiB of where it was.
+    let big_requests: u64 = std::env::var("SOAK_BIG_REQUESTS").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
+    let agent = ureq::AgentBuilder::new().build();
+    let start = rss_kib(pid);
+    for i in 0..big_requests {
+        let filler = format!("{i:08}").repeat((1 << 20) / 8);
+        let r = if i % 2 == 0 {
+            let body = format!(r#"{{"from":"JFK","to":"CDG","date":"2026-05-12","note":"{filler}"}}"#);
+            agent.post(&format!("{base}/tools/search_flights")).send_string(&body)
+        } else {
+            let body = format!(r#"{{"model":"m","input":"{filler}"}}"#);
+            agent.post(&format!("{base}/v1/responses")).send_string(&body)
+        };
+        let _ = r.map(|r| r.into_string());
+    }
+    let end = rss_kib(pid);
+    let _ = child.kill();
+    let _ = child.wait();
+    let grew = end as i64 - start as i64;
+    println!("soak: {big_requests} requests of 1 MiB; serve RSS {start} KiB before, {end} KiB after ({grew:+} KiB)");
+    if grew > 64 << 10 {
+        eprintln!("soak: serve memory grew by more than 64 MiB under large bodies");
+        std::process::exit(1);
+    }
 }

@@ -9,13 +9,13 @@ import sys
 
 import anthropic
 
-from tools_client import call_tool
+from tools_client import anthropic_tools, call_tool
 
 STREAM = "--stream" in sys.argv
 
 
 def ask(client, messages):
-    kwargs = dict(model="claude-sonnet-4-5", max_tokens=1024, messages=messages)
+    kwargs = dict(model="claude-sonnet-4-5", max_tokens=1024, messages=messages, tools=anthropic_tools())
     if STREAM:
         with client.messages.stream(**kwargs) as stream:
             return stream.get_final_message()

@@ -11,13 +11,16 @@ import sys
 from google import genai
 from google.genai import types
 
-from tools_client import call_tool
+from tools_client import call_tool, list_tools
 
 STREAM = "--stream" in sys.argv
 
 
 def ask(client, contents):
-    config = types.GenerateContentConfig(automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True))
+    declarations = [types.FunctionDeclaration(name=t["name"], description=t["description"],
+                                              parameters_json_schema=t["input_schema"]) for t in list_tools()]
+    config = types.GenerateContentConfig(tools=[types.Tool(function_declarations=declarations)],
+                                         automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True))
     if not STREAM:
         return client.models.generate_content(model="gemini-2.5-flash", contents=contents, config=config).candidates[0].content.parts
     parts = []

@@ -14,7 +14,7 @@ import sys
 
 from openai import OpenAI
 
-from tools_client import call_tool
+from tools_client import call_tool, openai_chat_tools, openai_responses_tools
 
 STREAM = "--stream" in sys.argv
 RESPONSES = "--api" in sys.argv and sys.argv[sys.argv.index("--api") + 1] == "responses"
@@ -23,12 +23,13 @@ GEMINI_COMPAT = "--gemini-compat" in sys.argv
 
 def run_responses(client):
     items = [{"role": "user", "content": "Please do the task."}]
+    tools = openai_responses_tools()
     for _ in range(50):
         if STREAM:
-            with client.responses.stream(model="gpt-4o", input=items) as stream:
+            with client.responses.stream(model="gpt-4o", input=items, tools=tools) as stream:
                 resp = stream.get_final_response()
         else:
-            resp = client.responses.create(model="gpt-4o", input=items)
+            resp = client.responses.create(model="gpt-4o", input=items, tools=tools)
         calls = [o for o in resp.output if o.type == "function_call"]
         if not calls:
             print(resp.output_text)
@@ -42,13 +43,14 @@ def run_responses(client):
 
 
 def ask(client, messages):
+    tools = openai_chat_tools()
     if not STREAM:
-        msg = client.chat.completions.create(model="gpt-4o", messages=messages).choices[0].message
+        msg = client.chat.completions.create(model="gpt-4o", messages=messages, tools=tools).choices[0].message
         calls = [{"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
                  for c in (msg.tool_calls or [])]
         return msg.content, calls
     text, calls = "", {}
-    stream = client.chat.completions.create(model="gpt-4o", messages=messages, stream=True,
+    stream = client.chat.completions.create(model="gpt-4o", messages=messages, tools=tools, stream=True,
                                             stream_options={"include_usage": True})
     for chunk in stream:
         for choice in chunk.choices:

@@ -114,15 +114,33 @@ fn run_tool(tools_url: &str, name: &str, args: &Value, strategy: &str) -> (Strin
     (content, true)
 }
 
+/// The mock tools (`GET TRACEFAULT_TOOLS_URL`): `[{name, description, input_schema}]`, which the
+/// agent declares to the model as every provider requires before it calls a tool.
+fn list_tools(tools_url: &str) -> Vec<Value> {
+    let listed: Value = ureq::get(tools_url)
+        .timeout(Duration::from_secs(30))
+        .call()
+        .ok()
+        .and_then(|r| r.into_json().ok())
+        .unwrap_or_else(|| json!({"tools": []}));
+    listed["tools"].as_array().cloned().unwrap_or_default()
+}
+
 fn main() {
     let o = opts();
     let tools_url = std::env::var("TRACEFAULT_TOOLS_URL").expect("TRACEFAULT_TOOLS_URL");
+    let tools = list_tools(&tools_url);
     if o.anthropic {
         let base = std::env::var("ANTHROPIC_BASE_URL").expect("ANTHROPIC_BASE_URL");
         let url = format!("{base}/v1/messages");
         let mut messages = vec![json!({"role": "user", "content": "Please do the task."})];
         for _ in 0..60 {
-            let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": messages});
+            let declared: Vec<Value> = tools
+                .iter()
+                .map(|t| json!({"name": t["name"], "description": t["description"], "input_schema": t["input_schema"]}))
+                .collect();
+            let body =
+                json!({"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": messages, "tools": declared});
             let resp = call_model(&url, &body, &[("x-api-key", "placeholder"), ("anthropic-version", "2023-06-01")]);
             let content = resp["content"].as_array().cloned().unwrap_or_default();
             messages.push(json!({"role": "assistant", "content": content}));
@@ -148,7 +166,11 @@ fn main() {
         let url = format!("{base}/chat/completions");
         let mut messages = vec![json!({"role": "user", "content": "Please do the task."})];
         for _ in 0..60 {
-            let body = json!({"model": "gpt-4o", "messages": messages});
+            let declared: Vec<Value> = tools
+                .iter()
+                .map(|t| json!({"type": "function", "function": {"name": t["name"], "description": t["description"], "parameters": t["input_schema"]}}))
+                .collect();
+            let body = json!({"model": "gpt-4o", "messages": messages, "tools": declared});
             let resp = call_model(&url, &body, &[("authorization", "Bearer placeholder")]);
             let msg = resp["choices"][0]["message"].clone();
             messages.push(msg.clone());

@@ -1,8 +1,10 @@
 """Calls tracefault's mock tools and turns failures into the five-field envelope.
 
-Shared by the example agents: POST $TRACEFAULT_TOOLS_URL/<name> with JSON arguments; retryable
-failures (408, 409, 429, 5xx, timeouts) are retried here, up to 3 attempts, honouring
-retry-after; anything else goes back to the model as {code, message, retryable, details, source}.
+Shared by the example agents: GET $TRACEFAULT_TOOLS_URL lists the tools with their input schemas
+(the agents declare them to the model, as every provider requires before it calls a tool);
+POST $TRACEFAULT_TOOLS_URL/<name> with JSON arguments; retryable failures (408, 409, 429, 5xx,
+timeouts) are retried here, up to 3 attempts, honouring retry-after; anything else goes back to
+the model as {code, message, retryable, details, source}.
 """
 
 import json
@@ -15,6 +17,27 @@ TOOLS_URL = os.environ["TRACEFAULT_TOOLS_URL"]
 RETRYABLE = {408, 409, 429, 500, 502, 503, 504, 529}
 CODES = {429: "RATE_LIMITED", 400: "INVALID_ARGS", 422: "INVALID_ARGS", 401: "UNAUTHORIZED",
          402: "PAYMENT_REQUIRED", 403: "FORBIDDEN", 404: "NOT_FOUND", 413: "PAYLOAD_TOO_LARGE"}
+
+
+def list_tools():
+    """The mock tools: [{name, description, input_schema}]."""
+    with urllib.request.urlopen(TOOLS_URL, timeout=30) as r:
+        return json.loads(r.read().decode())["tools"]
+
+
+def openai_chat_tools():
+    return [{"type": "function", "function": {"name": t["name"], "description": t["description"],
+                                              "parameters": t["input_schema"]}} for t in list_tools()]
+
+
+def openai_responses_tools():
+    return [{"type": "function", "name": t["name"], "description": t["description"],
+             "parameters": t["input_schema"]} for t in list_tools()]
+
+
+def anthropic_tools():
+    return [{"name": t["name"], "description": t["description"], "input_schema": t["input_schema"]}
+            for t in list_tools()]
 
 
 def _post(name, args):

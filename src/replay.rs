@@ -184,7 +184,10 @@ pub fn as_recorded_scenario(trace: Trace) -> Scenario {
                     rules.push(rule(Target::Tool(tool as u16), attempt, fault, &name));
                 }
             }
-            TraceEvent::Final { .. } | TraceEvent::Mcp { .. } | TraceEvent::Breaker { .. } => {}
+            TraceEvent::Final { .. }
+            | TraceEvent::Mcp { .. }
+            | TraceEvent::Breaker { .. }
+            | TraceEvent::Decision { .. } => {}
         }
     }
     let strategy = as_recorded_strategy(format);
@@ -247,6 +250,7 @@ impl Observer for Counter {
             Event::Rejected { .. }
             | Event::BreakerTrip { .. }
             | Event::ProtocolViolation { .. }
+            | Event::Decision { .. }
             | Event::Done { .. } => {}
         }
     }

@@ -447,9 +447,21 @@ pub fn push_run_row(buf: &mut Vec<u8>, prefix: &[u8], run: u64, seed: u64, m: &R
 
 /// Runs one run of one strategy with extra observers (for `--run` and `--trace-out`).
 pub fn run_one<O: Observer>(sc: &Scenario, strategy: usize, run: u64, obs: &mut O) -> RunMetrics {
+    run_one_judged(sc, strategy, run, obs, &mut &sc.profile)
+}
+
+/// [`run_one`] with the model's probabilities read from `judge` (an explaining one keeps the
+/// draws it answers).
+pub fn run_one_judged<O: Observer, J: crate::engine::judge::Judge>(
+    sc: &Scenario,
+    strategy: usize,
+    run: u64,
+    obs: &mut O,
+    judge: &mut J,
+) -> RunMetrics {
     let mut m = RunMetrics::default();
     m.reset(sc.faults.rules.len());
     let mut ws = Workspace::default();
-    simulate(sc, &sc.strategies[strategy], run, sc.seed, &mut ws, &mut (&mut m, obs));
+    crate::engine::run::simulate_judged(sc, &sc.strategies[strategy], run, sc.seed, &mut ws, &mut (&mut m, obs), judge);
     m
 }

@@ -86,6 +86,12 @@ pub struct RunArgs {
     /// With --run: write the run's events as a native trace (JSONL) to FILE.
     #[arg(long, value_name = "FILE", requires = "run")]
     pub trace_out: Option<PathBuf>,
+    /// With --run: explain the run — each tool call, its result, how the simulated model read
+    /// each result that was not plainly a success (the signal, what it perceived) and every
+    /// seeded draw behind what it did, with the profile's probability — and record these
+    /// decisions in --trace-out.
+    #[arg(long, requires = "run")]
+    pub explain: bool,
     /// Run the suite twice (with different --jobs) and fail unless every report is byte-identical.
     #[arg(long)]
     pub check_determinism: bool,

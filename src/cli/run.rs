@@ -32,7 +32,7 @@ pub fn execute(args: RunArgs) -> Result<i32> {
     suite.retain(|sc| !sc.strategies.is_empty());
 
     if let Some(run) = args.run {
-        return single_run(&suite, run, args.trace_out.as_deref());
+        return single_run(&suite, run, args.trace_out.as_deref(), args.explain);
     }
 
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports"));
@@ -411,7 +411,7 @@ fn print_summary(results: &[ScenarioResult]) {
 }
 
 /// `--run N`: one run per selected (scenario, strategy), printed; `--trace-out` writes its log.
-fn single_run(suite: &[Scenario], run: u64, trace_out: Option<&Path>) -> Result<i32> {
+fn single_run(suite: &[Scenario], run: u64, trace_out: Option<&Path>, explain: bool) -> Result<i32> {
     let pairs: Vec<(&Scenario, usize)> =
         suite.iter().flat_map(|sc| (0..sc.strategies.len()).map(move |s| (sc, s))).collect();
     if trace_out.is_some() && pairs.len() != 1 {
@@ -425,7 +425,12 @@ fn single_run(suite: &[Scenario], run: u64, trace_out: Option<&Path>) -> Result<
             return Err(Error::Usage(format!("--run {run}: {} has runs 0 to {}", sc.name, sc.runs - 1)));
         }
         let mut rec = Recorder::new(sc, &sc.strategies[s].name, run);
-        let m = suite::run_one(sc, s, run, &mut rec);
+        rec.explain = explain;
+        let m = if explain {
+            suite::run_one_judged(sc, s, run, &mut rec, &mut crate::engine::judge::Explaining::new(&sc.profile))
+        } else {
+            suite::run_one(sc, s, run, &mut rec)
+        };
         println!(
             "{} / {} run {} (seed {}): {} after {} calls ({} model, {} tool), {} wasted retries, {} orchestrator retries, {} breaker trips, {} tokens, {} virtual ms",
             sc.name,
@@ -442,6 +447,11 @@ fn single_run(suite: &[Scenario], run: u64, trace_out: Option<&Path>) -> Result<
             m.tokens,
             m.virtual_ms
         );
+        if explain {
+            for t in &rec.traces {
+                print!("{}", crate::trace::inspect::table(&crate::trace::inspect::stats(t)));
+            }
+        }
         if let Some(path) = trace_out {
             let jsonl: String = rec.traces.iter().map(Trace::to_jsonl).collect();
             output::write_file(path, jsonl.as_bytes())?;

@@ -249,7 +249,7 @@ struct AgentRecord {
     /// When it ended (its process exited), in virtual ms since the run started.
     ended_ms: u64,
     findings: Vec<Finding>,
-    http: [u64; 3],
+    http: [u64; 4],
     /// The agent's run by the engine's metric definitions: one row of `runs.csv`.
     metrics: RunMetrics,
     /// Formats whose conversations made the round trip (a result read, or an ending).
@@ -353,10 +353,26 @@ fn record(world: &World, ran: Ran, timeout_s: u64) -> AgentRecord {
         "cut_off" if main.is_some_and(|c| c.waiting_on().next().is_some()) => findings.push(terminates(format!(
             "the agent stopped while the model still asked for tools, after {model_calls} model calls"
         ))),
-        "gave_up" => findings.push(terminates(format!(
-            "the mock model gave up after {model_calls} model calls (the scenario's profile decides, seeded, \
-             how it reads each failed result: see the trace's tool results)"
-        ))),
+        "gave_up" => {
+            // The reading and the seeded draw that ended it: a coin flip said as one.
+            let why = world
+                .trace
+                .events
+                .iter()
+                .rev()
+                .find(|e| matches!(e, TraceEvent::Decision { action, .. } if action == "give_up"))
+                .and_then(|e| match e {
+                    TraceEvent::Decision { call_id, .. } => {
+                        Some(format!("{call_id} {}", crate::trace::inspect::decision_line(e)?))
+                    }
+                    _ => None,
+                })
+                .unwrap_or_else(|| "no decision recorded".to_owned());
+            findings.push(terminates(format!(
+                "the mock model gave up after {model_calls} model calls: {why} (seeded draws against the scenario's \
+                 profile; the trace's decision events hold every reading)"
+            )))
+        }
         "cut_off" => findings
             .push(terminates(format!("the agent stopped without a final answer, after {model_calls} model calls"))),
         _ => {}
@@ -879,9 +895,15 @@ fn exec_json(
         .collect();
     let describe = |r: &AgentRecord| {
         json!({"ended": r.ended, "agent_exit_code": r.exit, "provider": r.trace.header.provider,
-        "http_requests": {"provider": r.http[0], "tools": r.http[1], "other": r.http[2]},
+        "http_requests": {"provider": r.http[0], "tools": r.http[1], "other": r.http[2], "tool_lists": r.http[3]},
         "counted": {"model_calls": r.metrics.model_calls, "tool_calls": r.metrics.tool_calls},
-        "unknown_paths": r.unknown_paths, "requests_elsewhere": r.elsewhere})
+        "unknown_paths": r.unknown_paths, "requests_elsewhere": r.elsewhere,
+        "decisions": r.trace.events.iter().filter_map(|e| match e {
+            TraceEvent::Decision { call_id, .. } => {
+                crate::trace::inspect::decision_line(e).map(|l| format!("{call_id}: {l}"))
+            }
+            _ => None,
+        }).collect::<Vec<_>>()})
     };
     let runs: Vec<_> = records
         .iter()

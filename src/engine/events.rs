@@ -1,6 +1,9 @@
 //! What a run emits. Metrics, the trace writer and tests consume these events; adding a kind
 //! fails to compile until every consumer decides what to do with it.
 
+use super::judge::Draw;
+use super::model::{Action, Perceived};
+use crate::envelope::read::Signal;
 use crate::fault::ErrorClass;
 
 /// How a run ended (design 4).
@@ -121,6 +124,18 @@ pub enum Event<'a> {
         raw_leak: bool,
         latency_ms: u64,
     },
+    /// The model read a result that was not plainly a success and decided about its call (said
+    /// only to observers that ask, [`Observer::EXPLAINS`]): the signal the result carried, what
+    /// it really was, what the model perceived, what it did, and each seeded comparison with its
+    /// probability (when the judge keeps them).
+    Decision {
+        call_id: u32,
+        signal: Signal,
+        truth: ErrorClass,
+        perceived: Perceived,
+        action: Action,
+        draws: &'a [Draw],
+    },
     /// A model turn started while a call of the previous turn lacked exactly one result.
     ProtocolViolation {
         call_id: u32,
@@ -147,6 +162,10 @@ pub trait Observer {
     /// model reads, and the result's length, from a cache.
     const READS_CONTENT: bool = true;
 
+    /// Whether this observer wants [`Event::Decision`]s (an explanation of the run). Those that
+    /// do not (the metrics) cost the engine nothing for them.
+    const EXPLAINS: bool = false;
+
     fn event(&mut self, e: &Event<'_>);
 
     /// The events that follow are agent `agent`'s (said only in a fleet of several; a lone
@@ -164,6 +183,7 @@ impl Observer for () {
 
 impl<A: Observer, B: Observer> Observer for (A, B) {
     const READS_CONTENT: bool = A::READS_CONTENT || B::READS_CONTENT;
+    const EXPLAINS: bool = A::EXPLAINS || B::EXPLAINS;
 
     #[inline]
     fn event(&mut self, e: &Event<'_>) {
@@ -180,6 +200,7 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
 
 impl<T: Observer + ?Sized> Observer for &mut T {
     const READS_CONTENT: bool = T::READS_CONTENT;
+    const EXPLAINS: bool = T::EXPLAINS;
 
     #[inline]
     fn event(&mut self, e: &Event<'_>) {

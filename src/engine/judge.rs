@@ -44,23 +44,72 @@ impl Prob {
     }
 }
 
+/// One comparison the model made: the profile's probability (by its key), its value, the
+/// seeded draw, and whether the draw fell below it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Draw {
+    pub probability: String,
+    pub p: f64,
+    pub draw: f64,
+    pub below: bool,
+}
+
+/// A judge that reads one profile and keeps every comparison it answers, for an explanation
+/// of a run (`run --explain`, `exec`'s traces).
+pub struct Explaining<'a> {
+    profile: &'a Profile,
+    draws: Vec<Draw>,
+}
+
+impl<'a> Explaining<'a> {
+    pub fn new(profile: &'a Profile) -> Explaining<'a> {
+        Explaining { profile, draws: Vec::new() }
+    }
+}
+
+impl Judge for Explaining<'_> {
+    fn below(&mut self, p: Prob, u: f64) -> bool {
+        let value = self.profile.value_of(p);
+        let below = u < value;
+        self.draws.push(Draw { probability: PROBABILITIES[p.index()].to_owned(), p: value, draw: u, below });
+        below
+    }
+
+    fn take_draws(&mut self) -> Vec<Draw> {
+        std::mem::take(&mut self.draws)
+    }
+}
+
 /// Answers the model's comparisons of a uniform draw with a probability.
 pub trait Judge {
     /// Whether the draw `u` falls below probability `p`.
     fn below(&mut self, p: Prob, u: f64) -> bool;
+
+    /// The comparisons answered since the last call, for a judge that keeps them
+    /// ([`Explaining`]); none for the others.
+    fn take_draws(&mut self) -> Vec<Draw> {
+        Vec::new()
+    }
 }
 
-impl Judge for &Profile {
+impl Profile {
+    /// The value of probability `p` in this profile.
     #[inline(always)]
-    fn below(&mut self, p: Prob, u: f64) -> bool {
-        let value = match p {
+    pub fn value_of(&self, p: Prob) -> f64 {
+        match p {
             Prob::Continue => self.p_continue,
             Prob::RetryTransient => self.p_retry_transient,
             Prob::FixArgs => self.p_fix_args,
             Prob::GiveUpTerminal => self.p_give_up_terminal,
             Prob::Perception(s) => self.perception.accuracy(s),
-        };
-        u < value
+        }
+    }
+}
+
+impl Judge for &Profile {
+    #[inline(always)]
+    fn below(&mut self, p: Prob, u: f64) -> bool {
+        u < self.value_of(p)
     }
 }
 

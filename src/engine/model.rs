@@ -28,6 +28,29 @@ pub enum Action {
     GiveUp,
 }
 
+impl Perceived {
+    pub fn name(self) -> &'static str {
+        match self {
+            Perceived::Ok => "ok",
+            Perceived::Partial => "partial",
+            Perceived::Transient => "transient",
+            Perceived::BadArgs => "bad_args",
+            Perceived::Terminal => "terminal",
+        }
+    }
+}
+
+impl Action {
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Accept => "accept",
+            Action::Repeat => "repeat",
+            Action::FixArgs => "fix_args",
+            Action::GiveUp => "give_up",
+        }
+    }
+}
+
 /// Reads a failed result: right with the signal's accuracy; a misread goes to transient or
 /// terminal, whichever is not the truth (50/50 for bad arguments). `u` and `v` are uniform draws.
 pub fn perceive_failure(judge: &mut impl Judge, signal: Signal, truth: ErrorClass, u: f64, v: f64) -> Perceived {

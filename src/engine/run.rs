@@ -813,7 +813,8 @@ impl<O: Observer, J: Judge, const SHARED: bool> Sim<'_, O, J, SHARED> {
                 Some(c) => perceive_failure(&mut *self.judge, s.signal, c, model.unit(slot), model.unit(slot + 1)),
             };
             let u = if perceived == Perceived::Ok { 0.0 } else { model.unit(slot + 2) };
-            match act(profile, &mut *self.judge, perceived, &s.hist, u) {
+            let action = act(profile, &mut *self.judge, perceived, &s.hist, u);
+            match action {
                 Action::Accept => s.active = false,
                 Action::Repeat => {
                     if matches!(perceived, Perceived::Transient | Perceived::Terminal) {
@@ -834,6 +835,14 @@ impl<O: Observer, J: Judge, const SHARED: bool> Sim<'_, O, J, SHARED> {
                     reissue = true;
                 }
                 Action::GiveUp => give_up = true,
+            }
+            if O::EXPLAINS
+                && perceived != Perceived::Ok
+                && let Some(truth) = s.last_class
+            {
+                let draws = self.judge.take_draws();
+                let (call_id, signal) = (s.call_id, s.signal);
+                self.obs.event(&Event::Decision { call_id, signal, truth, perceived, action, draws: &draws });
             }
         }
         if give_up {

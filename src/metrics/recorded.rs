@@ -116,7 +116,7 @@ pub fn recorded_metrics(trace: &Trace, compiled: &Compiled) -> RunMetrics {
                 m.event(&Event::End { by, t_ms: t_ms + turn_latency, started_ms: 0, text });
                 ended = true;
             }
-            TraceEvent::Mcp { .. } | TraceEvent::Breaker { .. } => {}
+            TraceEvent::Mcp { .. } | TraceEvent::Breaker { .. } | TraceEvent::Decision { .. } => {}
         }
     }
     if !ended {

@@ -202,6 +202,7 @@ impl Observer for RunMetrics {
                 }
             }
             Event::ProtocolViolation { .. } => self.protocol_violations += 1,
+            Event::Decision { .. } => {}
             Event::End { by, t_ms, started_ms, .. } => {
                 // A fleet's run ends as its first agent to end without an answer did, or with
                 // an answer when every agent answered; it lasts until its last agent ends.

@@ -119,7 +119,8 @@ fn answered_calls(trace: &Trace) -> Vec<RecordedCall> {
             TraceEvent::ModelCall { .. }
             | TraceEvent::Final { .. }
             | TraceEvent::Mcp { .. }
-            | TraceEvent::Breaker { .. } => {}
+            | TraceEvent::Breaker { .. }
+            | TraceEvent::Decision { .. } => {}
         }
     }
     calls.into_iter().zip(answered).filter(|(_, a)| *a).map(|(c, _)| c).collect()
@@ -200,7 +201,8 @@ pub fn compile(trace: &Trace) -> Compiled {
             TraceEvent::ToolCall { .. }
             | TraceEvent::ToolResult { .. }
             | TraceEvent::Mcp { .. }
-            | TraceEvent::Breaker { .. } => {}
+            | TraceEvent::Breaker { .. }
+            | TraceEvent::Decision { .. } => {}
         }
     }
 

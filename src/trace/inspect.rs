@@ -24,6 +24,10 @@ pub struct Row<'a> {
     /// A failed or cancelled result's text, cut to one line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// How the model read the result and what it did, with its seeded draws (traces that
+    /// explain: `exec`'s, `run --explain`'s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -58,6 +62,31 @@ pub fn one_line(text: &str, n: usize) -> String {
     let cut: String = line.chars().take(n).collect();
     let more = cut.len() < line.len() || text.trim().lines().nth(1).is_some();
     if more { format!("{cut}…") } else { cut }
+}
+
+/// A decision event as one line: `read as raw (truth transient): perceived terminal —
+/// perception.raw 0.60, draw 0.712 → misread; p_give_up_terminal 0.20, draw 0.130 → yes; give_up`.
+pub fn decision_line(ev: &TraceEvent) -> Option<String> {
+    let TraceEvent::Decision { signal, truth, perceived, action, draws, .. } = ev else { return None };
+    let mut line = format!("read as {signal} (truth {truth}): perceived {perceived}");
+    let shown: Vec<String> = draws
+        .iter()
+        .map(|d| {
+            let verdict = match (d.probability.starts_with("perception."), d.below) {
+                (true, true) => "read right",
+                (true, false) => "misread",
+                (false, true) => "yes",
+                (false, false) => "no",
+            };
+            format!("{} {:.2}, draw {:.3} → {verdict}", d.probability, d.p, d.draw)
+        })
+        .collect();
+    if !shown.is_empty() {
+        line.push_str(" — ");
+        line.push_str(&shown.join("; "));
+    }
+    line.push_str(&format!("; {action}"));
+    Some(line)
 }
 
 pub const LOOP_GUARD_K: u32 = 3;
@@ -128,6 +157,7 @@ pub fn stats(trace: &Trace) -> Stats<'_> {
                     failing_repeat: false,
                     evidence: None,
                     error: None,
+                    decision: None,
                 });
             }
             TraceEvent::ToolResult { call_id, error_class, ok, cancelled, evidence, content, .. } => {
@@ -149,6 +179,11 @@ pub fn stats(trace: &Trace) -> Stats<'_> {
                 ended = ended_name(*outcome);
                 ended_reason = reason.as_deref();
                 verdict = *success;
+            }
+            TraceEvent::Decision { call_id, .. } => {
+                if let Some(&i) = index_of.get(call_id.as_str()) {
+                    rows[i].decision = decision_line(ev);
+                }
             }
             TraceEvent::Mcp { .. } | TraceEvent::Breaker { .. } => {}
         }
@@ -237,6 +272,9 @@ pub fn table(s: &Stats) -> String {
             if let Some(e) = r.evidence {
                 let _ = writeln!(out, "  {:>10}  ({})", "", printable(e));
             }
+        }
+        if let Some(d) = &r.decision {
+            let _ = writeln!(out, "  {:>10}  model: {}", "", printable(d));
         }
     }
     let cancelled = if s.cancelled > 0 { format!(", cancelled {}", s.cancelled) } else { String::new() };

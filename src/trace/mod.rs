@@ -240,6 +240,20 @@ pub enum TraceEvent {
         tool: String,
         t_ms: u64,
     },
+    /// The model's reading of one result that was not plainly a success, and what it did about
+    /// the call: the signal the result carried (`envelope`, `flag`, `object`, `prefix`, `raw`,
+    /// `unmarked`), what the result was (its error class), what the model perceived, its action
+    /// (`accept`, `repeat`, `fix_args`, `give_up`), and each seeded comparison with the
+    /// profile's probability (`exec`'s traces, `run --explain`). Informative: no count reads it.
+    Decision {
+        call_id: String,
+        signal: String,
+        truth: String,
+        perceived: String,
+        action: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        draws: Vec<crate::engine::judge::Draw>,
+    },
     /// An MCP JSON-RPC message as it crossed a mock MCP server (`exec`): a `tools/call` request
     /// or its answer (an answer of the endpoint's own under `http_status`), or a notification.
     /// Informative: the conversation is told by the other events.

@@ -29,6 +29,8 @@ pub struct Recorder {
     tools: Vec<String>,
     model_latency_ms: u64,
     format: Format,
+    /// Whether the model's decisions are recorded (`run --explain`).
+    pub explain: bool,
 }
 
 impl Recorder {
@@ -57,12 +59,15 @@ impl Recorder {
             status: BTreeMap::new(),
             model_latency_ms: sc.profile.model_latency_ms,
             format: sc.format,
+            explain: false,
             tools: sc.task.tools.clone(),
         }
     }
 }
 
 impl Observer for Recorder {
+    const EXPLAINS: bool = true;
+
     fn event(&mut self, e: &Event<'_>) {
         let ev = match *e {
             Event::ModelCall { turn, t_ms, status, tokens_in, tokens_out, ends, .. } => TraceEvent::ModelCall {
@@ -140,6 +145,19 @@ impl Observer for Recorder {
                     started_ms: Some(started_ms),
                     t_ms: Some(t_ms),
                     in_flight_attempts: (in_flight > 0).then_some(in_flight),
+                }
+            }
+            Event::Decision { call_id, signal, truth, perceived, action, draws } => {
+                if !self.explain {
+                    return;
+                }
+                TraceEvent::Decision {
+                    call_id: format!("call_{call_id}"),
+                    signal: signal.name().to_owned(),
+                    truth: truth.name().to_owned(),
+                    perceived: perceived.name().to_owned(),
+                    action: action.name().to_owned(),
+                    draws: draws.to_vec(),
                 }
             }
             Event::ProtocolViolation { .. } | Event::Done { .. } => return,

@@ -7,13 +7,18 @@
 //! [`provider`] and [`tools`] the two kinds of endpoint; [`model`] the mock model of each
 //! conversation; [`respond`] and [`validate`] the providers' shapes and checks; [`schema`] tool
 //! schemas and argument matching; [`reply`] what goes back over HTTP; [`mcp`] the tools over
-//! the Model Context Protocol; [`checks`] the checklist `exec` holds an agent to.
+//! the Model Context Protocol; [`checks`] the checklist `exec` holds an agent to; [`choice`] the
+//! requests' tool choice; [`plain`] tool results handed back as ordinary messages; [`recorded`] what a run's trace keeps
+//! of the traffic.
 
 pub mod checks;
+pub mod choice;
 pub mod mcp;
 pub mod mocks;
 pub mod model;
+pub mod plain;
 pub mod provider;
+pub mod recorded;
 pub mod reply;
 pub mod respond;
 pub mod schema;

@@ -4,13 +4,15 @@
 //! available" — with the engine's own reading, perception and decision rules.
 
 use crate::wire::checks::Check;
+use crate::wire::choice::{Choice, ToolChoice};
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::schema::{canonical_args, correct};
+use super::schema::{args_key, canonical_args, correct};
 use super::world::World;
 use crate::engine::fleet::agent_key;
+use crate::engine::judge::{Explaining, Judge, Prob};
 use crate::engine::model::{Action, CallHistory, Perceived, act, perceive_failure};
 use crate::engine::rng::{LazyStream, domain, fnv1a64, key};
 use crate::envelope::Format;
@@ -34,9 +36,17 @@ pub enum Turn {
 pub struct Ask {
     /// The tools the request declares, with their schemas (`None`: it declares none).
     pub tools: Option<BTreeMap<String, Value>>,
-    /// `parallel_tool_calls: false`: one call per turn.
-    pub one_call_per_turn: bool,
+    /// What the request lets the model do with them (`tool_choice` and its kin).
+    pub choice: Choice,
     pub tokens_in: u64,
+}
+
+impl Ask {
+    /// Whether the model may call `tool` in its answer to this request: the request declares
+    /// it and its tool choice allows it.
+    fn may_call(&self, tool: &str) -> bool {
+        self.tools.as_ref().is_some_and(|t| t.contains_key(tool)) && self.choice.allows(tool)
+    }
 }
 
 /// One call of the current step, as the mock model tracks it.
@@ -119,6 +129,7 @@ pub fn next_turn(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn
         return turn.clone();
     }
     let turn = decide(world, c, items, ask);
+    let turn = keep_the_tool_choice(world, c, ask, turn);
     let (stop, tokens_out, text) = match &turn {
         Turn::Calls(calls) => {
             let out: u64 = calls.iter().map(|(_, _, a)| a.to_string().len() as u64 / 4 + 8).sum();
@@ -218,19 +229,22 @@ fn decide(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn {
         });
         let draw = (i as u64 * (1 << 24) + turn) * 4;
         let conv = world.conversations.get_mut(&c).expect("a conversation the world holds");
+        // The profile's probabilities, each comparison kept for the trace's decision event.
+        let mut judge = Explaining::new(&profile);
         let perceived = match truth {
             None => Perceived::Ok,
             Some(ErrorClass::Partial) if reading.more_available => Perceived::Partial,
             Some(ErrorClass::Partial) => Perceived::Ok,
             Some(class) => {
-                perceive_failure(&mut &profile, reading.signal, class, conv.draws.unit(draw), conv.draws.unit(draw + 1))
+                perceive_failure(&mut judge, reading.signal, class, conv.draws.unit(draw), conv.draws.unit(draw + 1))
             }
         };
         let u = if perceived == Perceived::Ok { 0.0 } else { conv.draws.unit(draw + 2) };
         let fix_draw = conv.draws.unit(draw + 3);
         let s = &mut conv.slots[i];
         s.sent = false;
-        match act(&profile, &mut &profile, perceived, &s.hist, u) {
+        let action = act(&profile, &mut judge, perceived, &s.hist, u);
+        match action {
             Action::Accept => s.active = false,
             Action::Repeat => {
                 if matches!(perceived, Perceived::Transient | Perceived::Terminal) {
@@ -251,15 +265,27 @@ fn decide(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn {
                 };
                 // A correction the model did not get right fails like the original.
                 let t = spec.tool;
-                if truth == Some(ErrorClass::BadArgs) && fix_draw >= profile.p_fix_args {
-                    let old_key = (t, canonical_args(&old));
+                if truth == Some(ErrorClass::BadArgs) && !judge.below(Prob::FixArgs, fix_draw) {
+                    let old_key = (t, args_key(&canonical_args(&old)));
                     if let Some(&rule) = world.bad_args.get(&old_key) {
-                        world.bad_args.insert((t, canonical_args(&s.args)), rule);
+                        world.bad_args.insert((t, args_key(&canonical_args(&s.args))), rule);
                     }
                 }
                 reissue = true;
             }
             Action::GiveUp => give_up = true,
+        }
+        if perceived != Perceived::Ok
+            && let Some(class) = truth
+        {
+            world.record(TraceEvent::Decision {
+                call_id: slot.id.clone(),
+                signal: reading.signal.name().to_owned(),
+                truth: class.name().to_owned(),
+                perceived: perceived.name().to_owned(),
+                action: action.name().to_owned(),
+                draws: judge.take_draws(),
+            });
         }
     }
     let conv = world.conversation(c).clone();
@@ -298,7 +324,7 @@ fn decide(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn {
 /// agent's call and the model's differ, the result judged by the importers' rules, else the
 /// tool's last real outcome (both noted).
 fn truth(world: &mut World, tool: &str, args: &Value, content: &str, format: Format, mark: bool) -> Option<ErrorClass> {
-    if let Some(class) = world.outcomes.get(&(tool.to_owned(), canonical_args(args))) {
+    if let Some(class) = world.outcomes.get(&(tool.to_owned(), args_key(&canonical_args(args)))) {
         return *class;
     }
     let flag = mark.then_some((true, if format == Format::Gemini { "response.error" } else { "is_error: true" }));
@@ -309,7 +335,7 @@ fn truth(world: &mut World, tool: &str, args: &Value, content: &str, format: For
         (None, Some(last)) => (*last, "taken from the tool's last real outcome".to_owned()),
         (None, None) => (None, "no call of the tool reached the mock; read as a success".to_owned()),
     };
-    let args = crate::trace::inspect::printable(&args.to_string()).into_owned();
+    let args = crate::trace::inspect::printable(&crate::trace::inspect::one_line(&args.to_string(), 200)).into_owned();
     world.note(format!("the result for {tool} {args} matched no call the mock tool saw: {why}"));
     class
 }
@@ -321,7 +347,7 @@ fn send(world: &mut World, c: usize, ask: &Ask) -> Turn {
     let mut calls = Vec::new();
     for i in 0..world.conversation(c).slots.len() {
         let s = &world.conversations[&c].slots[i];
-        if !s.active || (ask.one_call_per_turn && !calls.is_empty()) {
+        if !s.active || (ask.choice.one_call_per_turn && !calls.is_empty()) {
             continue;
         }
         let tool = world.scenario.task.tools[usize::from(world.scenario.task.calls[s.call as usize].tool)].clone();
@@ -334,6 +360,11 @@ fn send(world: &mut World, c: usize, ask: &Ask) -> Turn {
             );
             return end(world, c, "gave_up", format!("I cannot complete the task without the {tool} tool."));
         }
+        if !ask.may_call(&tool) {
+            // Not now (no tools declared, `none`, another tool named): the call waits for a
+            // request that allows it; `keep_the_tool_choice` answers this one.
+            continue;
+        }
         let id = world.new_id(id_prefix(format), c);
         let s = &mut world.conversation(c).slots[i];
         s.id = id.clone();
@@ -341,6 +372,67 @@ fn send(world: &mut World, c: usize, ask: &Ask) -> Turn {
         calls.push((id, tool, s.args.clone()));
     }
     Turn::Calls(calls)
+}
+
+/// Holds the model's turn to the providers' tool-choice contract. A turn that would call a tool
+/// the request does not let it call (none declared, `none`, another tool named) is text that
+/// says which call waits, and the conversation goes on; a turn that must call a tool
+/// (`required` / `any`, a named tool) and would not is a call: of the named tool, else of a
+/// declared tool the task does not know (a framework's final-answer tool, given the answer),
+/// else of the first declared tool — with arguments valid under its schema.
+fn keep_the_tool_choice(world: &mut World, c: usize, ask: &Ask, turn: Turn) -> Turn {
+    match turn {
+        Turn::Calls(calls) if calls.is_empty() => {
+            let waiting = world.conversations[&c].slots.iter().find(|s| s.active && !s.sent).map(|s| {
+                world.scenario.task.tools[usize::from(world.scenario.task.calls[s.call as usize].tool)].clone()
+            });
+            if ask.choice.forces_a_call()
+                && let Some(call) = forced_call(world, c, ask, None)
+            {
+                return Turn::Calls(vec![call]);
+            }
+            let text = match waiting {
+                Some(tool) => format!("I need to call {tool} next, and this request lets me call no such tool."),
+                None => "I have nothing to add.".to_owned(),
+            };
+            Turn::Final { text }
+        }
+        Turn::Final { text } if ask.choice.forces_a_call() => match forced_call(world, c, ask, Some(&text)) {
+            Some(call) => Turn::Calls(vec![call]),
+            None => Turn::Final { text },
+        },
+        other => other,
+    }
+}
+
+/// The call a request that forces one gets when the model had none to make: `(id, tool, args)`.
+/// `answer` is the text the model would have sent (its final answer, for a final-answer tool).
+fn forced_call(world: &mut World, c: usize, ask: &Ask, answer: Option<&str>) -> Option<(String, String, Value)> {
+    let declared = ask.tools.as_ref()?;
+    let task = &world.scenario.task;
+    let tool = match &ask.choice.choice {
+        ToolChoice::Named(n) => n.clone(),
+        _ => {
+            let allowed: Vec<&String> = declared.keys().filter(|t| ask.choice.allows(t)).collect();
+            let foreign = allowed.iter().find(|t| !task.tools.contains(t));
+            (*foreign.or(allowed.first())?).clone()
+        }
+    };
+    let schema = declared.get(&tool).cloned().unwrap_or(Value::Null);
+    let args = match task.tools.iter().position(|t| *t == tool) {
+        // A tool of the task: the arguments its first call uses.
+        Some(t) => task
+            .calls
+            .iter()
+            .find(|k| usize::from(k.tool) == t)
+            .and_then(|k| serde_json::from_str(&k.args).ok())
+            .unwrap_or_else(|| crate::wire::schema::valid_args(&schema, answer.unwrap_or_default())),
+        None => crate::wire::schema::valid_args(&schema, answer.unwrap_or("Done.")),
+    };
+    let format = world.conversation(c).format;
+    let id = world.new_id(id_prefix(format), c);
+    world.note(format!("the request required a tool call (tool_choice); the mock model called {tool} with {args}"));
+    Some((id, tool, args))
 }
 
 fn end(world: &mut World, c: usize, how: &'static str, text: String) -> Turn {

@@ -5,7 +5,9 @@
 use crate::wire::checks::Check;
 use serde_json::{Value, json};
 
+use super::choice::choice_of;
 use super::model::{Ask, Conversation, Turn, next_turn};
+use super::plain::read_plain_results;
 use super::reply::Reply;
 use super::respond::{Shape, provider_error, reply};
 use super::schema::declared_tools;
@@ -72,7 +74,15 @@ pub fn respond(
         return bad_request(v.body);
     }
     world.trace.header.provider.get_or_insert_with(|| format.name().to_owned());
-    let conversation = items(format, &body);
+    let mut conversation = items(format, &body);
+    if read_plain_results(&mut conversation, &world.owner) && !world.read_plain {
+        world.read_plain = true;
+        world.note(
+            "the agent hands tool results back as plain messages (a text naming the calls, then a user turn with \
+             what they said); the mock read them as results, judged by their text"
+                .to_owned(),
+        );
+    }
     let Some(c) = conversation_of(world, agent, format, &conversation) else {
         let ids: Vec<String> = call_ids(&conversation).into_iter().take(3).collect();
         return Reply::json(
@@ -120,11 +130,7 @@ pub fn respond(
         return provider_error(format, status, wait.map(|ms| world.clock.real_ms(ms)), n);
     }
     world.succeeded(prov);
-    let ask = Ask {
-        tools: declared_tools(format, &body),
-        one_call_per_turn: body.get("parallel_tool_calls") == Some(&Value::Bool(false)),
-        tokens_in,
-    };
+    let ask = Ask { tools: declared_tools(format, &body), choice: choice_of(format, &body), tokens_in };
     let turn = next_turn(world, c, &conversation, &ask);
     let tokens_out = match &turn {
         Turn::Calls(calls) => calls.iter().map(|(_, _, a)| a.to_string().len() as u64 / 4 + 8).sum(),

@@ -11,6 +11,12 @@ use crate::engine::task::{Task, canonical_json, fixed_args};
 use crate::envelope::Format;
 use crate::trace::import::{anthropic, gemini, openai_chat, openai_responses};
 
+/// The key the mocks remember a call's arguments by: a digest of their canonical JSON, so a
+/// megabyte of arguments costs eight bytes of memory however many calls carry it.
+pub fn args_key(canon: &str) -> u64 {
+    crate::engine::rng::fnv1a64(canon.as_bytes())
+}
+
 /// Canonical JSON of arguments compared by value: numbers with an integral value are written
 /// as integers, object keys are sorted.
 pub fn canonical_args(v: &Value) -> String {
@@ -126,6 +132,34 @@ fn lower_types(v: &Value) -> Value {
     }
 }
 
+/// Arguments valid under `schema` for a call the model is made to send: each required
+/// property (every declared one when none is marked) of its type — strings carry `text` (a
+/// final-answer tool gets the answer), an `enum`'s first value, numbers their minimum or 0,
+/// booleans false, arrays and objects empty.
+pub fn valid_args(schema: &Value, text: &str) -> Value {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else { return json!({}) };
+    let required: Vec<&str> =
+        schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    let mut out = Map::new();
+    for (k, p) in props.iter().filter(|(k, _)| required.is_empty() || required.contains(&k.as_str())) {
+        let v = if let Some(first) = p.get("enum").and_then(Value::as_array).and_then(|e| e.first()) {
+            first.clone()
+        } else {
+            match p.get("type").and_then(Value::as_str).unwrap_or("string") {
+                "integer" => json!(p.get("minimum").and_then(Value::as_i64).unwrap_or(0)),
+                "number" => json!(p.get("minimum").and_then(Value::as_f64).unwrap_or(0.0)),
+                "boolean" => json!(false),
+                "array" => json!([]),
+                "object" => valid_args(p, text),
+                "null" => Value::Null,
+                _ => json!(text),
+            }
+        };
+        out.insert(k.clone(), v);
+    }
+    Value::Object(out)
+}
+
 /// A correction of `args` that stays valid under `schema`: it changes the value of one declared
 /// property (required ones first) in a way its schema allows — another `enum` value, a string
 /// with ` (corrected N)` appended, a number one step within its bounds, a flipped boolean.
@@ -214,6 +248,16 @@ mod tests {
         assert!(
             correct(&args, Some(&schema), 2).as_object().unwrap().keys().all(|k| schema["properties"].get(k).is_some())
         );
+    }
+
+    #[test]
+    fn forced_arguments_are_valid_under_the_schema() {
+        let schema = json!({"type": "object", "properties": {
+            "answer": {"type": "string"}, "n": {"type": "integer", "minimum": 2}, "unit": {"enum": ["c", "f"]},
+            "sub": {"type": "object", "properties": {"ok": {"type": "boolean"}}}, "note": {"type": "string"}},
+            "required": ["answer", "n", "unit", "sub"]});
+        assert_eq!(valid_args(&schema, "Done."), json!({"answer": "Done.", "n": 2, "unit": "c", "sub": {"ok": false}}));
+        assert_eq!(valid_args(&Value::Null, "x"), json!({}));
     }
 
     #[test]

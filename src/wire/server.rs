@@ -298,7 +298,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         Route::ToolList => {
             let mut m = shared.lock();
             let w = m.world(agent).expect("an agent of the fleet, checked above");
-            w.http_requests[1] += 1;
+            w.http_requests[3] += 1;
             tools::list(w)
         }
         Route::Mcp => {

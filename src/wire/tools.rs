@@ -7,7 +7,7 @@ use crate::wire::checks::Check;
 use serde_json::{Value, json};
 
 use super::reply::Reply;
-use super::schema::{canonical_args, tool_list};
+use super::schema::{args_key, canonical_args, tool_list};
 use super::world::World;
 use crate::engine::load::LoadFault;
 use crate::envelope::render::{partial_text, sentence, truncated};
@@ -108,18 +108,19 @@ pub fn invoke(world: &mut World, tool: &str, args: &Value) -> Called {
         return Called { tool: tool.to_owned(), ..Called::default() };
     };
     let canon = canonical_args(args);
-    let call_key = (tool.to_owned(), canon.clone());
+    let call_key = (tool.to_owned(), args_key(&canon));
     // An identical call right after a non-retryable failure, with no model turn between: the
     // agent's own retry of something retrying cannot fix.
     if let Some((class, false)) = world.last_failure.get(&call_key)
         && !class.retryable()
     {
+        let shown = crate::trace::inspect::one_line(&canon, 200);
         let detail =
-            format!("{tool} {canon}: retried after a non-retryable {} failure without asking the model", class.name());
+            format!("{tool} {shown}: retried after a non-retryable {} failure without asking the model", class.name());
         world.finding(Check::NoBlindRetry, detail);
         world.wasted_retries += 1;
     }
-    let key = (tool_idx as u16, canon.clone());
+    let key = (tool_idx as u16, call_key.1);
     // Memory first (a schema change sticks to the tool until it is listed again, bad arguments
     // to them, a partial result to the call), then the world's decision (refusals, a terminal
     // tool, the injector).
@@ -145,10 +146,10 @@ pub fn invoke(world: &mut World, tool: &str, args: &Value) -> Called {
                 }
             }
             ErrorClass::BadArgs => {
-                world.bad_args.insert(key.clone(), d.rule);
+                world.bad_args.insert(key, d.rule);
             }
             ErrorClass::Partial => {
-                world.partial.insert(key.clone(), d.rule);
+                world.partial.insert(key, d.rule);
             }
             _ => {}
         }

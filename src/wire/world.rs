@@ -48,6 +48,9 @@ impl Clock {
 
 /// Responses kept for `previous_response_id` (memory stays bounded on a long `serve`).
 pub const MAX_STORED_RESPONSES: usize = 4096;
+
+/// Bytes of Responses API conversations kept for `previous_response_id` (the oldest go first).
+pub const MAX_STORED_RESPONSE_BYTES: usize = 32 << 20;
 /// Conversations kept at once.
 pub const MAX_CONVERSATIONS: usize = 1024;
 /// Findings kept (a run that has more has shown its problem).
@@ -91,18 +94,18 @@ pub struct World {
     refusals: Vec<Refusal>,
     /// Arguments (tool, canonical) a bad-arguments fault sticks to, corrections the model did not
     /// get right, and calls whose partial result sticks.
-    pub bad_args: BTreeMap<(u16, String), u16>,
-    pub partial: BTreeMap<(u16, String), u16>,
+    pub bad_args: BTreeMap<(u16, u64), u16>,
+    pub partial: BTreeMap<(u16, u64), u16>,
     /// Per tool: the `schema_drift` rule whose change the caller has not seen yet (every call
     /// fails with it until the tools are listed again), and how often its schema changed.
     pub drift: Vec<Option<u16>>,
     pub revisions: Vec<u32>,
     /// What each tool call (tool, canonical arguments) last returned: its class, `None` for ok.
-    pub outcomes: BTreeMap<(String, String), Option<ErrorClass>>,
+    pub outcomes: BTreeMap<(String, u64), Option<ErrorClass>>,
     /// What each tool last returned, whatever the arguments.
     pub last_outcome: BTreeMap<String, Option<ErrorClass>>,
     /// The last failure of each call, and whether a model turn has passed since.
-    pub last_failure: BTreeMap<(String, String), (ErrorClass, bool)>,
+    pub last_failure: BTreeMap<(String, u64), (ErrorClass, bool)>,
     /// The conversations the mock model holds, by id (the oldest are dropped past
     /// [`MAX_CONVERSATIONS`], so a long `serve` keeps flat memory).
     pub conversations: BTreeMap<usize, Conversation>,
@@ -111,13 +114,19 @@ pub struct World {
     pub record_trace: bool,
     /// Ids the mock gave (tool call ids, response ids) → the conversation that gave them.
     pub owner: BTreeMap<String, usize>,
+    /// Whether a request handed tool results back as plain messages (said once in the notes).
+    pub read_plain: bool,
     /// Responses API: each response's whole conversation (input and output items), so a request
     /// naming it as `previous_response_id` continues it. The oldest are dropped past
     /// [`MAX_STORED_RESPONSES`].
     pub responses: BTreeMap<String, Vec<serde_json::Value>>,
     response_order: std::collections::VecDeque<String>,
+    /// The size of the stored responses' items, at most [`MAX_STORED_RESPONSE_BYTES`].
+    stored_bytes: usize,
     pub next_id: u32,
     pub trace: Trace,
+    /// What the trace has kept of arguments, results and MCP messages so far (capped).
+    recorded: super::recorded::Recorded,
     /// Problems for the checklist: (item, detail).
     pub findings: Vec<Finding>,
     pub model_calls: u64,
@@ -131,8 +140,8 @@ pub struct World {
     /// Service-time draws, like the engine's.
     pub service: LazyStream,
     /// Requests as the HTTP layer counted them, apart from the mocks' own counts: provider,
-    /// tools, anything else.
-    pub http_requests: [u64; 3],
+    /// tool calls, anything else, tool listings (`GET /tools`).
+    pub http_requests: [u64; 4],
     /// Requests to paths no mock serves, with the nearest served path.
     pub unknown_paths: BTreeSet<String>,
     /// Requests meant for somewhere else (through the proxy variables `exec` sets).
@@ -175,8 +184,11 @@ impl World {
             next_conversation: 0,
             record_trace: true,
             owner: BTreeMap::new(),
+            read_plain: false,
             responses: BTreeMap::new(),
             response_order: std::collections::VecDeque::new(),
+            stored_bytes: 0,
+            recorded: super::recorded::Recorded::default(),
             next_id: 1,
             trace: Trace { header, events: Vec::new() },
             findings: Vec::new(),
@@ -187,7 +199,7 @@ impl World {
             load_rejections: 0,
             load_until: vec![0; targets],
             service,
-            http_requests: [0; 3],
+            http_requests: [0; 4],
             unknown_paths: BTreeSet::new(),
             elsewhere: BTreeSet::new(),
             mcp_log: Vec::new(),
@@ -237,6 +249,7 @@ impl World {
     /// Records a trace event (when this world records traffic).
     pub fn record(&mut self, ev: crate::trace::TraceEvent) {
         if self.record_trace {
+            let ev = self.recorded.keep(ev);
             self.trace.events.push(ev);
         }
     }
@@ -288,6 +301,7 @@ impl World {
     /// up to [`MAX_MEMORY`]).
     pub fn log_mcp(&mut self, message: serde_json::Value) {
         if self.record_trace && self.mcp_log.len() < MAX_MEMORY {
+            let message = self.recorded.keep_message(message);
             self.record(crate::trace::TraceEvent::Mcp { message: message.clone() });
             self.mcp_log.push(message);
         }
@@ -315,11 +329,16 @@ impl World {
 
     /// Keeps a Responses API response's whole conversation under its id.
     pub fn store_response(&mut self, id: String, items: Vec<serde_json::Value>) {
-        if self.response_order.len() >= MAX_STORED_RESPONSES
+        let bytes: usize = items.iter().map(super::recorded::size_of).sum();
+        while (self.response_order.len() >= MAX_STORED_RESPONSES
+            || self.stored_bytes + bytes > MAX_STORED_RESPONSE_BYTES)
             && let Some(old) = self.response_order.pop_front()
         {
-            self.responses.remove(&old);
+            if let Some(gone) = self.responses.remove(&old) {
+                self.stored_bytes -= gone.iter().map(super::recorded::size_of).sum::<usize>();
+            }
         }
+        self.stored_bytes += bytes;
         self.response_order.push_back(id.clone());
         self.responses.insert(id, items);
     }

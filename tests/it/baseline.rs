@@ -222,3 +222,44 @@ fn junit_keeps_regressions_failures_and_errors_apart() {
     assert!(junit.contains(r#"<testsuite name="baseline" tests="2" failures="0" errors="2">"#), "{junit}");
     assert!(junit.contains("<error message=\"release: the baseline ran seed 1, this run seed 3: not compared\"/>"));
 }
+
+/// The README's CI recipe, step by step as it is written there: the `run` step on the bundled
+/// suite and the `exec` step on an example agent, twice in order — the first time with no
+/// baseline folder (the job's first run), the second with the first run's reports as the
+/// baseline (the artifact the recipe downloads).
+#[test]
+fn the_readme_ci_recipe_passes_its_first_run_and_its_second() {
+    let Some(py) = crate::wire::sdk_python() else { return };
+    let readme = std::fs::read_to_string(crate::root().join("README.md")).unwrap();
+    let steps: Vec<Vec<String>> = readme
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("run: cargo run --release -- "))
+        .map(|cmd| cmd.split_whitespace().map(str::to_owned).collect())
+        .collect();
+    assert_eq!(steps.len(), 2, "the recipe's run and exec steps: {steps:?}");
+    assert_eq!((steps[0][0].as_str(), steps[1][0].as_str()), ("run", "exec"));
+    let dir = tempfile::tempdir().unwrap();
+    for linked in ["scenarios", "examples"] {
+        std::os::unix::fs::symlink(crate::root().join(linked), dir.path().join(linked)).unwrap();
+    }
+    let step = |args: &[String]| {
+        let args: Vec<String> =
+            args.iter().map(|a| if a == "python" { py.display().to_string() } else { a.clone() }).collect();
+        let o = tracefault().current_dir(dir.path()).args(&args).output().unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        (o.status.code(), text)
+    };
+    for (i, s) in steps.iter().enumerate() {
+        let (code, text) = step(s);
+        assert_eq!(code, Some(0), "first run, step {i}: {text}");
+        assert!(text.contains("holds no report.json yet (a first run?)"), "first run, step {i}: {text}");
+    }
+    assert!(dir.path().join("reports/summary.csv").is_file() && dir.path().join("reports/agent/summary.csv").is_file());
+    // The artifact of the first run is the second run's baseline.
+    std::fs::rename(dir.path().join("reports"), dir.path().join("baseline")).unwrap();
+    for (i, s) in steps.iter().enumerate() {
+        let (code, text) = step(s);
+        assert_eq!(code, Some(0), "second run, step {i}: {text}");
+        assert!(!text.contains("a first run?") && text.contains("baseline"), "second run, step {i}: {text}");
+    }
+}

@@ -7,6 +7,7 @@ mod compile;
 mod determinism;
 mod envelopes;
 mod exec_gates;
+mod explain;
 mod fleet;
 mod frameworks;
 mod golden;

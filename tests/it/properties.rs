@@ -140,7 +140,11 @@ impl Observer for Invariants {
                 }
             }
             Event::ProtocolViolation { call_id } => self.broken.push(format!("protocol violation on {call_id}")),
-            Event::Rejected { .. } | Event::BreakerTrip { .. } | Event::End { .. } | Event::Done { .. } => {}
+            Event::Rejected { .. }
+            | Event::BreakerTrip { .. }
+            | Event::End { .. }
+            | Event::Done { .. }
+            | Event::Decision { .. } => {}
         }
     }
 }

@@ -68,6 +68,13 @@ fn written_traces_validate() {
         tracefault().args(["run", sc, "--strategy", strategy, "--run", "4", "--trace-out"]).arg(&out).assert().code(0);
         let text = std::fs::read_to_string(&out).unwrap();
         check(sc, &text);
+        // With the model's decisions recorded.
+        let explained = dir.path().join(format!("{i}-explained.jsonl"));
+        let args = ["run", sc, "--strategy", strategy, "--run", "4", "--explain", "--trace-out"];
+        tracefault().args(args).arg(&explained).assert().code(0);
+        let text = std::fs::read_to_string(&explained).unwrap();
+        check(sc, &text);
+        tracefault::trace::Trace::parse(&text, &explained).unwrap();
         // And it reads back as a native trace.
         tracefault::trace::Trace::parse(&text, &out).unwrap();
     }

@@ -279,9 +279,11 @@ fn validation_errors_are_the_providers_verified_texts() {
         body["error"]["message"],
         "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn."
     );
-    // And a valid first request gets the scenario's first tool call.
-    let (code, body) =
-        s.post("/v1/chat/completions", json!({"model": "m", "messages": [{"role": "user", "content": "x"}]}));
+    // And a valid first request that declares the tool gets the scenario's first tool call.
+    let (code, body) = s.post(
+        "/v1/chat/completions",
+        json!({"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": chat_tools(&["search"])}),
+    );
     assert_eq!(code, 200);
     assert_eq!(body["choices"][0]["message"]["tool_calls"][0]["function"]["name"], "search");
     assert_eq!(body["choices"][0]["finish_reason"], "tool_calls");
@@ -351,6 +353,116 @@ fn official_sdks_retry_a_429_as_documented_and_raise_bad_request_with_the_exact_
     }
 }
 
+/// OpenAI Chat tool declarations of `names` (`final_answer` takes `{answer: string}`).
+fn chat_tools(names: &[&str]) -> Value {
+    let answer = json!({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]});
+    Value::Array(
+        names
+            .iter()
+            .map(|n| {
+                let parameters = if *n == "final_answer" { answer.clone() } else { json!({"type": "object"}) };
+                json!({"type": "function", "function": {"name": n, "parameters": parameters}})
+            })
+            .collect(),
+    )
+}
+
+/// The mock keeps each provider's tool-choice contract: no tools declared or `none` gets text;
+/// `required` / `any` / `ANY` gets a call even when the model would answer (the framework's
+/// final-answer tool, with the answer as its argument); a named tool gets a call of that tool.
+#[test]
+fn the_mock_keeps_the_providers_tool_choice_contract() {
+    let s = Served::start("tests/fixtures/wire/plain.toml");
+    let user = json!({"role": "user", "content": "x"});
+    let message = |b: &Value| b["choices"][0]["message"].clone();
+    let calls = |b: &Value| -> Vec<String> {
+        message(b)["tool_calls"]
+            .as_array()
+            .map(|a| a.iter().map(|c| c["function"]["name"].as_str().unwrap().to_owned()).collect())
+            .unwrap_or_default()
+    };
+    // OpenAI Chat: no tools declared, `none`: text, finish `stop`, and the task's call waits.
+    let (_, b) = s.post("/v1/chat/completions", json!({"model": "m", "messages": [user]}));
+    assert!(calls(&b).is_empty() && b["choices"][0]["finish_reason"] == "stop", "{b}");
+    assert!(message(&b)["content"].as_str().unwrap().contains("search"), "{b}");
+    let tools = chat_tools(&["search", "final_answer"]);
+    let req = |choice: Value| json!({"model": "m", "messages": [user], "tools": tools, "tool_choice": choice});
+    let (_, b) = s.post("/v1/chat/completions", req(json!("none")));
+    assert!(calls(&b).is_empty(), "{b}");
+    // A named function: that function, with arguments valid under its schema.
+    let (_, b) = s.post("/v1/chat/completions", req(json!({"type": "function", "function": {"name": "final_answer"}})));
+    assert_eq!(calls(&b), ["final_answer"], "{b}");
+    let args = message(&b)["tool_calls"][0]["function"]["arguments"].as_str().unwrap().to_owned();
+    let args: Value = serde_json::from_str(&args).unwrap();
+    assert!(args["answer"].is_string(), "{args}");
+    // `required` once the task is done: the model would answer, so it calls the final-answer tool.
+    let (_, b) = s.post("/v1/chat/completions", req(json!("auto")));
+    assert_eq!(calls(&b), ["search"], "{b}");
+    let id = message(&b)["tool_calls"][0]["id"].clone();
+    let result = json!({"role": "tool", "tool_call_id": id, "content": "{\"temp_c\":18}"});
+    let done =
+        json!({"model": "m", "messages": [user, message(&b), result], "tools": tools, "tool_choice": "required"});
+    let (_, b) = s.post("/v1/chat/completions", done);
+    assert_eq!(calls(&b), ["final_answer"], "{b}");
+    // Responses: `none` is text.
+    let (_, b) = s.post(
+        "/v1/responses",
+        json!({"model": "m", "input": "x", "tool_choice": "none",
+            "tools": [{"type": "function", "name": "search", "parameters": {"type": "object"}}]}),
+    );
+    assert!(b["output"].as_array().unwrap().iter().all(|o| o["type"] == "message"), "{b}");
+    // Anthropic: `none` text, `tool` the named one, `any` a call.
+    let a = |choice: Value| {
+        json!({"model": "m", "max_tokens": 50, "messages": [user], "tool_choice": choice,
+            "tools": [{"name": "search", "input_schema": {"type": "object"}}]})
+    };
+    let uses = |b: &Value| b["content"].as_array().unwrap().iter().filter(|c| c["type"] == "tool_use").count();
+    let (_, b) = s.post("/v1/messages", a(json!({"type": "none"})));
+    assert_eq!((uses(&b), b["stop_reason"].as_str()), (0, Some("end_turn")), "{b}");
+    let (_, b) = s.post("/v1/messages", a(json!({"type": "tool", "name": "search"})));
+    assert_eq!(uses(&b), 1, "{b}");
+    let (_, b) = s.post("/v1/messages", a(json!({"type": "any"})));
+    assert_eq!(uses(&b), 1, "{b}");
+    // Gemini: mode NONE text, ANY with one allowed name a call of it.
+    let g = |config: Value| {
+        json!({"contents": [{"role": "user", "parts": [{"text": "x"}]}],
+            "tools": [{"functionDeclarations": [{"name": "search"}]}], "toolConfig": {"functionCallingConfig": config}})
+    };
+    let path = "/v1beta/models/gemini-2.5-flash:generateContent";
+    let fcalls = |b: &Value| {
+        b["candidates"][0]["content"]["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p.get("functionCall").is_some())
+            .count()
+    };
+    let (_, b) = s.post(path, g(json!({"mode": "NONE"})));
+    assert_eq!(fcalls(&b), 0, "{b}");
+    let (_, b) = s.post(path, g(json!({"mode": "ANY", "allowedFunctionNames": ["search"]})));
+    assert_eq!(fcalls(&b), 1, "{b}");
+}
+
+/// Tool results handed back as plain messages, as smolagents sends them: the assistant's text
+/// names the call the mock made, the user turn after it holds the observation. The mock reads
+/// them as that call's result (the conversation goes on to its answer) and says so in a note.
+#[test]
+fn results_handed_back_as_plain_messages_are_read() {
+    let s = Served::start("tests/fixtures/wire/plain.toml");
+    let user = json!({"role": "user", "content": "x"});
+    let tools = chat_tools(&["search"]);
+    let (_, b) = s.post("/v1/chat/completions", json!({"model": "m", "messages": [user], "tools": tools}));
+    let call = &b["choices"][0]["message"]["tool_calls"][0];
+    let named = format!(
+        "Calling tools:\n[{{'id': '{}', 'type': 'function', 'function': {{'name': 'search', 'arguments': {{'query': 'Paris'}}}}}}]",
+        call["id"].as_str().unwrap()
+    );
+    let messages = json!([user, {"role": "assistant", "content": named}, {"role": "user", "content": "Observation:\n{\"temp_c\": 18}"}]);
+    let (code, b) = s.post("/v1/chat/completions", json!({"model": "m", "messages": messages, "tools": tools}));
+    assert_eq!((code, b["choices"][0]["finish_reason"].as_str()), (200, Some("stop")), "{b}");
+    assert!(b["choices"][0]["message"]["tool_calls"].is_null(), "the answer, not the first call again: {b}");
+}
+
 /// Sends raw bytes to the server and returns what came back (empty when it closed).
 fn raw(base: &str, bytes: &[u8]) -> String {
     use std::io::{Read, Write};
@@ -408,7 +520,10 @@ fn serve_answers_hostile_requests_with_clear_statuses_and_keeps_serving() {
         assert!(r.starts_with("HTTP/1.1 400"), "attempt {i}: {r:?}");
     }
     // Still serving: a valid request gets the scenario's first tool call.
-    let (code, body) = s.post(chat, json!({"model": "m", "messages": [{"role": "user", "content": "x"}]}));
+    let (code, body) = s.post(
+        chat,
+        json!({"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": chat_tools(&["search"])}),
+    );
     assert_eq!(
         (code, body["choices"][0]["message"]["tool_calls"][0]["function"]["name"].clone()),
         (200, json!("search"))
@@ -420,9 +535,11 @@ fn conversations_stay_apart_by_call_id_and_by_agent_prefix() {
     let s = Served::start("tests/fixtures/wire/plain.toml");
     let user = json!({"role": "user", "content": "x"});
     // Two OpenAI conversations at once: each continues by the call id it was given.
-    let first = |s: &Served| s.post("/v1/chat/completions", json!({"model": "m", "messages": [user]})).1;
+    let tools = chat_tools(&["search"]);
+    let first =
+        |s: &Served| s.post("/v1/chat/completions", json!({"model": "m", "messages": [user], "tools": tools})).1;
     let (a, b) = (first(&s), first(&s));
-    let reply = |m: &Value, id: &Value| json!({"model": "m", "messages": [user, m["choices"][0]["message"], {"role": "tool", "tool_call_id": id, "content": "{\"temp_c\":18}"}]});
+    let reply = |m: &Value, id: &Value| json!({"model": "m", "messages": [user, m["choices"][0]["message"], {"role": "tool", "tool_call_id": id, "content": "{\"temp_c\":18}"}], "tools": tools});
     let id_a = &a["choices"][0]["message"]["tool_calls"][0]["id"];
     let id_b = &b["choices"][0]["message"]["tool_calls"][0]["id"];
     assert_ne!(id_a, id_b);
@@ -439,7 +556,8 @@ fn conversations_stay_apart_by_call_id_and_by_agent_prefix() {
     // Two Gemini agents that drop call ids: only their base-URL prefixes tell them apart.
     let path = |k: u32| format!("/agents/{k}/v1beta/models/gemini-2.5-flash:generateContent");
     let guser = json!({"role": "user", "parts": [{"text": "x"}]});
-    let start = |k| s.post(&path(k), json!({"contents": [guser]}));
+    let gtools = json!([{"functionDeclarations": [{"name": "search"}]}]);
+    let start = |k| s.post(&path(k), json!({"contents": [guser], "tools": gtools}));
     assert_eq!(start(1).0, 200);
     assert_eq!(start(2).0, 200);
     let call = json!({"role": "model", "parts": [{"functionCall": {"name": "search", "args": {"query": "Paris"}}}]});

@@ -1,0 +1,123 @@
+//! Why a run ended: `run --explain --run N` and `exec`'s traces record each reading of the model
+//! (the signal, what it perceived, its action) with every seeded draw and the profile's
+//! probability. Checked against the decision rules by hand, and the mock model of `exec`
+//! against the simulated model on the same run.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::tracefault;
+
+fn events(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path).unwrap().lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// The decision lines of a trace without their call ids (the simulated model numbers calls
+/// `call_N`, the mock `call_00000N`).
+fn decisions(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "decision")
+        .map(|e| {
+            let draws: Vec<String> = e["draws"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| format!("{} {} {} {}", d["probability"], d["p"], d["draw"], d["below"]))
+                .collect();
+            format!("{} {} {} {} [{}]", e["signal"], e["truth"], e["perceived"], e["action"], draws.join(", "))
+        })
+        .collect()
+}
+
+/// The worked example under `error-string`, runs 0 to 3: each failure is a 503 read as an
+/// `ERROR:` prefix. By the decision rules, a perception draw below `perception.prefix` reads it
+/// right (transient); then a draw below `p_retry_transient` repeats the call, one above it gives
+/// up. The run ends `gave_up` exactly when its last decision says so; the metrics are those of the
+/// run without `--explain`.
+#[test]
+fn run_explain_records_each_reading_and_draw_by_the_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gave_up = 0;
+    for run in 0..4 {
+        let run = run.to_string();
+        let base = ["run", "scenarios/01-worked-example.toml", "--strategy", "error-string", "--run", &run];
+        let plain = tracefault().args(base).output().unwrap();
+        let out = dir.path().join(format!("{run}.jsonl"));
+        let explained = tracefault().args(base).args(["--explain", "--trace-out"]).arg(&out).output().unwrap();
+        let (plain, explained) =
+            (String::from_utf8_lossy(&plain.stdout), String::from_utf8_lossy(&explained.stdout).into_owned());
+        assert_eq!(plain.lines().next(), explained.lines().next(), "the same run, the same metrics");
+        assert!(explained.contains("model: read as prefix (truth transient)"), "{explained}");
+        let ev = events(&out);
+        let decided: Vec<&Value> = ev.iter().filter(|e| e["type"] == "decision").collect();
+        assert!(!decided.is_empty(), "run {run}: every run meets the 503");
+        for d in &decided {
+            assert_eq!(d["signal"], "prefix", "{d}");
+            let draws = d["draws"].as_array().unwrap();
+            for x in draws {
+                assert_eq!(
+                    x["below"].as_bool().unwrap(),
+                    x["draw"].as_f64().unwrap() < x["p"].as_f64().unwrap(),
+                    "{x}"
+                );
+            }
+            assert_eq!(draws[0]["probability"], "perception.prefix");
+            let read_right = draws[0]["below"].as_bool().unwrap();
+            match d["truth"].as_str().unwrap() {
+                // The 503s: read right as transient, then retried while p_retry_transient says so.
+                "transient" if read_right => {
+                    assert_eq!(d["perceived"], "transient", "{d}");
+                    assert_eq!(draws[1]["probability"], "p_retry_transient", "{d}");
+                    let repeat = draws[1]["below"].as_bool().unwrap();
+                    assert_eq!(d["action"], if repeat { "repeat" } else { "give_up" }, "{d}");
+                }
+                "transient" => assert_eq!(d["perceived"], "terminal", "a misread 503: {d}"),
+                // The 400: read right as bad arguments, the model fixes them; whether the fix is
+                // right is the p_fix_args draw.
+                "bad_args" if read_right => {
+                    assert_eq!((d["perceived"].as_str(), d["action"].as_str()), (Some("bad_args"), Some("fix_args")));
+                    assert_eq!(draws[1]["probability"], "p_fix_args", "{d}");
+                }
+                "bad_args" => assert!(matches!(d["perceived"].as_str(), Some("transient" | "terminal")), "{d}"),
+                other => panic!("the worked example fails with 503s and a 400, not {other}"),
+            }
+        }
+        let last = decided.last().unwrap();
+        let ended = ev.iter().find(|e| e["type"] == "final").unwrap();
+        assert_eq!(ended["outcome"] == "gave_up", last["action"] == "give_up", "run {run}: {ended}");
+        gave_up += usize::from(ended["outcome"] == "gave_up");
+    }
+    assert!(gave_up > 0, "some of the four runs give up");
+}
+
+/// The same draws in `exec`: the reference agent hands failures back as `ERROR:` text, as the
+/// `error-string` strategy does, and the mock model reads and decides as the simulated model
+/// does on the same run — the same readings, probabilities and draws, in the same order.
+#[test]
+fn exec_decisions_are_the_simulated_models_on_the_same_run() {
+    let agent = crate::wire::reference_agent();
+    let dir = tempfile::tempdir().unwrap();
+    let (_, report, stdout) = crate::wire::exec(
+        "scenarios/01-worked-example.toml",
+        &dir.path().join("exec"),
+        &[agent.to_str().unwrap(), "--strategy", "error-string"],
+        &["--runs", "4"],
+    );
+    for run in 0..4 {
+        let wire = events(&dir.path().join(format!("exec/traces/run-{run}.jsonl")));
+        let out = dir.path().join(format!("sim-{run}.jsonl"));
+        let args = ["run", "scenarios/01-worked-example.toml", "--strategy", "error-string", "--explain"];
+        tracefault().args(args).args(["--run", &run.to_string(), "--trace-out"]).arg(&out).assert().code(0);
+        assert_eq!(decisions(&wire), decisions(&events(&out)), "run {run}: {stdout}");
+        let ended = &report["runs"][run]["ended"];
+        if ended == "gave_up" {
+            let why = report["checks"][5]["details"].to_string();
+            assert!(
+                why.contains(&format!("run {run}: the mock model gave up")) && why.contains("→ no; give_up"),
+                "{why}"
+            );
+        }
+    }
+}
