@@ -14,6 +14,7 @@ if [ "$(cat .venv/.tracefault-installed 2>/dev/null)" != "$want" ]; then
 fi
 .venv/bin/python - <<'PY'
 from importlib.metadata import version
-names = ["openai", "anthropic", "google-genai", "pydantic-ai-slim", "openai-agents", "langchain", "litellm"]
+names = ["openai", "anthropic", "google-genai", "pydantic-ai-slim", "openai-agents", "langchain", "litellm",
+         "smolagents", "autogen-agentchat"]
 print("python SDKs and frameworks:", " · ".join(f"{n} {version(n)}" for n in names))
 PY

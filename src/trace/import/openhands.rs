@@ -113,21 +113,28 @@ pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportErr
         other => vec![other],
     };
     let n = instances.len();
-    Ok(instances
-        .into_iter()
-        .enumerate()
-        .map(|(k, line)| {
-            let events: Vec<&Value> = match line.get("history").and_then(Value::as_array) {
-                Some(h) => h
-                    .iter()
-                    .flat_map(|e| if let Value::Array(pair) = e { pair.iter().collect() } else { vec![e] })
-                    .collect(),
-                None => Vec::new(),
-            };
-            let cid = if n == 1 { id.to_owned() } else { format!("{id}#{}", k + 1) };
-            read(events, Some(line), cid)
-        })
-        .collect())
+    Ok(instances.into_iter().enumerate().map(|(k, line)| instance(line, instance_id(id, k, n))).collect())
+}
+
+/// The id of line `k` (0-based) of `n`: the file's own id alone, else numbered from 1.
+pub fn instance_id(id: &str, k: usize, n: usize) -> String {
+    if n == 1 { id.to_owned() } else { format!("{id}#{}", k + 1) }
+}
+
+/// Whether `v` is one eval output line (`history` and the instance's fields); `at` names it.
+pub fn line_fits(v: &Value, at: &str) -> Result<(), ImportError> {
+    instance_fits(v, at)
+}
+
+/// The conversation of one eval output line: its `history` events (pairs flattened).
+pub fn instance(line: &Value, id: String) -> Conversation {
+    let events: Vec<&Value> = match line.get("history").and_then(Value::as_array) {
+        Some(h) => {
+            h.iter().flat_map(|e| if let Value::Array(pair) = e { pair.iter().collect() } else { vec![e] }).collect()
+        }
+        None => Vec::new(),
+    };
+    read(events, Some(line), id)
 }
 
 fn key(v: Option<&Value>) -> Option<String> {

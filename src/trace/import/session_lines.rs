@@ -1,5 +1,5 @@
 //! Agent tools' JSONL session logs (Codex CLI rollouts, Claude Code transcripts and stream-json
-//! output) read a line at a time: each line is parsed, handed to its reader and dropped, so
+//! output, OpenHands eval output) read a line at a time: each line is parsed, handed to its reader and dropped, so
 //! memory holds the file's text and the conversations read from it, never the parsed file.
 //!
 //! This is the whole-file reading made cheaper, not a second reading: the readers are the same
@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::claude_code::{self, Session};
 use super::codex::{self, Rollout};
 use super::conversation::{Conversation, to_trace};
+use super::openhands;
 use super::{ImportOptions, Imported, SourceFormat, gaps, kept};
 use crate::error::Error;
 
@@ -26,7 +27,10 @@ fn lines(text: &str) -> impl Iterator<Item = &str> {
 /// or `auto` and its first lines); `None` when it is not, or when a line does not fit.
 pub fn import(text: &str, path: &Path, opts: &ImportOptions) -> Option<Result<Imported, Error>> {
     if opts.select.is_some()
-        || !matches!(opts.format, SourceFormat::Auto | SourceFormat::Codex | SourceFormat::ClaudeCode)
+        || !matches!(
+            opts.format,
+            SourceFormat::Auto | SourceFormat::Codex | SourceFormat::ClaudeCode | SourceFormat::OpenHands
+        )
     {
         return None;
     }
@@ -34,15 +38,23 @@ pub fn import(text: &str, path: &Path, opts: &ImportOptions) -> Option<Result<Im
     let first: Value = serde_json::from_str(all.next()?).ok()?;
     // A file of one line is a JSON document, read whole.
     all.next()?;
-    let ty = first.get("type").and_then(Value::as_str)?;
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("trace");
-    let rollout = ty == "session_meta" && first.get("payload").is_some_and(Value::is_object);
-    let (format, convs) = match (opts.format, rollout) {
-        (SourceFormat::Auto | SourceFormat::Codex, true) => (SourceFormat::Codex, vec![rollout_lines(text, stem)?]),
-        (SourceFormat::Auto | SourceFormat::ClaudeCode, false) => {
-            (SourceFormat::ClaudeCode, session_lines(text, stem)?)
+    let eval_output = first.get("history").is_some() && openhands::line_fits(&first, "/0").is_ok();
+    let (format, convs) = if eval_output {
+        if !matches!(opts.format, SourceFormat::Auto | SourceFormat::OpenHands) {
+            return None;
         }
-        _ => return None,
+        (SourceFormat::OpenHands, eval_output_lines(text, stem)?)
+    } else {
+        let ty = first.get("type").and_then(Value::as_str)?;
+        let rollout = ty == "session_meta" && first.get("payload").is_some_and(Value::is_object);
+        match (opts.format, rollout) {
+            (SourceFormat::Auto | SourceFormat::Codex, true) => (SourceFormat::Codex, vec![rollout_lines(text, stem)?]),
+            (SourceFormat::Auto | SourceFormat::ClaudeCode, false) => {
+                (SourceFormat::ClaudeCode, session_lines(text, stem)?)
+            }
+            _ => return None,
+        }
     };
     // The whole-file reading's refusals (no conversation, nothing read) are its own to word.
     if convs.iter().all(|c| c.items.is_empty()) {
@@ -51,6 +63,20 @@ pub fn import(text: &str, path: &Path, opts: &ImportOptions) -> Option<Result<Im
     let traces: Result<Vec<_>, Error> =
         convs.into_iter().map(|c| gaps::checked(to_trace(c, &opts.rules), path, opts.lenient)).collect();
     Some(traces.map(|traces| Imported { format, traces }))
+}
+
+/// OpenHands eval output (`output.jsonl`): one instance a line, each line parsed, read and
+/// dropped; a line that is not an instance sends the file to the whole reading.
+fn eval_output_lines(text: &str, id: &str) -> Option<Vec<Conversation>> {
+    let n = lines(text).count();
+    lines(text)
+        .enumerate()
+        .map(|(k, line)| {
+            let v: Value = serde_json::from_str(line).ok()?;
+            openhands::line_fits(&v, &format!("/{k}")).ok()?;
+            Some(openhands::instance(&v, openhands::instance_id(id, k, n)))
+        })
+        .collect()
 }
 
 /// A Codex rollout whose first line is its `session_meta`. Whether it has request marks of
@@ -152,6 +178,23 @@ mod tests {
             }
             assert!(by_line >= 10, "{dir}: {by_line} readings by line");
         }
+    }
+
+    /// OpenHands eval output reads a line at a time exactly as it reads whole, and a line that
+    /// is not an instance sends the file to the whole reading, which says why.
+    #[test]
+    fn openhands_eval_output_reads_by_line_as_whole() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/openhands");
+        let path = root.join("openhands-eval-output.jsonl");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.lines().count() >= 2, "several instances");
+        for format in [SourceFormat::Auto, SourceFormat::OpenHands] {
+            let opts = ImportOptions { format, ..Default::default() };
+            assert!(same_as_whole(&path, &text, &opts).is_some(), "{format:?}");
+        }
+        let broken = format!("{text}{{\"history\": 3}}\n");
+        assert!(import(&broken, &path, &ImportOptions::default()).is_none());
+        assert!(import_parsed(&broken, &path, &ImportOptions::default()).is_err());
     }
 
     /// A file that breaks what its first lines said is read whole, with the whole reading's
