@@ -15,6 +15,6 @@ fi
 .venv/bin/python - <<'PY'
 from importlib.metadata import version
 names = ["openai", "anthropic", "google-genai", "pydantic-ai-slim", "openai-agents", "langchain", "litellm",
-         "smolagents", "autogen-agentchat"]
+         "smolagents", "autogen-agentchat", "agno", "haystack-ai"]
 print("python SDKs and frameworks:", " · ".join(f"{n} {version(n)}" for n in names))
 PY

@@ -1,6 +1,6 @@
 //! The agent frameworks people build on — pydantic-ai, the OpenAI Agents SDK, LangChain
-//! `create_agent`, LiteLLM, the Vercel AI SDK, smolagents and AutoGen AgentChat — run by `exec`
-//! over every API each supports,
+//! `create_agent`, LiteLLM, the Vercel AI SDK, smolagents, AutoGen AgentChat, Agno and Haystack
+//! — run by `exec` over every API each supports,
 //! streaming and not, on five bundled scenarios with `--runs 3`. Each combination must end with
 //! the verdict the scenario implies; where a framework's own documented behaviour decides the
 //! verdict (its turn limit, a provider it does not retry), that is listed below as an expectation.
@@ -27,6 +27,10 @@ enum Framework {
     Smolagents,
     /// `AssistantAgent` with `reflect_on_tool_use`: a request without tools after the tools ran.
     AutoGen,
+    /// `Agent` with `OpenAIChat` (its telemetry off: `telemetry=False`).
+    Agno,
+    /// `Agent` with `OpenAIChatGenerator` (its telemetry off: `HAYSTACK_TELEMETRY_ENABLED`).
+    Haystack,
 }
 use Framework::*;
 
@@ -52,6 +56,8 @@ impl Agent {
             VercelAi => vec!["node".into(), script("vercel-ai/agent.mjs")],
             Smolagents => vec![py, script("frameworks/smolagents_agent.py")],
             AutoGen => vec![py, script("frameworks/autogen_agent.py")],
+            Agno => vec![py, script("frameworks/agno_agent.py")],
+            Haystack => vec![py, script("frameworks/haystack_agent.py")],
         };
         cmd.extend(["--api".into(), self.api.into()]);
         if self.stream {
@@ -83,7 +89,7 @@ impl std::fmt::Display for Agent {
 /// Every framework over every API it supports, streaming and not; the Responses API also
 /// chained where the framework offers it.
 fn matrix() -> Vec<Agent> {
-    let apis: [(Framework, &[&str]); 7] = [
+    let apis: [(Framework, &[&str]); 9] = [
         (PydanticAi, &["chat", "responses", "anthropic", "gemini"]),
         (OpenAiAgents, &["responses", "chat"]),
         (LangChain, &["chat", "responses", "anthropic", "gemini"]),
@@ -91,6 +97,8 @@ fn matrix() -> Vec<Agent> {
         (VercelAi, &["chat", "responses", "anthropic", "gemini"]),
         (Smolagents, &["chat"]),
         (AutoGen, &["chat"]),
+        (Agno, &["chat"]),
+        (Haystack, &["chat"]),
     ];
     let mut out = Vec::new();
     for (framework, list) in apis {
@@ -118,6 +126,8 @@ fn fast(a: &Agent) -> bool {
             | (VercelAi, "responses", true, false)
             | (Smolagents, "chat", false, false)
             | (AutoGen, "chat", true, false)
+            | (Agno, "chat", false, false)
+            | (Haystack, "chat", true, false)
     )
 }
 
@@ -158,7 +168,13 @@ fn expect(scenario: &str, a: &Agent) -> Expect {
             // smolagents stops at its 10 steps and asks for a final answer with no tools;
             // AutoGen stops at its 10 tool iterations and reflects with no tools: the mock
             // answers text that says which call waits, and the run stops midway.
-            Smolagents | AutoGen => Expect { endings: &["cut_off", "answer"], failing: checks(&[6]), agent_exit: 0 },
+            // Haystack stops at its `max_agent_steps` (20 in the example) while the model still
+            // asks for tools.
+            Smolagents | AutoGen | Haystack => {
+                Expect { endings: &["cut_off", "answer"], failing: checks(&[6]), agent_exit: 0 }
+            }
+            // Agno sets no tool-call limit: the loop runs to the scenario's step cap.
+            Agno => Expect { endings: &["step_cap", "answer"], failing: checks(&[6]), agent_exit: 0 },
             PydanticAi | LangChain => Expect { endings: &["step_cap", "answer"], failing: checks(&[6]), agent_exit: 0 },
         },
         // The provider answers overloaded twice, then 429 with retry-after. The official
@@ -307,8 +323,8 @@ fn frameworks_on_provider_overload() {
 #[test]
 fn the_fast_subset_covers_every_framework_and_format() {
     let fast: Vec<Agent> = matrix().into_iter().filter(fast).collect();
-    assert_eq!(fast.len(), 7);
-    for f in [PydanticAi, OpenAiAgents, LangChain, LiteLlm, VercelAi, Smolagents, AutoGen] {
+    assert_eq!(fast.len(), 9);
+    for f in [PydanticAi, OpenAiAgents, LangChain, LiteLlm, VercelAi, Smolagents, AutoGen, Agno, Haystack] {
         assert!(fast.iter().any(|a| a.framework == f), "{f:?}");
     }
     assert!(fast.iter().any(|a| a.stream) && fast.iter().any(|a| a.chain));

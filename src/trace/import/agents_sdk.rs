@@ -47,6 +47,7 @@ use serde_json::Value;
 
 use super::ImportError;
 use super::conversation::{CallItem, Conversation, Ending, Item, parse_args, text_of};
+use super::kept::Keep;
 use crate::trace::{Args, FinalOutcome, ToolDef};
 
 const ITEM_EXPECTED: &str = "an Agents SDK export item: `\"object\": \"trace\"` or `\"object\": \"trace.span\"`";
@@ -134,6 +135,52 @@ fn items<'a>(v: &'a Value, out: &mut Vec<&'a Value>) {
     }
 }
 
+/// What a first reading of a JSONL export keeps of each line: enough to say which traces the
+/// line's items belong to and that it fits (an item's `object`, ids and `span_data.type`; the
+/// wrappers' items; a batch body's list whole).
+pub static IDS: Keep = Keep::Keys(&[
+    ITEM_IDS,
+    &[
+        ("item", Keep::Keys(&[ITEM_IDS])),
+        ("span", Keep::Keys(&[ITEM_IDS])),
+        ("trace", Keep::Keys(&[ITEM_IDS])),
+        ("data", Keep::All),
+        ("spans", Keep::All),
+    ],
+]);
+
+const ITEM_IDS: &[(&str, Keep)] = &[
+    ("object", Keep::All),
+    ("id", Keep::All),
+    ("trace_id", Keep::All),
+    ("span_data", Keep::Keys(&[&[("type", Keep::All)]])),
+];
+
+/// Whether one line of a JSONL export fits; `at` names it.
+pub fn line_fits(v: &Value, at: &str) -> Result<(), ImportError> {
+    check_entry(v, at)
+}
+
+/// The trace an item belongs to: a span's `trace_id`, a trace's own `id`.
+pub fn trace_of(item: &Value) -> Option<&str> {
+    let is_span = item.get("object").and_then(Value::as_str) == Some("trace.span");
+    item.get(if is_span { "trace_id" } else { "id" }).and_then(Value::as_str)
+}
+
+/// The items of one line (or document), in order.
+pub fn line_items(v: &Value) -> Vec<&Value> {
+    let mut out = Vec::new();
+    items(v, &mut out);
+    out
+}
+
+/// The conversation of one trace from its items (spans and the trace record, any order).
+pub fn trace_conversation(items: &[&Value], id: String) -> Conversation {
+    let spans: Vec<&Value> =
+        items.iter().copied().filter(|i| i.get("object").and_then(Value::as_str) == Some("trace.span")).collect();
+    read_trace(&spans, id)
+}
+
 /// One trace per conversation, in the order the traces first appear.
 pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportError> {
     fits(v)?;
@@ -142,8 +189,7 @@ pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportErr
     let mut traces: Vec<(&str, Vec<&Value>)> = Vec::new();
     for item in all {
         let is_span = item.get("object").and_then(Value::as_str) == Some("trace.span");
-        let key = if is_span { "trace_id" } else { "id" };
-        let Some(tid) = item.get(key).and_then(Value::as_str) else { continue };
+        let Some(tid) = trace_of(item) else { continue };
         let k = match traces.iter().position(|(t, _)| *t == tid) {
             Some(k) => k,
             None => {
