@@ -36,10 +36,15 @@ pub fn frameworks_installed() -> bool {
     if sdk_python().is_none() {
         return false;
     }
+    let required = std::env::var_os("TRACEFAULT_REQUIRE_SDKS").is_some() || std::env::var_os("CI").is_some();
+    if !root().join(".venv-llamaindex/bin/python").exists() {
+        assert!(!required, "the framework tests need .venv-llamaindex: run bash scripts/python-env.sh");
+        eprintln!("skipping: no .venv-llamaindex (run scripts/python-env.sh)");
+        return false;
+    }
     if root().join("examples/vercel-ai/node_modules/ai").exists() {
         return true;
     }
-    let required = std::env::var_os("TRACEFAULT_REQUIRE_SDKS").is_some() || std::env::var_os("CI").is_some();
     assert!(!required, "the framework tests need the Vercel AI SDK: run bash scripts/node-env.sh");
     eprintln!("skipping: no examples/vercel-ai/node_modules (run scripts/node-env.sh)");
     false
