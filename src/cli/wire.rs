@@ -254,6 +254,8 @@ struct AgentRecord {
     metrics: RunMetrics,
     /// Formats whose conversations made the round trip (a result read, or an ending).
     round_trips: Vec<String>,
+    /// Three or more identical calls in a row got identical results.
+    looped: bool,
     unknown_paths: Vec<String>,
     elsewhere: Vec<String>,
     /// The MCP tools/call messages that crossed, one JSON-RPC message per line.
@@ -417,6 +419,7 @@ fn record(world: &World, ran: Ran, timeout_s: u64) -> AgentRecord {
         metrics,
         findings,
         round_trips,
+        looped: repeats >= 3,
         unknown_paths: world.unknown_paths.iter().cloned().collect(),
         elsewhere: world.elsewhere.iter().cloned().collect(),
         mcp_log: world.mcp_log.clone(),
@@ -455,7 +458,6 @@ fn agent_metrics(world: &World, trace: &Trace, ended: &str, findings: &[Finding]
     for e in &trace.events {
         match e {
             TraceEvent::ModelCall { status, tokens_in, tokens_out, .. } => {
-                m.model_calls += 1;
                 m.first_attempts += u64::from(!previous_failed);
                 previous_failed = *status != 200;
                 m.tokens += tokens_in + tokens_out;
@@ -858,12 +860,10 @@ fn outcome(records: &[RunRecord]) -> String {
     let mut total = 0;
     for a in records.iter().flat_map(|r| &r.agents) {
         total += 1;
-        let looped =
-            a.findings.iter().any(|f| f.check == Some(Check::Terminates) && f.detail.contains("identical calls"));
         let k = match a.ended.as_str() {
             _ if a.exit != Some(0) || a.ended == "timeout" => 5,
             "step_cap" => 3,
-            _ if looped => 2,
+            _ if a.looped => 2,
             "gave_up" => 1,
             "answer" => 0,
             _ => 4,
