@@ -2,7 +2,8 @@
 //! per second, on the tau-bench file in `tests/fixtures/corpus` — in memory, and streamed from a
 //! large file of its conversations repeated (`TRACEFAULT_BENCH_COPIES`, default 25 ≈ 100 MB) —
 //! and the JSONL session logs of agent tools (a Claude Code transcript, a Codex rollout), each
-//! one long session made of a fixture's lines repeated with fresh ids (about 32 MB).
+//! one long session made of a fixture's lines repeated with fresh ids (about 32 MB) — and an OpenAI
+//! Agents SDK JSONL export, its traces repeated with fresh ids to about 32 MB.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -121,6 +122,10 @@ fn session_logs(c: &mut Criterion) {
         (
             "codex_rollout",
             repeated(&read("codex/codex-tools.jsonl"), &["call_id", "response_id", "id"], 32 << 20, true),
+        ),
+        (
+            "agents_sdk_export",
+            repeated(&read("agents-sdk/agents-sdk-spans.jsonl"), &["id", "trace_id", "parent_id"], 32 << 20, false),
         ),
     ];
     let mut group = c.benchmark_group("import_session_logs");

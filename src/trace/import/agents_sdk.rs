@@ -135,25 +135,93 @@ fn items<'a>(v: &'a Value, out: &mut Vec<&'a Value>) {
     }
 }
 
-/// What a first reading of a JSONL export keeps of each line: enough to say which traces the
-/// line's items belong to and that it fits (an item's `object`, ids and `span_data.type`; the
-/// wrappers' items; a batch body's list whole).
-pub static IDS: Keep = Keep::Keys(&[
-    ITEM_IDS,
+/// The ids of the traces one line of a JSONL export holds items of, in the order the whole
+/// reading meets them (an item; a wrapper's `trace`, `item`, `span`; a batch body's `data`,
+/// `spans`), read without building the line: the first reading of a large export, which only
+/// sorts lines into traces. `None` when the line is not in that shape, or a string read has
+/// escapes (the whole reading then says why, or reads what this does not).
+pub fn line_traces<'a>(line: &'a str, out: &mut Vec<&'a str>) -> Option<()> {
+    fn walk<'a>(e: IdEntry<'a>, out: &mut Vec<&'a str>) {
+        if e.object.is_some() {
+            out.extend(if e.object == Some("trace.span") { e.trace_id } else { e.id });
+            return;
+        }
+        let wrapped = [e.trace, e.item, e.span].into_iter().flatten().map(|b| *b);
+        for i in wrapped.chain([e.data, e.spans].into_iter().flatten().flatten()) {
+            walk(i, out);
+        }
+    }
+    walk(serde_json::from_str(line).ok()?, out);
+    Some(())
+}
+
+/// One line of an export as its first reading sees it: an item's ids, or a wrapper's items.
+#[derive(serde::Deserialize)]
+struct IdEntry<'a> {
+    object: Option<&'a str>,
+    id: Option<&'a str>,
+    trace_id: Option<&'a str>,
+    #[serde(borrow)]
+    trace: Option<Box<IdEntry<'a>>>,
+    #[serde(borrow)]
+    item: Option<Box<IdEntry<'a>>>,
+    #[serde(borrow)]
+    span: Option<Box<IdEntry<'a>>>,
+    #[serde(borrow)]
+    data: Option<Vec<IdEntry<'a>>>,
+    #[serde(borrow)]
+    spans: Option<Vec<IdEntry<'a>>>,
+}
+
+/// What the reading of a trace keeps of each line: every key `read_trace` reads, but of a
+/// model call's `input` (the whole conversation so far, in every generation span) only
+/// whether it was recorded.
+pub static READ: Keep = Keep::Keys(&[
+    ITEM_READ,
     &[
-        ("item", Keep::Keys(&[ITEM_IDS])),
-        ("span", Keep::Keys(&[ITEM_IDS])),
-        ("trace", Keep::Keys(&[ITEM_IDS])),
-        ("data", Keep::All),
-        ("spans", Keep::All),
+        ("item", Keep::Keys(&[ITEM_READ])),
+        ("span", Keep::Keys(&[ITEM_READ])),
+        ("trace", Keep::Keys(&[ITEM_READ])),
+        ("data", Keep::Each(&Keep::Keys(&[ITEM_READ]))),
+        ("spans", Keep::Each(&Keep::Keys(&[ITEM_READ]))),
     ],
 ]);
 
-const ITEM_IDS: &[(&str, Keep)] = &[
+const ITEM_READ: &[(&str, Keep)] = &[
     ("object", Keep::All),
     ("id", Keep::All),
     ("trace_id", Keep::All),
-    ("span_data", Keep::Keys(&[&[("type", Keep::All)]])),
+    ("parent_id", Keep::All),
+    ("started_at", Keep::All),
+    ("ended_at", Keep::All),
+    ("error", Keep::All),
+    (
+        "span_data",
+        Keep::Keys(&[&[
+            ("type", Keep::All),
+            ("name", Keep::All),
+            ("model", Keep::All),
+            ("tools", Keep::All),
+            ("input", Keep::Shallow),
+            ("output", Keep::Each(&Keep::Keys(&[OUTPUT_PART, &[("output", Keep::Each(&Keep::Keys(&[OUTPUT_PART])))]]))),
+            ("usage", Keep::All),
+            ("to_agent", Keep::All),
+            ("triggered", Keep::All),
+            ("data", Keep::All),
+        ]]),
+    ),
+];
+
+/// What a model call's `output` keeps of each of its parts (a Chat message, a Responses item;
+/// a streamed Responses object's own `output` list, one level down).
+const OUTPUT_PART: &[(&str, Keep)] = &[
+    ("type", Keep::All),
+    ("call_id", Keep::All),
+    ("name", Keep::All),
+    ("arguments", Keep::All),
+    ("content", Keep::All),
+    ("refusal", Keep::All),
+    ("tool_calls", Keep::All),
 ];
 
 /// Whether one line of a JSONL export fits; `at` names it.
@@ -252,8 +320,14 @@ impl<'a> Span<'a> {
 /// digits (Python's `isoformat` leaves the fraction out when it is 0). The SDK writes UTC.
 fn time_key(s: &str) -> String {
     let Some(main) = s.get(..19) else { return s.to_owned() };
-    let frac: String = s[19..].strip_prefix('.').unwrap_or("").chars().take_while(char::is_ascii_digit).collect();
-    format!("{main}.{frac:0<9}")
+    let frac = s[19..].strip_prefix('.').unwrap_or("");
+    let digits = &frac[..frac.bytes().take_while(u8::is_ascii_digit).count()];
+    let mut key = String::with_capacity(29 + digits.len().saturating_sub(9));
+    key.push_str(main);
+    key.push('.');
+    key.push_str(digits);
+    key.extend(std::iter::repeat_n('0', 9usize.saturating_sub(digits.len())));
+    key
 }
 
 /// A tool call the model's output shows: (id, name, arguments), and whether a span used it.

@@ -14,6 +14,11 @@ pub enum Keep {
     All,
     /// Of an object, the keys of these lists (each kept as said); any other value whole.
     Keys(&'static [&'static [(&'static str, Keep)]]),
+    /// Of an array, each element kept as said; any other value whole.
+    Each(&'static Keep),
+    /// A string, number, boolean or null whole; an array or object empty (its kind is all a
+    /// reader asks of it, e.g. whether a model call recorded its input).
+    Shallow,
 }
 
 /// `text` parsed, keeping what `keep` says; `None` when it is not one JSON value.
@@ -33,6 +38,8 @@ impl<'de> DeserializeSeed<'de> for Kept {
         match self.0 {
             Keep::All => serde::Deserialize::deserialize(d),
             Keep::Keys(keys) => d.deserialize_any(KeysVisitor(keys)),
+            Keep::Each(each) => d.deserialize_any(EachVisitor(each)),
+            Keep::Shallow => d.deserialize_any(ShallowVisitor),
         }
     }
 }
@@ -60,6 +67,39 @@ impl<'de> serde::Deserialize<'de> for Key<'de> {
         }
         d.deserialize_str(KeyVisitor)
     }
+}
+
+/// The scalar visits every visitor shares: the value itself.
+macro_rules! scalars {
+    () => {
+        fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+            Ok(Value::Bool(b))
+        }
+
+        fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+            Ok(Value::from(n))
+        }
+
+        fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+            Ok(Value::from(n))
+        }
+
+        fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
+            Ok(Value::from(n))
+        }
+
+        fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+            Ok(Value::String(s.to_owned()))
+        }
+
+        fn visit_string<E>(self, s: String) -> Result<Value, E> {
+            Ok(Value::String(s))
+        }
+
+        fn visit_unit<E>(self) -> Result<Value, E> {
+            Ok(Value::Null)
+        }
+    };
 }
 
 struct KeysVisitor(&'static [&'static [(&'static str, Keep)]]);
@@ -95,33 +135,53 @@ impl<'de> Visitor<'de> for KeysVisitor {
         Ok(Value::Array(out))
     }
 
-    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
-        Ok(Value::Bool(b))
+    scalars!();
+}
+
+struct EachVisitor(&'static Keep);
+
+impl<'de> Visitor<'de> for EachVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
     }
 
-    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
-        Ok(Value::from(n))
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element_seed(Kept(self.0))? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
     }
 
-    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
-        Ok(Value::from(n))
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Value, A::Error> {
+        serde::Deserialize::deserialize(serde::de::value::MapAccessDeserializer::new(map))
     }
 
-    fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
-        Ok(Value::from(n))
+    scalars!();
+}
+
+struct ShallowVisitor;
+
+impl<'de> Visitor<'de> for ShallowVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
     }
 
-    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
-        Ok(Value::String(s.to_owned()))
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Value::Array(Vec::new()))
     }
 
-    fn visit_string<E>(self, s: String) -> Result<Value, E> {
-        Ok(Value::String(s))
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Value::Object(Map::new()))
     }
 
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
+    scalars!();
 }
 
 #[cfg(test)]
@@ -143,6 +203,22 @@ mod tests {
         for scalar in ["-3", "18446744073709551615", "1e3", "\"s\\n\"", "null", "false", "[]"] {
             assert_eq!(parse(scalar, &KEEP), serde_json::from_str(scalar).ok(), "{scalar}");
         }
+    }
+
+    static EACH: Keep = Keep::Keys(&[&[("l", Keep::Each(&Keep::Keys(&[&[("x", Keep::All)]]))), ("s", Keep::Shallow)]]);
+
+    /// `Each` keeps each element of a list as said (any other value whole); `Shallow` keeps a
+    /// scalar whole and an array or object empty, so only its kind is left.
+    #[test]
+    fn keeps_each_element_and_shallow_kinds() {
+        let text = r#"{"l": [{"x": 1, "y": 2}, 3, [4]], "s": [1, {"a": 2}]}"#;
+        assert_eq!(parse(text, &EACH), Some(json!({"l": [{"x": 1}, 3, [4]], "s": []})));
+        assert_eq!(parse(r#"{"l": {"y": 1}, "s": {"a": [1]}}"#, &EACH), Some(json!({"l": {"y": 1}, "s": {}})));
+        for scalar in ["\"t\"", "1", "null", "true"] {
+            let whole: Value = serde_json::from_str(scalar).unwrap();
+            assert_eq!(parse(&format!(r#"{{"s": {scalar}}}"#), &EACH), Some(json!({ "s": whole })));
+        }
+        assert_eq!(parse(r#"{"s": [1,}"#, &EACH), None);
     }
 
     /// What a full parse refuses, this refuses: broken JSON, trailing text, skipped broken values.

@@ -82,19 +82,25 @@ pub fn import(text: &str, path: &Path, opts: &ImportOptions) -> Option<Result<Im
 /// whole reading.
 fn export_lines(text: &str, id: &str) -> Option<Vec<Conversation>> {
     let all: Vec<&str> = lines(text).collect();
-    let mut order: Vec<String> = Vec::new();
-    let mut lines_of: std::collections::HashMap<String, Vec<usize>> = std::collections::HashMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    let mut lines_of: rustc_hash::FxHashMap<&str, Vec<usize>> = rustc_hash::FxHashMap::default();
+    let mut ids = Vec::new();
     for (n, line) in all.iter().enumerate() {
-        let v = kept::parse(line, &agents_sdk::IDS)?;
-        agents_sdk::line_fits(&v, &format!("/{n}")).ok()?;
-        for item in agents_sdk::line_items(&v) {
-            let Some(tid) = agents_sdk::trace_of(item) else { continue };
-            let at = lines_of.entry(tid.to_owned()).or_insert_with(|| {
-                order.push(tid.to_owned());
-                Vec::new()
-            });
-            if at.last() != Some(&n) {
-                at.push(n);
+        ids.clear();
+        agents_sdk::line_traces(line, &mut ids)?;
+        // Every item of a line that fits has its trace's id (each line is checked whole when
+        // its trace is read): a line with none does not fit.
+        if ids.is_empty() {
+            return None;
+        }
+        for tid in ids.drain(..) {
+            match lines_of.get_mut(tid) {
+                Some(at) if at.last() == Some(&n) => {}
+                Some(at) => at.push(n),
+                None => {
+                    order.push(tid);
+                    lines_of.insert(tid, vec![n]);
+                }
             }
         }
     }
@@ -102,13 +108,20 @@ fn export_lines(text: &str, id: &str) -> Option<Vec<Conversation>> {
     order
         .iter()
         .enumerate()
-        .map(|(k, tid)| {
-            let parsed: Vec<Value> =
-                lines_of[tid].iter().map(|&n| serde_json::from_str(all[n]).ok()).collect::<Option<_>>()?;
+        .map(|(k, &tid)| {
+            let parsed: Vec<Value> = lines_of[tid]
+                .iter()
+                .map(|&n| {
+                    let v = kept::parse(all[n], &agents_sdk::READ)?;
+                    // Where it does not fit is for the whole reading to say.
+                    agents_sdk::line_fits(&v, "").ok()?;
+                    Some(v)
+                })
+                .collect::<Option<_>>()?;
             let items: Vec<&Value> = parsed
                 .iter()
                 .flat_map(agents_sdk::line_items)
-                .filter(|i| agents_sdk::trace_of(i) == Some(tid.as_str()))
+                .filter(|i| agents_sdk::trace_of(i) == Some(tid))
                 .collect();
             let cid = if total == 1 { id.to_owned() } else { format!("{id}#{}", k + 1) };
             Some(agents_sdk::trace_conversation(&items, cid))
