@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the official SDKs and agent frameworks the wire-mode tests drive into .venv, at the
 # versions examples/requirements.txt and examples/constraints.txt pin (LlamaIndex into
-# .venv-llamaindex, by examples/requirements-llamaindex.txt). Idempotent: it reinstalls
-# only when those files change.
+# .venv-llamaindex, by examples/requirements-llamaindex.txt; Strands Agents into .venv-strands and
+# Google ADK into .venv-adk, likewise). Idempotent: it reinstalls only when those files change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -x .venv/bin/python ]; then
@@ -19,15 +19,24 @@ names = ["openai", "anthropic", "google-genai", "pydantic-ai-slim", "openai-agen
          "smolagents", "autogen-agentchat", "agno", "haystack-ai"]
 print("python SDKs and frameworks:", " · ".join(f"{n} {version(n)}" for n in names))
 PY
-# LlamaIndex in a virtualenv of its own: its OpenAI integration needs openai<3.
-if [ ! -x .venv-llamaindex/bin/python ]; then
-  python3 -m venv .venv-llamaindex
-fi
-want=$(cat examples/requirements-llamaindex.txt examples/constraints-llamaindex.txt | sha256sum | cut -d' ' -f1)
-if [ "$(cat .venv-llamaindex/.tracefault-installed 2>/dev/null)" != "$want" ]; then
-  .venv-llamaindex/bin/pip install --quiet --disable-pip-version-check -r examples/requirements-llamaindex.txt \
-    -c examples/constraints-llamaindex.txt
-  echo "$want" > .venv-llamaindex/.tracefault-installed
-fi
-.venv-llamaindex/bin/python -c 'from importlib.metadata import version; print("llama-index-core", version("llama-index-core"), "(.venv-llamaindex)")'
-
+# A virtualenv of its own for a framework whose pins conflict with the main one: $1 the venv,
+# $2 its name in examples/requirements-$2.txt and constraints-$2.txt, $3 the package to report.
+own_venv() {
+  if [ ! -x "$1/bin/python" ]; then
+    python3 -m venv "$1"
+  fi
+  local want
+  want=$(cat "examples/requirements-$2.txt" "examples/constraints-$2.txt" | sha256sum | cut -d' ' -f1)
+  if [ "$(cat "$1/.tracefault-installed" 2>/dev/null)" != "$want" ]; then
+    "$1/bin/pip" install --quiet --disable-pip-version-check -r "examples/requirements-$2.txt" \
+      -c "examples/constraints-$2.txt"
+    echo "$want" > "$1/.tracefault-installed"
+  fi
+  "$1/bin/python" -c "from importlib.metadata import version; print('$3', version('$3'), '($1)')"
+}
+# LlamaIndex: its OpenAI integration needs openai<3.
+own_venv .venv-llamaindex llamaindex llama-index-core
+# Strands Agents: it needs mcp<2.2 (and openai<3, anthropic<1).
+own_venv .venv-strands strands strands-agents
+# Google ADK: it needs opentelemetry-api<=1.44 and websockets<16.
+own_venv .venv-adk adk google-adk

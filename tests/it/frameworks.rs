@@ -1,7 +1,8 @@
 //! The agent frameworks people build on — pydantic-ai, the OpenAI Agents SDK, LangChain
-//! `create_agent`, LiteLLM, the Vercel AI SDK, smolagents, AutoGen AgentChat, Agno, Haystack and
-//! LlamaIndex — run by `exec` over every API each supports,
-//! streaming and not, on five bundled scenarios with `--runs 3`. Each combination must end with
+//! `create_agent`, LiteLLM, the Vercel AI SDK, smolagents, AutoGen AgentChat, Agno, Haystack,
+//! LlamaIndex, Strands Agents and Google ADK — run by `exec` over every API each supports,
+//! streaming and not (where a provider of the framework always streams, streaming only), on five
+//! bundled scenarios with `--runs 3`. Each combination must end with
 //! the verdict the scenario implies; where a framework's own documented behaviour decides the
 //! verdict (its turn limit, a provider it does not retry), that is listed below as an expectation.
 //!
@@ -33,6 +34,13 @@ enum Framework {
     Haystack,
     /// `FunctionAgent` with its `OpenAI` LLM, in `.venv-llamaindex` (it needs `openai<3`).
     LlamaIndex,
+    /// `Agent` with its `OpenAIModel`, `OpenAIResponsesModel` (`stateful` for `--chain`),
+    /// `AnthropicModel` or `GeminiModel`, in `.venv-strands` (it needs `mcp<2.2`). Only the chat
+    /// provider has a non-streaming mode; the other three always stream.
+    Strands,
+    /// `LlmAgent` with its `Gemini` model, run by a `Runner` (`--stream`: `StreamingMode.SSE`),
+    /// in `.venv-adk` (it needs `opentelemetry-api<=1.44`, `websockets<16`).
+    Adk,
 }
 use Framework::*;
 
@@ -64,6 +72,11 @@ impl Agent {
                 root().join(".venv-llamaindex/bin/python").display().to_string(),
                 script("frameworks/llamaindex_agent.py"),
             ],
+            Strands => vec![
+                root().join(".venv-strands/bin/python").display().to_string(),
+                script("frameworks/strands_agent.py"),
+            ],
+            Adk => vec![root().join(".venv-adk/bin/python").display().to_string(), script("frameworks/adk_agent.py")],
         };
         cmd.extend(["--api".into(), self.api.into()]);
         if self.stream {
@@ -92,10 +105,28 @@ impl std::fmt::Display for Agent {
     }
 }
 
-/// Every framework over every API it supports, streaming and not; the Responses API also
-/// chained where the framework offers it.
+/// Every framework over every API it supports, streaming and not (streaming only where the
+/// framework's provider has no other mode); the Responses API also chained where the framework
+/// offers it.
 fn matrix() -> Vec<Agent> {
-    let apis: [(Framework, &[&str]); 10] = [
+    let mut out = Vec::new();
+    for (framework, list) in apis() {
+        for &api in list {
+            for &stream in streams(framework, api) {
+                out.push(Agent { framework, api, stream, chain: false });
+            }
+        }
+        if matches!(framework, OpenAiAgents | LangChain | Strands) {
+            let stream = framework == Strands;
+            out.push(Agent { framework, api: "responses", stream, chain: true });
+        }
+    }
+    out
+}
+
+/// Every framework and the provider APIs it supports.
+fn apis() -> [(Framework, &'static [&'static str]); 12] {
+    [
         (PydanticAi, &["chat", "responses", "anthropic", "gemini"]),
         (OpenAiAgents, &["responses", "chat"]),
         (LangChain, &["chat", "responses", "anthropic", "gemini"]),
@@ -106,19 +137,18 @@ fn matrix() -> Vec<Agent> {
         (Agno, &["chat"]),
         (Haystack, &["chat"]),
         (LlamaIndex, &["chat"]),
-    ];
-    let mut out = Vec::new();
-    for (framework, list) in apis {
-        for &api in list {
-            for stream in [false, true] {
-                out.push(Agent { framework, api, stream, chain: false });
-            }
-        }
-        if matches!(framework, OpenAiAgents | LangChain) {
-            out.push(Agent { framework, api: "responses", stream: false, chain: true });
-        }
+        (Strands, &["chat", "responses", "anthropic", "gemini"]),
+        (Adk, &["gemini"]),
+    ]
+}
+
+/// Whether a framework runs an API streaming, not, or both: Strands' Responses, Anthropic and
+/// Gemini providers always stream.
+fn streams(framework: Framework, api: &str) -> &'static [bool] {
+    match (framework, api) {
+        (Strands, "responses" | "anthropic" | "gemini") => &[true],
+        _ => &[false, true],
     }
-    out
 }
 
 /// The fast subset `scripts/test.sh` runs: one combination per framework, together covering
@@ -136,6 +166,8 @@ fn fast(a: &Agent) -> bool {
             | (Agno, "chat", false, false)
             | (Haystack, "chat", true, false)
             | (LlamaIndex, "chat", false, false)
+            | (Strands, "responses", true, true)
+            | (Adk, "gemini", true, false)
     )
 }
 
@@ -184,6 +216,13 @@ fn expect(scenario: &str, a: &Agent) -> Expect {
             // LlamaIndex raises `WorkflowRuntimeError` at its `max_iterations` (20 in the example):
             // a run cut off there exits 1 (these runs' draws: runs 0 and 2 loop, run 1 answers).
             LlamaIndex => Expect { endings: &["cut_off", "answer"], failing: checks(&[6, 7]), agent_exit: 1 },
+            // Strands has no turn limit unless given one: the example passes `limits={"turns": 20}`,
+            // at which its loop stops quietly (`stop_reason="limit_turns"`, no exception) while the
+            // model still asks for tools.
+            Strands => Expect { endings: &["cut_off", "answer"], failing: checks(&[6]), agent_exit: 0 },
+            // ADK raises `LlmCallsLimitExceededError` past `RunConfig.max_llm_calls` (20 in the
+            // example; its default is 500): a run cut off there exits 1.
+            Adk => Expect { endings: &["cut_off", "answer"], failing: checks(&[6, 7]), agent_exit: 1 },
             // Agno sets no tool-call limit: the loop runs to the scenario's step cap.
             Agno => Expect { endings: &["step_cap", "answer"], failing: checks(&[6]), agent_exit: 0 },
             PydanticAi | LangChain => Expect { endings: &["step_cap", "answer"], failing: checks(&[6]), agent_exit: 0 },
@@ -193,9 +232,13 @@ fn expect(scenario: &str, a: &Agent) -> Expect {
         // built on them; google-genai (under pydantic-ai) retries nothing unless configured, and
         // LiteLLM retries nothing by default where it calls the provider itself (Anthropic,
         // Gemini; its OpenAI path goes through the openai SDK): the first overload ends those.
+        // ADK's `Gemini` model passes no retry options to google-genai unless given
+        // `retry_options`; Strands' own retry strategy (6 attempts) covers only throttling, and
+        // its Gemini provider maps only a `ClientError` (4xx) to it, so a 503 ends the run there.
         "09-provider-overload" => {
             let no_retry = match a.framework {
-                PydanticAi => a.gemini(),
+                PydanticAi | Strands => a.gemini(),
+                Adk => true,
                 LiteLlm => a.api != "openai",
                 _ => false,
             };
@@ -336,8 +379,8 @@ fn frameworks_on_provider_overload() {
 #[test]
 fn the_fast_subset_covers_every_framework_and_format() {
     let fast: Vec<Agent> = matrix().into_iter().filter(fast).collect();
-    assert_eq!(fast.len(), 10);
-    for f in [PydanticAi, OpenAiAgents, LangChain, LiteLlm, VercelAi, Smolagents, AutoGen, Agno, Haystack, LlamaIndex] {
+    assert_eq!(fast.len(), 12);
+    for (f, _) in apis() {
         assert!(fast.iter().any(|a| a.framework == f), "{f:?}");
     }
     assert!(fast.iter().any(|a| a.stream) && fast.iter().any(|a| a.chain));

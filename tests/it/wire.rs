@@ -37,10 +37,13 @@ pub fn frameworks_installed() -> bool {
         return false;
     }
     let required = std::env::var_os("TRACEFAULT_REQUIRE_SDKS").is_some() || std::env::var_os("CI").is_some();
-    if !root().join(".venv-llamaindex/bin/python").exists() {
-        assert!(!required, "the framework tests need .venv-llamaindex: run bash scripts/python-env.sh");
-        eprintln!("skipping: no .venv-llamaindex (run scripts/python-env.sh)");
-        return false;
+    // The frameworks whose pins conflict with the main virtualenv have their own.
+    for venv in [".venv-llamaindex", ".venv-strands", ".venv-adk"] {
+        if !root().join(venv).join("bin/python").exists() {
+            assert!(!required, "the framework tests need {venv}: run bash scripts/python-env.sh");
+            eprintln!("skipping: no {venv} (run scripts/python-env.sh)");
+            return false;
+        }
     }
     if root().join("examples/vercel-ai/node_modules/ai").exists() {
         return true;
