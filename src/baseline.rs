@@ -14,6 +14,7 @@ use crate::engine::events::TerminatedBy;
 use crate::error::{Error, Result};
 use crate::metrics::stats::{newcombe, paired_mean_ci, welch};
 use crate::metrics::summary::SUMMARY_COLUMNS;
+use crate::report::escape::md_text;
 use crate::report::json::SCHEMA_VERSION;
 use crate::scenario::Gate;
 use crate::suite::ScenarioResult;
@@ -65,7 +66,10 @@ pub fn read_folder(dir: &Path) -> Result<Folder> {
         file: path.display().to_string(),
         message: format!("not a tracefault reports folder: {why}"),
     };
-    let text = std::fs::read_to_string(&path).map_err(|e| not_report(e.to_string()))?;
+    if !path.exists() {
+        return Err(not_report("it has no report.json".into()));
+    }
+    let text = crate::input::read_text(&path, crate::input::Input::Config)?;
     let doc: Value = serde_json::from_str(&text).map_err(|e| not_report(format!("report.json is not JSON ({e})")))?;
     if doc.get("tracefault_version").is_none() || !doc["scenarios"].is_array() {
         return Err(not_report("report.json has no tracefault_version and scenarios".into()));
@@ -218,7 +222,21 @@ impl Comparison {
 /// answered, looped, wasted retries, calls, breaker trips.
 type PerRun = HashMap<(String, String, u64), [i64; 5]>;
 
+/// A name as `runs.csv` holds it, without the `'` that keeps a spreadsheet from reading it as
+/// a formula (`report::escape::csv_text`), so it matches the name in `report.json`.
+fn name(cell: &str) -> String {
+    match cell.strip_prefix('\'') {
+        Some(rest) if rest.starts_with(['=', '+', '-', '@', '\t', '\r']) => rest.to_owned(),
+        _ => cell.to_owned(),
+    }
+}
+
 fn read_runs(path: &Path) -> Result<PerRun> {
+    // Read as a stream, so its size is bounded only by the file's; a device or a pipe (a
+    // runs.csv that is a link to /dev/zero) never ends and is refused.
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return Err(Error::Parse { file: path.display().to_string(), message: "not a regular file".into() });
+    }
     let mut r = csv::Reader::from_path(path)
         .map_err(|e| Error::Parse { file: path.display().to_string(), message: e.to_string() })?;
     let head =
@@ -247,8 +265,7 @@ fn read_runs(path: &Path) -> Result<PerRun> {
             num(calls),
             num(trips),
         ];
-        let key =
-            (rec.get(sc).unwrap_or_default().to_owned(), rec.get(st).unwrap_or_default().to_owned(), num(run) as u64);
+        let key = (name(rec.get(sc).unwrap_or_default()), name(rec.get(st).unwrap_or_default()), num(run) as u64);
         out.insert(key, values);
     }
     Ok(out)
@@ -432,7 +449,7 @@ pub fn gates_without_baseline(
 pub fn markdown(cmp: &Comparison, fail_on_regression: bool) -> String {
     let mut md = format!(
         "# Against the baseline {}\n\n**{}**: {} change(s) compared, {} significant regression(s), {} mismatch(es), {} of {} change gate(s) held.\n",
-        cmp.baseline.display(),
+        md_text(&cmp.baseline.display().to_string()),
         if cmp.passed(fail_on_regression) { "PASS" } else { "FAIL" },
         cmp.changes.len(),
         cmp.regressions().count(),
@@ -443,7 +460,7 @@ pub fn markdown(cmp: &Comparison, fail_on_regression: bool) -> String {
     if !cmp.mismatches.is_empty() {
         md.push_str("\n## Not compared\n\n");
         for m in &cmp.mismatches {
-            md.push_str(&format!("- {m}\n"));
+            md.push_str(&format!("- {}\n", md_text(m)));
         }
     }
     let regressions: Vec<&Change> = cmp.regressions().collect();
@@ -452,8 +469,8 @@ pub fn markdown(cmp: &Comparison, fail_on_regression: bool) -> String {
         for c in regressions {
             md.push_str(&format!(
                 "| {} | {} | {} | {:.4} | {:.4} | {:+.4} | [{:+.4}, {:+.4}] | {} |\n",
-                c.scenario,
-                c.strategy,
+                md_text(&c.scenario),
+                md_text(&c.strategy),
                 c.metric,
                 c.old,
                 c.new,
@@ -478,8 +495,8 @@ pub fn markdown(cmp: &Comparison, fail_on_regression: bool) -> String {
             };
             md.push_str(&format!(
                 "| {} | {} | {} | {change} | {bound} | {} |\n",
-                g.scenario,
-                g.strategy,
+                md_text(&g.scenario),
+                md_text(&g.strategy),
                 g.metric,
                 match (g.passed, &g.delta) {
                     (true, Err(_)) => "not checked",

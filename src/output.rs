@@ -23,18 +23,24 @@ const MARK: &str = ".tracefault-";
 
 /// Files tracefault writes into an output folder: a folder holding only these (and its own
 /// temporaries) may be swapped whole.
-const OURS: [&str; 11] = [
+const OURS: [&str; 17] = [
     "summary.csv",
     "runs.csv",
     "report.json",
     "report.md",
     "junit.xml",
     "report.html",
+    "comparison.md",
+    "comparison.json",
     "shard.json",
     "runs.part",
     "exec.json",
     "traces",
     "mcp",
+    "sweep.csv",
+    "sweep.json",
+    "sweep-shard.json",
+    "scenarios",
 ];
 
 /// A temporary's name for `name`: `.NAME.tracefault-PID-N`.
@@ -51,8 +57,17 @@ fn stale(name: &str) -> bool {
     pid != std::process::id() && Path::new("/proc").is_dir() && !Path::new(&format!("/proc/{pid}")).exists()
 }
 
-/// Removes temporaries in `dir` whose writers are gone.
+/// Removes temporaries in `dir` whose writers are gone, once per folder and process (a
+/// thousand files written into one folder list it once, not a thousand times).
 fn remove_stale(dir: &Path) {
+    static CLEANED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    {
+        let mut cleaned = CLEANED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if cleaned.iter().any(|d| d == dir) {
+            return;
+        }
+        cleaned.push(dir.to_owned());
+    }
     let Ok(entries) = fs::read_dir(dir) else { return };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();

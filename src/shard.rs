@@ -1,7 +1,10 @@
 //! Beyond one machine (design 8): `run --shard K/N` runs every N-th work unit and writes its
 //! exact aggregates and runs.csv rows; `merge` combines the N shards into reports byte-identical
 //! to one unsharded run. A fingerprint of the loaded suite makes sure every shard ran the same
-//! thing.
+//! thing; a shard's figures are checked before they are used: its version, a CRC-32 over its
+//! units and over each unit's rows (a shard edited or damaged since it was written is refused —
+//! a check against accidents and hand edits, not a signature), each unit's counts against its
+//! runs, and its rows file against the lengths the manifest gives.
 
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -43,6 +46,8 @@ pub struct UnitEntry {
     unit: usize,
     offset: u64,
     len: u64,
+    /// CRC-32 of the unit's rows in `runs.part`.
+    rows_crc: u32,
     aggregates: Vec<Aggregate>,
 }
 
@@ -63,6 +68,8 @@ pub struct Manifest {
     shard: Shard,
     total_units: usize,
     with_rows: bool,
+    /// CRC-32 of `units` (see [`units_crc`]).
+    units_crc: u32,
     units: Vec<UnitEntry>,
 }
 
@@ -99,6 +106,7 @@ pub fn run_shard(
             unit: r.unit,
             offset,
             len: r.rows.len() as u64,
+            rows_crc: crc32fast::hash(&r.rows),
             aggregates: std::mem::take(&mut r.aggregates),
         });
         offset += r.rows.len() as u64;
@@ -112,6 +120,7 @@ pub fn run_shard(
         shard,
         total_units: total,
         with_rows,
+        units_crc: units_crc(&entries),
         units: entries,
     };
     part.flush().map_err(|e| Error::io(&part_path, e))?;
@@ -119,6 +128,71 @@ pub fn run_shard(
     set.write(MANIFEST, text.as_bytes())?;
     set.commit()?;
     Ok(sel.len())
+}
+
+/// CRC-32 of a shard's units as a JSON value prints (keys sorted), so a reader can check it
+/// from the file alone; as the struct serializes where a sum does not fit a JSON value.
+fn units_crc(units: &[UnitEntry]) -> u32 {
+    let text = serde_json::to_value(units)
+        .map(|v| v.to_string())
+        .unwrap_or_else(|_| serde_json::to_string(units).expect("units serialize"));
+    crc32fast::hash(text.as_bytes())
+}
+
+/// Refuses a shard whose figures do not add up: another version's, one changed since it was
+/// written (its checksums), a unit that is not this shard's or has not one aggregate per
+/// strategy with counts that match its runs, a rows file of another length than its units'.
+fn check(suite: &[Scenario], all: &[suite::Unit], dir: &Path, m: &Manifest) -> Result<()> {
+    let bad = |what: String| Err(Error::Usage(format!("{}: {what}; this shard cannot be merged", dir.display())));
+    if m.tracefault_version != crate::report::VERSION {
+        return bad(format!(
+            "written by tracefault {}, this is {}: run every shard with the same version",
+            m.tracefault_version,
+            crate::report::VERSION
+        ));
+    }
+    if units_crc(&m.units) != m.units_crc {
+        return bad(format!("{MANIFEST} was changed after it was written (its units' checksum does not match)"));
+    }
+    if m.total_units != all.len() {
+        return bad(format!("it has {} work units, this suite {}", m.total_units, all.len()));
+    }
+    let mine = selected(all.len(), m.shard);
+    if m.units.iter().map(|e| e.unit).ne(mine.iter().copied()) {
+        return bad(format!("its units are not the ones shard {}/{} runs", m.shard.k, m.shard.n));
+    }
+    let mut offset = 0u64;
+    for e in &m.units {
+        let u = &all[e.unit];
+        let sc = &suite[u.scenario];
+        let unit = format!("work unit {} ({}, runs {}..{})", e.unit, sc.name, u.first, u.last);
+        if e.aggregates.len() != sc.strategies.len() {
+            return bad(format!("{unit}: {} aggregates for {} strategies", e.aggregates.len(), sc.strategies.len()));
+        }
+        for (a, st) in e.aggregates.iter().zip(&sc.strategies) {
+            let runs = u.last - u.first;
+            let hist: u64 = a.calls_hist.iter().fold(0u64, |s, &h| s.saturating_add(h));
+            let ended: u64 = a.terminated.iter().fold(0u64, |s, &t| s.saturating_add(t));
+            let calls =
+                a.calls_hist.iter().enumerate().try_fold(0u64, |s, (c, &h)| s.checked_add((c as u64).checked_mul(h)?));
+            let worst_ok = a.worst.is_none_or(|(_, run)| (u.first..u.last).contains(&run));
+            if a.runs != runs || ended != runs || hist != runs || calls != Some(a.calls_sum) || !worst_ok {
+                return bad(format!("{unit}, strategy {}: its counts do not match its {runs} runs", st.name));
+            }
+        }
+        if m.with_rows && e.offset != offset {
+            return bad(format!("{unit}: its rows start at byte {}, expected {offset}", e.offset));
+        }
+        offset = offset.saturating_add(e.len);
+    }
+    if m.with_rows {
+        let path = dir.join(ROWS);
+        let meta = std::fs::metadata(&path).map_err(|e| Error::io(&path, e))?;
+        if !meta.is_file() || meta.len() != offset {
+            return bad(format!("{ROWS} is not the {offset}-byte file its units describe"));
+        }
+    }
+    Ok(())
 }
 
 /// A shard's folder and its manifest.
@@ -177,8 +251,12 @@ pub fn merge(suite: &[Scenario], manifests: Vec<Shipped>, sink: &mut dyn RunsSin
     if ks != (1..=n).collect::<Vec<_>>() {
         return Err(Error::Usage(format!("merge needs shards 1 to {n} exactly once each; got {ks:?}")));
     }
+    let all = suite::units(suite);
+    for (d, m) in &manifests {
+        check(suite, &all, d, m)?;
+    }
     let with_rows = with_rows(&manifests);
-    let total = suite::units(suite).len();
+    let total = all.len();
     // unit → (manifest, entry)
     let mut at: Vec<Option<(usize, usize)>> = vec![None; total];
     for (mi, (_, m)) in manifests.iter().enumerate() {
@@ -208,6 +286,12 @@ pub fn merge(suite: &[Scenario], manifests: Vec<Shipped>, sink: &mut dyn RunsSin
             f.seek(SeekFrom::Start(e.offset))
                 .and_then(|_| f.read_exact(&mut buf))
                 .map_err(|err| Error::io(&path, err))?;
+            if crc32fast::hash(&buf) != e.rows_crc {
+                return Err(Error::Usage(format!(
+                    "{}: the rows of work unit {unit} were changed after it was written (their checksum does not match); this shard cannot be merged",
+                    path.display()
+                )));
+            }
             sink.rows(&buf).map_err(|err| Error::io(&path, err))?;
         }
     }

@@ -75,15 +75,23 @@ impl ScenarioResult {
         self.rules_fired.iter().any(|r| r.1 > 0) || self.aggregates.iter().any(|a| a.load_rejections > 0)
     }
 
+    /// The command that runs the worst run of `strategy` again, quoted for a POSIX shell.
     pub fn repro_line(&self, strategy: usize) -> Option<String> {
         let (_, run) = self.aggregates[strategy].worst?;
-        Some(format!(
-            "tracefault run {} --strategy {} --run {} --seed {}",
-            self.scenario.path.display(),
-            self.scenario.strategies[strategy].name,
-            run,
-            self.seed
-        ))
+        let path = self.scenario.path.to_string_lossy();
+        let (run, seed) = (run.to_string(), self.seed.to_string());
+        let name = &self.scenario.strategies[strategy].name;
+        Some(crate::report::escape::shell_line([
+            "tracefault",
+            "run",
+            &path,
+            "--strategy",
+            name,
+            "--run",
+            &run,
+            "--seed",
+            &seed,
+        ]))
     }
 }
 
@@ -389,12 +397,10 @@ pub fn finish_scenario(sc: &Scenario, aggregates: Vec<Aggregate>) -> ScenarioRes
     }
 }
 
-/// `scenario,strategy,` as CSV, quoted if needed: computed once per scenario and strategy.
-fn csv_prefix(scenario: &str, strategy: &str) -> Vec<u8> {
-    let mut w =
-        csv::WriterBuilder::new().has_headers(false).terminator(csv::Terminator::Any(b',')).from_writer(Vec::new());
-    w.write_record([scenario, strategy]).expect("writing to memory");
-    w.into_inner().expect("writing to memory")
+/// `scenario,strategy,` as CSV (quoted where needed, a formula kept from being one):
+/// computed once per scenario and strategy.
+pub fn csv_prefix(scenario: &str, strategy: &str) -> Vec<u8> {
+    crate::report::escape::csv_names(&[scenario, strategy])
 }
 
 /// Appends one `runs.csv` row without allocating.

@@ -147,7 +147,15 @@ pub fn import(args: ImportArgs) -> Result<i32> {
     match sink {
         Sink::All(f) => f.commit()?,
         Sink::Waiting(Some(t)) => write_trace(&args.out, &t)?,
-        Sink::Waiting(None) | Sink::Each(_) => {}
+        // An earlier import into the same OUT may have written more: its later files would
+        // read as this import's.
+        Sink::Each(k) => {
+            let mut i = k + 1;
+            while std::fs::remove_file(numbered(i)).is_ok() {
+                i += 1;
+            }
+        }
+        Sink::Waiting(None) => {}
     }
     if args.all || n == 1 {
         println!("wrote {} ({n} conversation(s))", args.out.display());

@@ -3,6 +3,7 @@
 pub mod calibrate;
 pub mod envelopes;
 pub mod import;
+pub mod redact;
 pub mod replay;
 pub mod run;
 pub mod sweep;

@@ -11,6 +11,7 @@ use crate::error::{Error, Result, exit};
 use crate::output::FolderWriter;
 use crate::replay::{AS_RECORDED, Counts, divergence, replay_as_recorded, whatif_scenario};
 use crate::report::{self, Report};
+use crate::scenario::Scenario;
 use crate::suite::{self, RunOptions};
 use crate::trace::inspect::printable;
 
@@ -136,8 +137,17 @@ pub fn execute(args: ReplayArgs) -> Result<i32> {
     }
     let code = check.code();
     let quiet = imported.traces.len() > QUIET_AFTER;
-    let suite: Vec<_> =
-        imported.traces.iter().map(|t| whatif_scenario(t, whatif.clone(), args.seed, args.runs)).collect();
+    // Each conversation's what-if is also written as a scenario file: what its repro lines run.
+    let suite: Vec<_> = imported
+        .traces
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let mut sc = whatif_scenario(t, whatif.clone(), args.seed, args.runs);
+            sc.path = args.out.join(scenario_file(i));
+            sc
+        })
+        .collect();
     for (t, sc) in imported.traces.iter().zip(&suite) {
         if quiet {
             break;
@@ -164,7 +174,59 @@ pub fn execute(args: ReplayArgs) -> Result<i32> {
         set.write(name, &bytes)?;
     }
     set.write("runs.csv", &rows)?;
+    let count = suite.len();
+    for (i, sc) in suite.iter().enumerate() {
+        set.write(&scenario_file(i), whatif_toml(&args.source, sc, i, count)?.as_bytes())?;
+    }
     set.commit()?;
-    println!("\nwhat-if reports written to {}/", args.out.display());
+    println!(
+        "\nwhat-if reports written to {}/, each conversation's what-if as a scenario in {}/",
+        printable(&args.out.to_string_lossy()),
+        printable(&args.out.join("scenarios").to_string_lossy())
+    );
     Ok(code)
+}
+
+/// Where the what-if scenario of conversation `i` goes in the reports folder.
+fn scenario_file(i: usize) -> String {
+    format!("scenarios/{}.toml", i + 1)
+}
+
+/// The scenario file of conversation `i` (of `count` read from `source`) whose runs are the
+/// what-if's `sc`: the same name (the runs' random streams are keyed by it), trace, format,
+/// strategies, seed and runs, so `tracefault run FILE --strategy S --run N` repeats any run.
+fn whatif_toml(source: &SourceArgs, sc: &Scenario, i: usize, count: usize) -> Result<String> {
+    use toml::Value;
+    let trace = std::path::absolute(&source.trace).map_err(|e| Error::io(&source.trace, e))?;
+    let mut doc = toml::Table::new();
+    let mut put = |k: &str, v: Value| doc.insert(k.to_owned(), v);
+    put("name", sc.name.clone().into());
+    put("description", "A recorded trace's what-if, as `tracefault replay` ran it.".into());
+    // A seed past TOML's integers is given by the repro line's --seed.
+    if let Ok(seed) = i64::try_from(sc.seed) {
+        put("seed", seed.into());
+    }
+    put("runs", i64::try_from(sc.runs).unwrap_or(i64::MAX).into());
+    put("provider", sc.format.name().into());
+    put("strategies", sc.strategies.iter().map(|s| Value::from(s.name.clone())).collect::<Vec<_>>().into());
+    put("trace", trace.to_string_lossy().into_owned().into());
+    if source.format != "auto" {
+        put("trace_format", source.format.clone().into());
+    }
+    if let Some(ptr) = &source.select {
+        put("trace_select", ptr.clone().into());
+    }
+    if count > 1 {
+        put("trace_conversation", i64::try_from(i + 1).unwrap_or(i64::MAX).into());
+    }
+    if !source.failure_rules.is_empty() {
+        put("trace_failure_rules", source.failure_rules.iter().cloned().map(Value::from).collect::<Vec<_>>().into());
+    }
+    let body = toml::to_string(&doc).map_err(|e| Error::Usage(format!("internal: the what-if scenario: {e}")))?;
+    let lenient = if source.lenient {
+        "# The trace was read with --lenient, which a scenario cannot ask for: it may not load.\n"
+    } else {
+        ""
+    };
+    Ok(format!("# Written by `tracefault replay`: run it with `tracefault run FILE`.\n{lenient}{body}"))
 }

@@ -13,12 +13,14 @@ use crate::engine::rng::fnv1a64;
 use crate::error::{Error, Result, exit};
 use crate::metrics::summary::SUMMARY_COLUMNS;
 use crate::output::{self, FolderWriter};
+use crate::report::escape::{md_code_in_table, md_text, shell_line};
 use crate::report::{self, Report};
 use crate::scenario::Scenario;
 use crate::scenario::load::load_suite;
 use crate::shard::{self, ShardSource};
 use crate::suite::{self, RunOptions, RunsSink, ScenarioResult};
 use crate::trace::Trace;
+use crate::trace::inspect::printable;
 use crate::trace::record::Recorder;
 
 pub fn execute(args: RunArgs) -> Result<i32> {
@@ -176,12 +178,12 @@ pub(super) fn step_summary(rep: &Report<'_>) {
                 .iter()
                 .position(|s| s.name == g.strategy)
                 .and_then(|i| r.repro_line(i))
-                .map(|l| format!("`{l}`"))
+                .map(|l| md_code_in_table(&l))
                 .unwrap_or_default();
             md.push_str(&format!(
                 "| {} | {} | {} | {} | {} | {repro} |\n",
-                g.scenario,
-                g.strategy,
+                md_text(&g.scenario),
+                md_text(&g.strategy),
                 g.metric,
                 g.value,
                 report::gate_bounds(g.min, g.max)
@@ -189,7 +191,7 @@ pub(super) fn step_summary(rep: &Report<'_>) {
         }
     }
     for s in rep.silent_scenarios() {
-        md.push_str(&format!("\n- {s}: no fault fired in any run\n"));
+        md.push_str(&format!("\n- {}: no fault fired in any run\n", md_text(s)));
     }
     if let Some(c) = rep.checks {
         md.push('\n');
@@ -233,8 +235,8 @@ pub fn shrink(args: super::ShrinkArgs) -> Result<i32> {
         println!(
             "run {} of {} under {} ended {}: it does not loop, so there is nothing to shrink",
             args.run,
-            sc.name,
-            args.strategy,
+            printable(&sc.name),
+            printable(&args.strategy),
             ended.name()
         );
         return Ok(exit::FAILED);
@@ -245,22 +247,21 @@ pub fn shrink(args: super::ShrinkArgs) -> Result<i32> {
         } else {
             format!("all {} faults it met; none can be removed", met.len())
         };
-        println!("# run {} under {} ends {} with {which}:", args.run, args.strategy, ended.name());
+        println!("# run {} under {} ends {} with {which}:", args.run, printable(&args.strategy), ended.name());
     } else {
         println!(
             "# run {} under {} ends {}: {} of the {} faults it met still make it loop:",
             args.run,
-            args.strategy,
+            printable(&args.strategy),
             ended.name(),
             min.len(),
             met.len()
         );
     }
     print!("{}", crate::shrink::to_toml(&sc, &min));
-    println!(
-        "# Replace the scenario's [[faults]] with these, then: tracefault run FILE --strategy {} --run {} --seed {}",
-        args.strategy, args.run, sc.seed
-    );
+    let (run, seed) = (args.run.to_string(), sc.seed.to_string());
+    let line = shell_line(["tracefault", "run", "FILE", "--strategy", &args.strategy, "--run", &run, "--seed", &seed]);
+    println!("# Replace the scenario's [[faults]] with these, then: {}", printable(&line));
     Ok(exit::OK)
 }
 
@@ -300,10 +301,10 @@ pub fn publish(rep: &Report<'_>, set: FolderWriter) -> Result<Vec<(&'static str,
     print_summary(results);
     for r in results {
         for w in &r.warnings {
-            eprintln!("warning: {}: {w}", r.scenario.name);
+            eprintln!("warning: {}: {}", printable(&r.scenario.name), printable(w));
         }
     }
-    println!("reports written to {}/ ({})", out.display(), names.join(", "));
+    println!("reports written to {}/ ({})", printable(&out.to_string_lossy()), names.join(", "));
     Ok(files)
 }
 
@@ -329,8 +330,8 @@ pub fn report_outcome(rep: &Report<'_>) {
         .map(|g| {
             format!(
                 "{} / {}: {} = {} is not {}",
-                g.scenario,
-                g.strategy,
+                printable(&g.scenario),
+                printable(&g.strategy),
                 g.metric,
                 g.value,
                 report::gate_bounds(g.min, g.max)
@@ -347,13 +348,13 @@ pub fn report_outcome(rep: &Report<'_>) {
             if !shown.contains(&i)
                 && let Some(line) = r.repro_line(i)
             {
-                println!("  worst run of {}: {line}", g.strategy);
+                println!("  worst run of {}: {}", printable(&g.strategy), printable(&line));
                 shown.push(i);
             }
         }
     }
     for s in rep.silent_scenarios() {
-        println!("CHECK FAILED {s}: no fault fired in any run");
+        println!("CHECK FAILED {}: no fault fired in any run", printable(s));
     }
     let gates: usize = rep.results.iter().map(|r| r.gates.len()).sum();
     let checks = rep.checks.map(|c| {
@@ -381,20 +382,30 @@ pub fn report_outcome(rep: &Report<'_>) {
     }
 }
 
+/// Each scenario's strategies as a table; names shown safe for a terminal and padded by hand
+/// (a formatter's width is at most 65 535).
 fn print_summary(results: &[ScenarioResult]) {
     let col = |m: &str| SUMMARY_COLUMNS[2..].iter().position(|c| *c == m).unwrap_or(0);
+    let pad = |s: &str, width: usize| format!("{s}{}", " ".repeat(width.saturating_sub(s.chars().count())));
     for r in results {
         let sc = &r.scenario;
-        println!("\n{} (seed {}, {} runs)", sc.name, r.seed, r.runs);
-        let width = r.rows.iter().map(|row| row.strategy.len()).max().unwrap_or(8).max(8);
+        println!("\n{} (seed {}, {} runs)", printable(&sc.name), r.seed, r.runs);
+        let names: Vec<_> =
+            r.rows.iter().chain(r.recorded.as_ref().map(|x| &x.0)).map(|row| (printable(&row.strategy), row)).collect();
+        let width = names[..r.rows.len()].iter().map(|n| n.0.chars().count()).max().unwrap_or(8).max(8);
         println!(
-            "  {:<width$}  {:>7}  {:>7}  {:>8}  {:>9}  {:>7}",
-            "strategy", "success", "loops", "calls", "wasted", "trips"
+            "  {}  {:>7}  {:>7}  {:>8}  {:>9}  {:>7}",
+            pad("strategy", width),
+            "success",
+            "loops",
+            "calls",
+            "wasted",
+            "trips"
         );
-        for row in r.rows.iter().chain(r.recorded.as_ref().map(|x| &x.0)) {
+        for (name, row) in &names {
             println!(
-                "  {:<width$}  {:>7}  {:>7}  {:>8}  {:>9}  {:>7}",
-                row.strategy,
+                "  {}  {:>7}  {:>7}  {:>8}  {:>9}  {:>7}",
+                pad(name, width),
                 row.formatted(col("success_rate")),
                 row.formatted(col("loop_rate")),
                 row.formatted(col("calls_mean")),
@@ -433,8 +444,8 @@ fn single_run(suite: &[Scenario], run: u64, trace_out: Option<&Path>, explain: b
         };
         println!(
             "{} / {} run {} (seed {}): {} after {} calls ({} model, {} tool), {} wasted retries, {} orchestrator retries, {} breaker trips, {} tokens, {} virtual ms",
-            sc.name,
-            sc.strategies[s].name,
+            printable(&sc.name),
+            printable(&sc.strategies[s].name),
             run,
             sc.seed,
             m.terminated_by().name(),
@@ -521,5 +532,21 @@ impl RunsSink for RunsFile {
             Some(f) => f.write_all(bytes),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_prints_a_name_of_any_length() {
+        let src = "name = \"s\"\nruns = 3\n[task]\n[[task.steps]]\ntool = \"a\"\n";
+        let mut sc = crate::scenario::load::load_str(src, Path::new("s.toml")).unwrap();
+        // Longer than any limit a file may set, and than a formatter's width (65 535).
+        sc.strategies[0].name = "x".repeat(70_000);
+        let opts = RunOptions { jobs: 1, ..RunOptions::default() };
+        let results = suite::run_suite(&[sc], &opts, &mut std::io::sink(), false, &|_| {}).unwrap();
+        print_summary(&results);
     }
 }

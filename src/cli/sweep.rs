@@ -9,6 +9,7 @@ use crate::scenario::load::load_suite;
 use crate::shard::Shard;
 use crate::suite::{self, RunOptions};
 use crate::sweep::{self, ParamRange, Plan, Sensitivity, Sweep};
+use crate::trace::inspect::printable;
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
@@ -19,7 +20,7 @@ pub struct SweepArgs {
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub samples: u64,
     /// A probability's range (repeatable), e.g. `perception.prefix=0.8..0.99`; others take the
-    /// profile's range, else the plausible one (README).
+    /// profile's range, else the plausible one (the book: the simulated model).
     #[arg(long = "param", value_name = "KEY=LO..HI")]
     pub params: Vec<ParamRange>,
     /// Seed of the design (the scenarios keep their own seeds: every profile meets the same
@@ -79,21 +80,24 @@ pub fn execute(args: SweepArgs) -> Result<i32> {
 
 /// Writes a sweep's files into `out`, prints its summary and gates; returns the exit code.
 pub fn publish(swept: &Sweep, out: &Path) -> Result<i32> {
-    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
     let flips = swept.flips();
     let json = serde_json::to_string_pretty(&swept.json(&flips)).expect("JSON values serialize") + "\n";
-    crate::output::write_file(&out.join("sweep.csv"), swept.csv().as_bytes())?;
-    crate::output::write_file(&out.join("sweep.json"), json.as_bytes())?;
     let md = swept.markdown(&flips);
-    crate::output::write_file(&out.join("report.md"), md.as_bytes())?;
-    crate::output::write_file(&out.join("report.html"), swept.html(&flips).as_bytes())?;
+    // The four files as one set: a reader sees the old sweep or the new one, never a mix.
+    let set = crate::output::FolderWriter::begin(out)?;
+    set.write("sweep.csv", swept.csv().as_bytes())?;
+    set.write("sweep.json", json.as_bytes())?;
+    set.write("report.md", md.as_bytes())?;
+    set.write("report.html", swept.html(&flips).as_bytes())?;
+    set.commit()?;
     print!("{md}");
     println!("sweep written to {}/ (sweep.csv, sweep.json, report.md, report.html)", out.display());
     let gates = swept.gates();
     let failed: Vec<_> = gates.iter().filter(|g| !g.passed).collect();
     for g in &failed {
         let bound = crate::report::gate_bounds(g.min, g.max);
-        eprintln!("FAIL: {} / {}: {} = {:.3} is not {bound}", g.scenario, g.strategy, g.metric, g.value);
+        let (scenario, strategy) = (printable(&g.scenario), printable(&g.strategy));
+        eprintln!("FAIL: {scenario} / {strategy}: {} = {:.3} is not {bound}", g.metric, g.value);
     }
     if gates.is_empty() {
         return Ok(exit::OK);

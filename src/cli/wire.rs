@@ -13,6 +13,7 @@ use crate::error::{Error, Result, exit};
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use super::redact::redact;
 use crate::engine::events::TerminatedBy;
 use crate::metrics::run::RunMetrics;
 use crate::output::FolderWriter;
@@ -268,34 +269,6 @@ struct RunRecord {
     agents: Vec<AgentRecord>,
     metrics: RunMetrics,
     peaks: serde_json::Map<String, serde_json::Value>,
-}
-
-/// Values on an agent's command line that look like credentials, replaced before they are
-/// written anywhere: `sk-…` / `AIza…` keys, `Bearer …`, and the value after a flag or in a
-/// `NAME=value` whose name says key, token, secret or password.
-pub fn redact(cmd: &[String]) -> Vec<String> {
-    let secret_name = |s: &str| {
-        let l = s.to_ascii_lowercase();
-        ["key", "token", "secret", "password", "passwd", "auth"].iter().any(|w| l.contains(w))
-    };
-    let looks_secret = |s: &str| {
-        let t = s.trim_start_matches("Bearer ").trim();
-        (t.starts_with("sk-") || t.starts_with("AIza") || t.starts_with("xox") || t.starts_with("ghp_")) && t.len() > 8
-    };
-    let mut out = Vec::with_capacity(cmd.len());
-    let mut hide_next = false;
-    for a in cmd {
-        let redacted = if hide_next || looks_secret(a) || a.starts_with("Bearer ") {
-            "[redacted]".to_owned()
-        } else if let Some((name, _)) = a.split_once('=').filter(|(n, _)| secret_name(n)) {
-            format!("{name}=[redacted]")
-        } else {
-            a.clone()
-        };
-        hide_next = a.starts_with('-') && !a.contains('=') && secret_name(a);
-        out.push(redacted);
-    }
-    out
 }
 
 /// Consecutive identical calls (tool and arguments) with identical results: the longest run.
@@ -621,7 +594,7 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
     // report.md, junit.xml, report.html, the traces and exec.json, put in place as one set.
     let mut aggregate = crate::metrics::aggregate::Aggregate::default();
     let mut runs_csv = report::csv::runs_header();
-    let prefix = csv_prefix(&sc.name, &label)?;
+    let prefix = crate::suite::csv_prefix(&sc.name, &label);
     for (run, r) in records.iter().enumerate() {
         aggregate.add(&r.metrics, run as u64);
         crate::suite::push_run_row(&mut runs_csv, &prefix, run as u64, sc.seed, &r.metrics);
@@ -682,14 +655,6 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
     super::run::report_outcome(&rep);
     super::run::step_summary(&rep);
     Ok(if rep.passed() { exit::OK } else { exit::FAILED })
-}
-
-/// `scenario,strategy,` as CSV fields, quoted where they need it: the start of each row.
-fn csv_prefix(scenario: &str, label: &str) -> Result<Vec<u8>> {
-    let mut w =
-        ::csv::WriterBuilder::new().has_headers(false).terminator(::csv::Terminator::Any(b',')).from_writer(Vec::new());
-    w.write_record([scenario, label]).map_err(|e| Error::Usage(e.to_string()))?;
-    w.into_inner().map_err(|e| Error::Usage(e.to_string()))
 }
 
 /// The agent's name in the reports: `--label`, else the command's file name.
@@ -934,29 +899,4 @@ fn exec_json(
     let mut text = serde_json::to_vec_pretty(&doc).expect("a JSON value serializes");
     text.push(b'\n');
     text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn credentials_on_the_command_line_are_redacted() {
-        let cmd: Vec<String> = [
-            "agent",
-            "--api-key",
-            "sk-live-1234567890",
-            "--model",
-            "gpt-4o",
-            "TOKEN=abc",
-            "sk-proj-abcdefghij",
-            "--stream",
-        ]
-        .map(String::from)
-        .to_vec();
-        assert_eq!(
-            redact(&cmd),
-            ["agent", "--api-key", "[redacted]", "--model", "gpt-4o", "TOKEN=[redacted]", "[redacted]", "--stream"]
-        );
-    }
 }

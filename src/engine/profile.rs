@@ -40,8 +40,16 @@ impl Perception {
 #[derive(Clone, Copy, Debug, PartialEq, JsonSchema)]
 #[serde(untagged, deny_unknown_fields)]
 pub enum Figure {
+    /// The probability, 0 to 1, with no range of its own (`sweep` draws it from its plausible
+    /// range).
     Value(f64),
-    Ranged { value: f64, range: [f64; 2] },
+    /// The probability with the range `sweep` draws it from (unless `--param` gives one).
+    Ranged {
+        /// The probability, 0 to 1, within `range`.
+        value: f64,
+        /// `[LO, HI]`: the range the probability plausibly takes, within 0 to 1, LO ≤ HI.
+        range: [f64; 2],
+    },
 }
 
 /// Read by hand rather than `untagged`, so a mistake inside the table names its key.
@@ -51,7 +59,8 @@ impl<'de> Deserialize<'de> for Figure {
         #[serde(deny_unknown_fields)]
         struct Ranged {
             value: f64,
-            range: [f64; 2],
+            // A list, not `[f64; 2]`: an array reads its first two numbers and ignores the rest.
+            range: Vec<f64>,
         }
         struct V;
         impl<'de> serde::de::Visitor<'de> for V {
@@ -70,7 +79,10 @@ impl<'de> Deserialize<'de> for Figure {
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Figure, A::Error> {
                 let r = Ranged::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
-                Ok(Figure::Ranged { value: r.value, range: r.range })
+                let range: [f64; 2] = r.range.as_slice().try_into().map_err(|_| {
+                    serde::de::Error::custom(format!("range: expected [LO, HI], two numbers, got {}", r.range.len()))
+                })?;
+                Ok(Figure::Ranged { value: r.value, range })
             }
         }
         d.deserialize_any(V)
@@ -106,8 +118,8 @@ pub const PROBABILITIES: [&str; 10] = [
     "perception.unmarked",
 ];
 
-/// The range each probability plausibly takes when nothing was measured: the README's table
-/// gives the reasoning per key (all are tracefault's assumptions around the design figures).
+/// The range each probability plausibly takes when nothing was measured: the book's table (the
+/// simulated model) gives the reasoning per key (all are tracefault's assumptions around the design figures).
 pub const PLAUSIBLE: [(&str, [f64; 2]); 10] = [
     ("p_continue", [0.80, 0.97]),
     ("p_retry_transient", [0.50, 0.95]),
@@ -340,6 +352,9 @@ mod tests {
             err("[0.7, 0.5]")
         );
         assert!(err("[-0.1, 0.9]").contains("perception.raw: expected a range within [0, 1]"));
+        for wrong in ["[0.1, 0.5, 0.9]", "[0.5]"] {
+            assert!(err(wrong).contains("range: expected [LO, HI], two numbers"), "{wrong}: {}", err(wrong));
+        }
         assert!(err("[0.7, 0.9]").contains("perception.raw: expected a value within its range [0.7, 0.9], got 0.6"));
         let mut fixed = p.clone();
         fixed.set("p_fix_args", Figure::Value(0.95));

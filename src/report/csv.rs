@@ -1,5 +1,6 @@
 //! `summary.csv`: one row per (scenario, strategy), columns as in design 6.
 
+use super::escape::csv_text;
 use super::{Exporter, Report};
 use crate::metrics::summary::SUMMARY_COLUMNS;
 
@@ -15,7 +16,12 @@ impl Exporter for SummaryCsv {
         w.write_record(SUMMARY_COLUMNS)?;
         for r in report.results {
             for row in r.rows.iter().chain(r.recorded.as_ref().map(|x| &x.0)) {
-                w.write_record(row.cells())?;
+                let mut cells = row.cells();
+                // The names: a formula is kept from being one.
+                for name in &mut cells[..2] {
+                    *name = csv_text(name).into_owned();
+                }
+                w.write_record(cells)?;
             }
         }
         w.flush()

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
+use super::escape::script_json;
 use super::{Exporter, Report, VERSION, xml_escape};
 use crate::engine::events::TerminatedBy;
 use crate::metrics::stats::wilson;
@@ -35,9 +36,9 @@ pub fn page_start(h: &mut String, title: &str, intro: &str) {
     );
 }
 
-/// Chart number `n` of the page: its box and its spec.
+/// Chart number `n` of the page: its box and its spec (JSON no name in it can break out of).
 pub fn chart(h: &mut String, n: usize, chart: &Chart) {
-    let spec = serde_json::to_string(&chart.spec).expect("serializes").replace("</", "<\\/");
+    let spec = script_json(&chart.spec.to_string());
     let _ = writeln!(
         h,
         "<div><h3>{}</h3><div class=\"chart\" id=\"chart-{n}\" data-spec=\"spec-{n}\" data-expected-marks=\"{}\"></div>\n<script type=\"application/json\" id=\"spec-{n}\">{spec}</script></div>",
@@ -87,21 +88,53 @@ fn rates_chart(r: &ScenarioResult) -> Chart {
     Chart { title: "Success and loop rate".into(), spec, marks }
 }
 
-/// How many calls each strategy's runs took to terminate: a bar per (strategy, calls) seen.
+/// The names of `Object.prototype`'s properties. Vega groups a facet's rows in a plain object
+/// keyed by the value: a row named like one of these fails the chart or merges into another.
+const PROTOTYPE_KEYS: [&str; 12] = [
+    "__proto__",
+    "__defineGetter__",
+    "__defineSetter__",
+    "__lookupGetter__",
+    "__lookupSetter__",
+    "constructor",
+    "hasOwnProperty",
+    "isPrototypeOf",
+    "propertyIsEnumerable",
+    "toLocaleString",
+    "toString",
+    "valueOf",
+];
+
+/// How many calls each strategy's runs took to terminate: a bar per (strategy, calls) seen,
+/// a row per strategy, keyed and ordered by name. Vega-Lite writes that order into a Vega
+/// expression, and Vega keys the rows in a plain object: a name that breaks either (one of
+/// [`PROTOTYPE_KEYS`], or holding U+2028 or U+2029, which end an expression's string) has
+/// every row keyed by `#` and its name instead, ordered by a number, labelled without the `#`.
 fn calls_chart(r: &ScenarioResult) -> Chart {
+    let names: Vec<&str> = r.rows.iter().map(|row| row.strategy.as_str()).collect();
+    let rekeyed = names.iter().any(|n| PROTOTYPE_KEYS.contains(n) || n.contains(['\u{2028}', '\u{2029}']));
     let mut values = Vec::new();
-    for (row, agg) in r.rows.iter().zip(&r.aggregates) {
+    for (i, (name, agg)) in names.iter().zip(&r.aggregates).enumerate() {
         for (calls, &runs) in agg.calls_hist.iter().enumerate().filter(|(_, n)| **n > 0) {
-            values
-                .push(json!({"strategy": row.strategy, "calls": calls, "share": runs as f64 / agg.runs.max(1) as f64}));
+            let share = runs as f64 / agg.runs.max(1) as f64;
+            values.push(if rekeyed {
+                json!({"strategy": format!("#{name}"), "order": i, "calls": calls, "share": share})
+            } else {
+                json!({"strategy": name, "calls": calls, "share": share})
+            });
         }
     }
     let marks = values.len();
-    let order: Vec<&str> = r.rows.iter().map(|row| row.strategy.as_str()).collect();
+    let mut header = json!({"labelAngle": 0, "labelAlign": "left"});
+    let order = if rekeyed {
+        header["labelExpr"] = Value::from("slice(datum.value, 1)");
+        json!({"field": "order", "op": "min"})
+    } else {
+        json!(names)
+    };
     let spec = json!({
         "data": {"values": values},
-        "facet": {"row": {"field": "strategy", "type": "nominal", "sort": order, "title": null,
-            "header": {"labelAngle": 0, "labelAlign": "left"}}},
+        "facet": {"row": {"field": "strategy", "type": "nominal", "sort": order, "title": null, "header": header}},
         "spec": {
             "width": 420,
             "height": 40,

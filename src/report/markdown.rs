@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use super::escape::{md_code, md_text};
 use super::{Exporter, Report, VERSION, gate_bounds};
 
 pub struct ReportMd;
@@ -28,18 +29,18 @@ impl Exporter for ReportMd {
         }
         for r in report.results {
             let sc = &r.scenario;
-            let _ = writeln!(s, "## {}\n", sc.name);
+            let _ = writeln!(s, "## {}\n", md_text(&sc.name));
             if !sc.description.is_empty() {
                 let _ = writeln!(s, "{}\n", sc.description);
             }
             let _ = writeln!(
                 s,
-                "Seed {} · {} runs per strategy · provider format `{}` · profile `{}` · baseline `{}`\n",
+                "Seed {} · {} runs per strategy · provider format `{}` · profile {} · baseline {}\n",
                 r.seed,
                 r.runs,
                 sc.format.name(),
-                sc.profile.name,
-                sc.strategies[sc.baseline].name
+                md_code(&sc.profile.name),
+                md_code(&sc.strategies[sc.baseline].name)
             );
             let _ = writeln!(
                 s,
@@ -51,7 +52,7 @@ impl Exporter for ReportMd {
                 let _ = writeln!(
                     s,
                     "| {} | {} | {} ({} – {}) | {} | {} | {} | {} | {} | {} ({} – {}) |",
-                    row.strategy,
+                    md_text(&row.strategy),
                     f("success_rate"),
                     f("loop_rate"),
                     f("loop_rate_lo"),
@@ -69,13 +70,14 @@ impl Exporter for ReportMd {
             if let Some((model, input, output)) = &sc.pricing {
                 let _ = writeln!(
                     s,
-                    "\nCost at `{model}` prices (USD {input} / {output} per million input / output tokens; a model call answered with an error is not billed):\n\n| strategy | USD per run | USD in all runs |\n|---|---:|---:|"
+                    "\nCost at {} prices (USD {input} / {output} per million input / output tokens; a model call answered with an error is not billed):\n\n| strategy | USD per run | USD in all runs |\n|---|---:|---:|",
+                    md_code(model)
                 );
                 for row in r.rows.iter().chain(r.recorded.as_ref().map(|x| &x.0)) {
                     let _ = writeln!(
                         s,
                         "| {} | {} | {} |",
-                        row.strategy,
+                        md_text(&row.strategy),
                         cell(row, "cost_usd_mean"),
                         cell(row, "cost_usd_total")
                     );
@@ -94,7 +96,7 @@ impl Exporter for ReportMd {
                     let _ = writeln!(
                         s,
                         "| {} | {} | {} | {} | {} | {} | {} | {} |",
-                        row.strategy,
+                        md_text(&row.strategy),
                         f("agents_succeeded_rate"),
                         f("makespan_ms_mean"),
                         f("agent_ms_p50"),
@@ -117,18 +119,18 @@ impl Exporter for ReportMd {
                 let _ = writeln!(s, "- none");
             }
             for (label, n) in &r.rules_fired {
-                let _ = writeln!(s, "- `{label}`: {n}");
+                let _ = writeln!(s, "- {}: {n}", md_code(label));
             }
             if !r.warnings.is_empty() {
                 let _ = writeln!(s, "\nWarnings:\n");
                 for w in &r.warnings {
-                    let _ = writeln!(s, "- ⚠ {w}");
+                    let _ = writeln!(s, "- ⚠ {}", md_text(w));
                 }
             }
             let _ = writeln!(s, "\nWorst run of each strategy (most calls), to reproduce:\n");
             for i in 0..r.rows.len() {
                 if let (Some(line), Some((calls, _))) = (r.repro_line(i), r.aggregates[i].worst) {
-                    let _ = writeln!(s, "- {} ({} calls): `{}`", r.rows[i].strategy, calls, line);
+                    let _ = writeln!(s, "- {} ({} calls): {}", md_text(&r.rows[i].strategy), calls, md_code(&line));
                 }
             }
             if !r.gates.is_empty() {
@@ -137,7 +139,7 @@ impl Exporter for ReportMd {
                     let _ = writeln!(
                         s,
                         "| {} `{}` | {} | {} | {} |",
-                        g.strategy,
+                        md_text(&g.strategy),
                         g.metric,
                         g.value,
                         gate_bounds(g.min, g.max),
@@ -162,20 +164,15 @@ impl Exporter for ReportMd {
     }
 }
 
-/// Text in a Markdown table cell: a pipe would end the cell, a line break the row.
-fn table_cell(text: &str) -> String {
-    text.replace('|', "\\|").replace(['\n', '\r'], " ")
-}
-
 /// `exec`'s part: the agent, the outcome line, the checks, requests that went elsewhere, notes.
 pub fn checklist(s: &mut String, c: &super::checks::Checklist) {
-    let _ = writeln!(s, "## Agent\n\n`{}`\n\nOutcome: {}\n", c.agent.replace('`', "'"), c.outcome);
+    let _ = writeln!(s, "## Agent\n\n{}\n\nOutcome: {}\n", md_code(&c.agent), md_text(&c.outcome));
     let _ = writeln!(s, "| check | result |\n|---|---|");
     for row in &c.checks {
         let details = row.status.details();
         let result = match details.is_empty() {
             true => row.status.word().to_owned(),
-            false => format!("{}: {}", row.status.word(), table_cell(&details.join("; "))),
+            false => format!("{}: {}", row.status.word(), md_text(&details.join("; "))),
         };
         let result =
             if matches!(row.status, super::checks::CheckStatus::Fail(_)) { format!("**{result}**") } else { result };
@@ -184,13 +181,13 @@ pub fn checklist(s: &mut String, c: &super::checks::Checklist) {
     if !c.elsewhere.is_empty() {
         let _ = writeln!(s, "\nRequests to hosts other than the mocks (refused by the mock proxy):\n");
         for e in &c.elsewhere {
-            let _ = writeln!(s, "- `{}`", e.replace('`', "'"));
+            let _ = writeln!(s, "- {}", md_code(e));
         }
     }
     if !c.notes.is_empty() {
         let _ = writeln!(s, "\nNotes:\n");
         for n in &c.notes {
-            let _ = writeln!(s, "- {}", n.replace(['\n', '\r'], " "));
+            let _ = writeln!(s, "- {}", md_text(n));
         }
     }
     s.push('\n');

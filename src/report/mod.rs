@@ -3,10 +3,13 @@
 
 pub mod checks;
 pub mod csv;
+pub mod escape;
 pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+
+pub use escape::xml_escape;
 
 use crate::baseline::Comparison;
 use crate::suite::ScenarioResult;
@@ -88,23 +91,6 @@ pub fn render_all(report: &Report<'_>) -> std::io::Result<Vec<(&'static str, Vec
         files.push(("comparison.json", json));
     }
     Ok(files)
-}
-
-/// Escapes text for XML attributes and content.
-pub fn xml_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => {}
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// A gate's bound as text: `<= 0.01`, `>= 0.9`, or both.

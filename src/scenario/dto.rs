@@ -8,42 +8,77 @@ use serde_json::Value;
 
 use crate::engine::profile::Figure;
 
+/// The longest scenario or strategy name, in characters: every report shows the names, and a
+/// terminal table pads to the longest.
+pub const MAX_NAME_CHARS: usize = 200;
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioDto {
     /// The JSON Schema this file follows (for editors; ignored).
     #[serde(rename = "$schema")]
     pub schema: Option<String>,
+    /// The scenario's name: unique within a suite; used in reports and random-stream keys; at
+    /// most 200 characters. Required.
+    #[schemars(length(max = MAX_NAME_CHARS))]
     pub name: String,
+    /// What the scenario shows, in a sentence or two; the reports print it.
     #[serde(default)]
     pub description: String,
+    /// The root seed every random stream of the scenario derives from (default 1; `run --seed`
+    /// overrides it).
     pub seed: Option<u64>,
+    /// Runs per strategy, 1 to 10^8 (default 200; `run --runs` overrides it).
     pub runs: Option<u64>,
-    /// `provider = "format"`, or `[provider]` with `format` and the fleet's `rpm` / `tpm`.
+    /// `provider = "format"`, or `[provider]` with `format` and the fleet's `rpm` / `tpm`
+    /// (default: the trace's format, else `openai-chat`, with no limits).
     pub provider: Option<ProviderChoice>,
+    /// The strategies compared: preset names, or `[strategies.NAME]` tables in file order (an
+    /// empty table runs the preset of that name); default the six presets.
     pub strategies: Option<StrategiesDto>,
+    /// The strategy the paired `calls_delta_*` columns compare against (default: the first
+    /// strategy, in the file's order).
     pub baseline: Option<String>,
+    /// A trace to replay, native or any importable file: its task, its recorded faults, and a
+    /// `recorded` row in the reports. A path from the scenario's folder (else its parent, else
+    /// the current directory). Either this or `[task]`.
     pub trace: Option<String>,
+    /// How to read `trace`: `auto` (default), `native`, or any format `import --format` names
+    /// (`openai-chat`, `anthropic`, `otel`, `cassette`, `mcp`, `codex`, …).
     pub trace_format: Option<String>,
-    /// A JSON pointer to the conversation inside a wrapper file (like `--select`).
+    /// A JSON pointer to the conversation inside a wrapper file (like `--select`), starting with
+    /// `/`; default none.
     pub trace_select: Option<String>,
-    /// Which conversation (1-based) of a file that holds several.
+    /// Which conversation (1-based) of a file that holds several; required then.
     pub trace_conversation: Option<usize>,
-    /// Regular expressions that replace the importers' text rules for failed results.
+    /// Regular expressions that replace the importers' text rules for failed results (like
+    /// `--failure-rule`); default the built-in rules.
     pub trace_failure_rules: Option<Vec<String>>,
+    /// `[task]`: the agent's task, turn by turn, when there is no `trace` to replay.
     pub task: Option<TaskDto>,
+    /// `[policy]`: the step cap, the budgets, and the retry, breaker and loop-guard settings the
+    /// strategies use.
     #[serde(default)]
     pub policy: PolicyDto,
+    /// The simulated model's profile: `"default"` (the bundled one, default), `"calibrated"`
+    /// (fitted from the scenario's trace), a profile file's path, or a `[profile]` table of
+    /// overrides.
     pub profile: Option<ProfileRefDto>,
+    /// `[[faults]]`: the fault rules, each a target, its triggers and one fault (default none).
     #[serde(default)]
     pub faults: Vec<FaultDto>,
+    /// `[[gates]]`: bounds on the results; a failed gate makes the run exit 1 (default none).
     #[serde(default)]
     pub gates: Vec<GateDto>,
+    /// `[fleet]`: how many copies of the agent a run holds and when they start (default one
+    /// agent).
     pub fleet: Option<FleetDto>,
-    /// `[tools.NAME]`: what each tool can take, by name.
+    /// `[tools.NAME]`: what each tool of the task can take, by name (default: every tool takes
+    /// every call).
     #[serde(default)]
     pub tools: std::collections::BTreeMap<String, ToolDto>,
-    /// `[pricing]`: what the model's tokens cost, for `cost_usd_mean` and `cost_usd_total`.
+    /// `[pricing]`: what the model's tokens cost, for `cost_usd_mean` and `cost_usd_total`
+    /// (default none: those columns stay empty).
     pub pricing: Option<PricingDto>,
 }
 
@@ -54,16 +89,16 @@ pub struct PricingDto {
     /// The model whose prices bill the simulated model (default: the only one listed, else the
     /// replayed trace's model).
     pub model: Option<String>,
-    /// USD per million tokens, by model name.
+    /// USD per million tokens, by model name; at least one model.
     pub models: std::collections::BTreeMap<String, PriceDto>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PriceDto {
-    /// USD per million input tokens.
+    /// USD per million input tokens, 0 or more. Required.
     pub input_per_mtok: f64,
-    /// USD per million output tokens.
+    /// USD per million output tokens, 0 or more. Required.
     pub output_per_mtok: f64,
 }
 
@@ -105,19 +140,34 @@ impl<'de> Deserialize<'de> for StrategiesDto {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StrategyDto {
+    /// How a failure reaches the model: `raw`, `prefix`, `flag`, `object`, `envelope` or
+    /// `jsonrpc-error`. Required, unless the table is empty (then it names a preset).
     pub encoding: Option<String>,
+    /// Who handles a failure: `model` (default: every failure goes to the model) or
+    /// `orchestrator` (retryable ones are retried under the retry policy first).
     pub routing: Option<String>,
+    /// How a partial result reads: `ambiguous` (default: "more results may be available") or
+    /// `terminal` (stated complete).
     pub partials: Option<String>,
+    /// The circuit breaker of `[policy].breaker`: `true` or `"agent"` turns it on, `"fleet"` makes
+    /// it one per tool for the whole fleet (default false).
     pub breaker: Option<BreakerChoiceDto>,
+    /// Stop the run when the model is handed the same failing or partial outcome of the same call
+    /// `[policy].loop_guard.k` times (default false).
     pub loop_guard: Option<bool>,
+    /// Enforce `[policy]`'s `max_tokens` and `max_virtual_ms` (default false).
     pub budgets: Option<bool>,
+    /// A retry policy of this strategy's own: the keys it sets override `[policy].retry`'s
+    /// (default: `[policy].retry`).
     pub retry: Option<RetryDto>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskDto {
+    /// `[[task.steps]]`: the model's turns in order, each one or more tool calls; at least one.
     pub steps: Vec<StepDto>,
+    /// The model's final answer once the steps are done.
     #[serde(default = "default_answer")]
     pub answer: String,
 }
@@ -130,24 +180,41 @@ fn default_answer() -> String {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StepDto {
+    /// The turn's calls, made in parallel: 1 to 32 tables of `tool`, `args`, `fixed_args`,
+    /// `result` and `latency_ms`. Either this or the shorthand `tool`.
     pub calls: Option<Vec<CallDto>>,
+    /// Shorthand for a turn of one call: the tool it calls, 1 to 64 letters, digits, `_` or `-`
+    /// (not `provider`).
     pub tool: Option<String>,
+    /// With `tool`: the arguments the model sends, a table (default `{}`).
     pub args: Option<Value>,
-    /// The arguments the model sends once it corrects a bad-arguments failure.
+    /// The arguments the model sends once it corrects a bad-arguments failure, a table unlike
+    /// `args` (default: `args` with its first value changed, its type kept).
     pub fixed_args: Option<Value>,
+    /// With `tool`: what the tool returns when the call succeeds, a string or any JSON value
+    /// (default `"ok"`).
     pub result: Option<Value>,
+    /// With `tool`: the virtual time the call takes, in ms, at most a day (default the profile's
+    /// `tool_latency_ms`); a tool's `service_ms` replaces it.
     pub latency_ms: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CallDto {
+    /// The tool called: 1 to 64 letters, digits, `_` or `-` (not `provider`). Required.
     pub tool: String,
+    /// The arguments the model sends, a table.
     #[serde(default = "empty_object")]
     pub args: Value,
+    /// The arguments the model sends once it corrects a bad-arguments failure, a table unlike
+    /// `args` (default: `args` with its first value changed, its type kept).
     pub fixed_args: Option<Value>,
+    /// What the tool returns when the call succeeds: a string, or any JSON value.
     #[serde(default = "ok_result")]
     pub result: Value,
+    /// The virtual time the call takes, in ms, at most a day (default the profile's
+    /// `tool_latency_ms`); a tool's `service_ms` replaces it.
     pub latency_ms: Option<u64>,
 }
 
@@ -162,45 +229,87 @@ pub fn ok_result() -> Value {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyDto {
+    /// The most model turns an agent's run may take, under every strategy, 1 to 10 000 (default
+    /// 25).
     pub max_steps: Option<u32>,
+    /// An agent's token budget for strategies with `budgets`: a model call that would exceed it
+    /// ends the run (default none).
     pub max_tokens: Option<u64>,
+    /// An agent's virtual-time budget in ms from its own start, for strategies with `budgets`
+    /// (default none).
     pub max_virtual_ms: Option<u64>,
+    /// `[policy.retry]`: how the orchestrator retries a failed model call (every strategy) or
+    /// tool call (strategies with `routing = "orchestrator"`).
     pub retry: Option<RetryDto>,
+    /// `[policy.breaker]`: the circuit breaker per tool of strategies with `breaker` (default 3
+    /// failures in a row open it for 30 s).
     pub breaker: Option<BreakerDto>,
+    /// `[policy.loop_guard]`: when strategies with `loop_guard` stop a run.
     pub loop_guard: Option<LoopGuardDto>,
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetryDto {
+    /// Attempts per call, counting the first, 1 to 1000 (default 3; 1 never retries).
     pub max_attempts: Option<u32>,
+    /// The delay between attempts: `none`, `constant`, `exponential`, `full-jitter` (default),
+    /// `equal-jitter`, `decorrelated` or `sdk` (the OpenAI/Anthropic SDKs' rule).
     pub backoff: Option<String>,
+    /// The backoff's base delay, in ms (default 500).
     pub base_ms: Option<u64>,
+    /// The longest backoff delay, in ms, from `base_ms` to a day (default 8000).
     pub cap_ms: Option<u64>,
+    /// Whether an announced `retry-after` is a floor on the delay (default true).
     pub honor_retry_after: Option<bool>,
+    /// With `honor_retry_after`: the longest announced `retry-after` waited for, in seconds; after
+    /// a longer one the failure goes on, unretried (default 60).
     pub retry_after_cap_s: Option<u64>,
+    /// A retry budget: at most this many retries per first attempt (always at least one), above
+    /// 0; a lone agent's over its run, a fleet's shared over `budget_window_ms` (default none).
     pub budget_ratio: Option<f64>,
+    /// The window a fleet's retry budget counts over, in ms, 10 to a day (default 10 000); only
+    /// with `budget_ratio`.
     pub budget_window_ms: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BreakerDto {
+    /// What opens it: `consecutive` (default: `failures` in a row) or `rate` (a share of
+    /// failures over `window_ms`).
     pub mode: Option<String>,
+    /// With `mode = "consecutive"`: the failures in a row that open it, at least 1 (default 3).
     pub failures: Option<u32>,
+    /// How long it stays open before it lets probes through, in virtual ms, at most a day
+    /// (default 30 000).
     pub open_ms: Option<u64>,
+    /// Calls let through at once while half-open, at least 1 (default 1).
     pub probes: Option<u32>,
+    /// Successful probes that close it again, at least 1 (default 2).
     pub close_after: Option<u32>,
+    /// With `mode = "rate"`: the sliding window the failures are counted over, in ms, at most a
+    /// day (default 60 000).
     pub window_ms: Option<u64>,
+    /// With `mode = "rate"`: the calls the window must hold before it can open, at least 1
+    /// (default 10).
     pub min_calls: Option<u32>,
+    /// With `mode = "rate"`: the share of failed calls in the window that opens it, 0 to 1
+    /// (default 0.5).
     pub failure_ratio: Option<f64>,
+    /// `agent` (default: each agent has its own per tool) or `fleet` (one per tool that every
+    /// agent reads and feeds).
     pub scope: Option<String>,
+    /// With a fleet breaker: how late the other agents hear that it opened, in ms, at most a day
+    /// (default 0).
     pub sync_ms: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoopGuardDto {
+    /// The k-th time the model is handed the same failing or partial outcome of the same call
+    /// (tool and arguments) stops the run; at least 1 (default 3).
     pub k: Option<u32>,
 }
 
@@ -236,48 +345,111 @@ impl<'de> Deserialize<'de> for ProfileRefDto {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProfileOverridesDto {
+    /// The profile the overrides apply to: `"default"` (default), `"calibrated"` or a profile
+    /// file's path. A key left out keeps the base's value; the defaults given for the other keys
+    /// are the bundled profile's.
     pub base: Option<String>,
+    /// The profile's name in the reports (default: the base's, with `+overrides` when a key is
+    /// overridden).
     pub name: Option<String>,
+    /// After a result that says more may be available: the probability of calling again, 0 to 1
+    /// (default 0.93).
     pub p_continue: Option<Figure>,
+    /// After a result read as transient: the probability of re-issuing the same call, 0 to 1
+    /// (default 0.8).
     pub p_retry_transient: Option<Figure>,
+    /// Re-issues of one call after transient or terminal readings before the model gives up,
+    /// at most 64 (default 3).
     pub max_model_retries: Option<u32>,
+    /// After a result read as bad arguments: the probability that the changed call is fixed,
+    /// 0 to 1 (default 0.7).
     pub p_fix_args: Option<Figure>,
+    /// Argument corrections per call before the model gives up, at most 16 (default 3).
     pub max_fix_attempts: Option<u32>,
+    /// After a result read as terminal: the probability of giving up with an answer rather than
+    /// re-issuing the call, 0 to 1 (default 0.9).
     pub p_give_up_terminal: Option<Figure>,
+    /// The virtual time one model call takes, in ms, at most a day (default 1000).
     pub model_latency_ms: Option<u64>,
+    /// The virtual time one tool call takes when the task or trace gives none, in ms, at most a
+    /// day (default 200).
     pub tool_latency_ms: Option<u64>,
+    /// Tokens of the first model call's context: system prompt, tool definitions and request
+    /// (default 600).
     pub prompt_tokens: Option<u32>,
+    /// `[profile.perception]`: how often the model reads a failed result's true class, by the
+    /// strongest signal in its bytes.
     pub perception: Option<PerceptionOverridesDto>,
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PerceptionOverridesDto {
+    /// The probability the model reads a failure's true class from the five fields (`code`,
+    /// `retryable`, …), 0 to 1 (default 0.98).
     pub envelope: Option<Figure>,
+    /// The probability the model reads a failure's true class from an `is_error` flag and its
+    /// sentence, 0 to 1 (default 0.95).
     pub flag: Option<Figure>,
+    /// The probability the model reads a failure's true class from an `{"error": …}` object,
+    /// 0 to 1 (default 0.92).
     pub object: Option<Figure>,
+    /// The probability the model reads a failure's true class from an `ERROR:` sentence, 0 to 1
+    /// (default 0.90).
     pub prefix: Option<Figure>,
+    /// The probability the model reads a failure's true class from a raw traceback, 0 to 1
+    /// (default 0.60).
     pub raw: Option<Figure>,
+    /// The probability the model reads a failure's true class from a plain sentence with no
+    /// marker, 0 to 1 (default 0.75).
     pub unmarked: Option<Figure>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FaultDto {
+    /// What the rule hits: `"provider"` (the model's API), a tool of the task by name, or `"*"`
+    /// for every tool. Required.
     pub target: String,
+    /// Trigger: the attempt numbers on the target it fires on, 1-based, counting every attempt by
+    /// anyone.
     pub at: Option<Vec<u32>>,
+    /// Trigger: fires when a seeded draw for (run, target, attempt, rule) is below it, 0 to 1.
     pub probability: Option<f64>,
+    /// Trigger: `[t0, t1]`, fires on an attempt that starts at or after t0 and before t1, in
+    /// virtual ms, t0 < t1, t1 at most a day.
     pub window_ms: Option<Vec<u64>>,
+    /// Trigger: fires once the target has had this many successes.
     pub after_successes: Option<u32>,
+    /// Trigger: a token bucket on the target; fires when it is empty, by default with a 429 that
+    /// announces the exact wait.
     pub rate_limit: Option<RateLimitDto>,
+    /// The fault: this HTTP status, one of 400, 401, 402, 403, 404, 408, 409, 413, 422, 429, 500,
+    /// 502, 503, 504, 529. Either this or `fault` (a `rate_limit` rule without either gives 429).
     pub http: Option<u16>,
+    /// With `http`: the wait the failure announces as `retry-after`, in seconds, 0 to 86 400
+    /// (default none).
     pub retry_after_s: Option<f64>,
+    /// With `http = 400` or `422`: the argument the tool says it rejected (default none).
     pub param: Option<String>,
+    /// With `http = 400` or `422`: what the error says is wrong (default "fix the arguments and
+    /// call it again").
     pub message: Option<String>,
+    /// The fault, when not an HTTP status: `timeout`, `reset`, `ambiguous`, `truncated_json`,
+    /// `code_fenced_json`, `session_expired`, `stream_dropped` or `schema_drift` (on the provider
+    /// only `timeout` or `reset`).
     pub fault: Option<String>,
+    /// With `fault = "timeout"`: the virtual time before the call times out, in ms, at most a day
+    /// (default 30 000).
     pub after_ms: Option<u64>,
+    /// In a fleet, whose attempts and successes the triggers count: `agent` (default: each
+    /// agent's own) or `fleet` (the whole fleet's).
     pub scope: Option<String>,
+    /// On a tool's `http` or `"reset"`: make it the MCP endpoint's own answer instead of the
+    /// tool's failure; changes nothing outside MCP (default false).
     pub transport: Option<bool>,
+    /// With `fault = "ambiguous"`: also give a `next_cursor` that leads to the same page
+    /// (default false).
     pub cursor: Option<bool>,
     /// What the rule's probability draws are keyed by (default: the rule's content), to give
     /// two otherwise identical rules draws of their own.
@@ -287,20 +459,30 @@ pub struct FaultDto {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RateLimitDto {
+    /// Tokens a second the bucket refills, 0.001 to 10^6; each attempt takes one. Required.
     pub per_s: f64,
+    /// The most tokens the bucket holds (it starts full), 1 to 10^6. Required.
     pub burst: f64,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GateDto {
+    /// The strategy the gate holds to, or `"*"` for every strategy (never the `recorded` row).
+    /// Required.
     pub strategy: String,
+    /// A numeric column of `summary.csv`, or `"rank_first_share"` (checked by `sweep`). Required.
     pub metric: String,
+    /// The most the metric may be, in its own units (a share from 0 to 1 for
+    /// `rank_first_share`). A gate needs at least one bound.
     pub max: Option<f64>,
+    /// The least the metric may be, in its own units (a share from 0 to 1 for
+    /// `rank_first_share`); at most `max`.
     pub min: Option<f64>,
     /// The most the metric may rise against the baseline (`run --baseline`), in its own units.
     pub max_increase: Option<f64>,
-    /// The most the metric may rise against the baseline, in percent of the baseline's value.
+    /// The most the metric may rise against the baseline, in percent of the baseline's value
+    /// (from a baseline of 0, any rise fails).
     pub max_increase_pct: Option<f64>,
     /// With `metric = "rank_first_share"`: the metric the strategies are ranked on in each
     /// profile of a `sweep` (default `success_rate`).
@@ -310,7 +492,11 @@ pub struct GateDto {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FleetDto {
+    /// Copies of the agent in one run, sharing its tools and virtual clock, 1 to 10 000
+    /// (default 1).
     pub agents: Option<u32>,
+    /// When the agents start: `"together"` (default, all at 0), `{ every_ms = X }` or
+    /// `{ poisson_per_s = R }`.
     pub start: Option<StartDto>,
 }
 
@@ -324,7 +510,9 @@ pub enum StartDto {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartTableDto {
+    /// Agent k starts at k × this, in virtual ms, at most a day. Either this or `poisson_per_s`.
     pub every_ms: Option<u64>,
+    /// Seeded Poisson arrivals at this mean rate per second, above 0; agent 0 starts at 0.
     pub poisson_per_s: Option<f64>,
 }
 
@@ -350,17 +538,30 @@ impl<'de> Deserialize<'de> for StartDto {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolDto {
+    /// The most calls the tool serves at once, for the whole fleet, at least 1; a call beyond it
+    /// gets 503 (default no limit).
     pub concurrency: Option<u32>,
+    /// With `concurrency`: a call beyond it waits for a place in arrival order instead of getting
+    /// 503 (default false).
     pub queue: Option<bool>,
+    /// A token bucket for the whole fleet, `{ per_s, burst }`: a call that finds it empty gets 429
+    /// with the exact `retry-after` (default no limit).
     pub rate: Option<ToolRateDto>,
+    /// How long the tool serves a call, in ms: a number, or a table naming a distribution
+    /// (default: the call's `latency_ms`, else the profile's `tool_latency_ms`).
     pub service_ms: Option<ServiceDto>,
+    /// `"occ"`: optimistic concurrency; a call fails with 409 if another call committed while it
+    /// was served (default none).
     pub conflict: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolRateDto {
+    /// Calls a second the bucket refills, 0 or more. Required.
     pub per_s: f64,
+    /// The most calls the bucket holds, at least 1 (default one second of calls, `per_s` rounded
+    /// up); required when `per_s` is 0.
     pub burst: Option<u32>,
 }
 
@@ -374,14 +575,30 @@ pub enum ServiceDto {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServiceDistDto {
+    /// The distribution: `constant` (`ms`), `uniform` (`min`, `max`), `normal` (`mean`, `sd`,
+    /// `floor`) or `lognormal` (`median`, `sigma`). Required. Draws are seeded per agent and
+    /// attempt.
     pub dist: String,
+    /// With `dist = "constant"`: the service time, in ms, at most a day. Required then.
     pub ms: Option<u64>,
+    /// With `dist = "uniform"`: the shortest service time, in whole ms, at most `max`. Required
+    /// then.
     pub min: Option<u64>,
+    /// With `dist = "uniform"`: the longest service time, in whole ms, at most a day. Required
+    /// then.
     pub max: Option<u64>,
+    /// With `dist = "normal"`: the mean service time, in ms, at most a day. Required then.
     pub mean: Option<f64>,
+    /// With `dist = "normal"`: the standard deviation, in ms, at most a day. Required then.
     pub sd: Option<f64>,
+    /// With `dist = "normal"`: the shortest service time a draw gives, in ms, at most a day
+    /// (default 0).
     pub floor: Option<f64>,
+    /// With `dist = "lognormal"`: the median service time, in ms, above 0 and at most a day.
+    /// Required then.
     pub median: Option<f64>,
+    /// With `dist = "lognormal"`: the shape σ, the standard deviation of the time's logarithm,
+    /// 0 to 4. Required then.
     pub sigma: Option<f64>,
 }
 
@@ -437,8 +654,13 @@ impl<'de> Deserialize<'de> for BreakerChoiceDto {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderDto {
+    /// The format the model sees: `openai-chat`, `openai-responses`, `anthropic`, `gemini` or
+    /// `gemini-openai` (default: the trace's, else `openai-chat`).
     pub format: Option<String>,
+    /// The whole fleet's requests per minute at the provider, 1 to 10^9 (default no limit).
     pub rpm: Option<f64>,
+    /// The whole fleet's tokens per minute at the provider, input and output alike, 1 to 10^9
+    /// (default no limit).
     pub tpm: Option<f64>,
     /// Accepted only to be refused with a clear message: conflicts are a tool's.
     pub conflict: Option<String>,
@@ -475,10 +697,11 @@ impl JsonSchema for StrategiesDto {
     }
     fn json_schema(g: &mut SchemaGenerator) -> Schema {
         json_schema!({
-            "description": "Preset names, or [strategies.NAME] tables in file order (an empty table names a preset)",
+            "description": "Preset names, or [strategies.NAME] tables in file order (an empty table names a preset); a name has at most 200 characters",
             "anyOf": [
-                {"type": "array", "items": {"type": "string"}},
-                {"type": "object", "additionalProperties": g.subschema_for::<StrategyDto>()}
+                {"type": "array", "items": {"type": "string", "maxLength": MAX_NAME_CHARS}},
+                {"type": "object", "propertyNames": {"maxLength": MAX_NAME_CHARS},
+                    "additionalProperties": g.subschema_for::<StrategyDto>()}
             ]
         })
     }
@@ -489,7 +712,10 @@ impl JsonSchema for BreakerChoiceDto {
         "BreakerChoice".into()
     }
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({"anyOf": [{"type": "boolean"}, {"enum": ["agent", "fleet"]}]})
+        json_schema!({
+            "description": "true or \"agent\": the [policy] breaker; \"fleet\": that breaker, one per tool for the whole fleet; false: none",
+            "anyOf": [{"type": "boolean"}, {"enum": ["agent", "fleet"]}]
+        })
     }
 }
 
@@ -510,7 +736,10 @@ impl JsonSchema for StartDto {
         "Start".into()
     }
     fn json_schema(g: &mut SchemaGenerator) -> Schema {
-        json_schema!({"anyOf": [{"const": "together"}, g.subschema_for::<StartTableDto>()]})
+        json_schema!({
+            "description": "\"together\", { every_ms = X } or { poisson_per_s = R }",
+            "anyOf": [{"const": "together"}, g.subschema_for::<StartTableDto>()]
+        })
     }
 }
 
@@ -519,7 +748,10 @@ impl JsonSchema for ServiceDto {
         "ServiceMs".into()
     }
     fn json_schema(g: &mut SchemaGenerator) -> Schema {
-        json_schema!({"anyOf": [{"type": "integer", "minimum": 0}, g.subschema_for::<ServiceDistDto>()]})
+        json_schema!({
+            "description": "Milliseconds, or a table with `dist` (constant, uniform, normal, lognormal)",
+            "anyOf": [{"type": "integer", "minimum": 0}, g.subschema_for::<ServiceDistDto>()]
+        })
     }
 }
 
@@ -528,6 +760,9 @@ impl JsonSchema for ProviderChoice {
         "Provider".into()
     }
     fn json_schema(g: &mut SchemaGenerator) -> Schema {
-        json_schema!({"anyOf": [{"type": "string"}, g.subschema_for::<ProviderDto>()]})
+        json_schema!({
+            "description": "A provider format, or a table with `format`, `rpm` and `tpm`",
+            "anyOf": [{"type": "string"}, g.subschema_for::<ProviderDto>()]
+        })
     }
 }

@@ -104,6 +104,7 @@ pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scen
     if dto.name.trim().is_empty() {
         return Err(ctx.err("name", "a non-empty name"));
     }
+    name_length(&ctx, "name", &dto.name)?;
 
     let replay = match (&dto.trace, &dto.task) {
         (Some(_), Some(_)) => {
@@ -749,6 +750,14 @@ fn profile_from_dto(ctx: &Ctx, d: Option<&ProfileRefDto>, trace: Option<&Trace>)
 
 fn strategies_from_dto(ctx: &Ctx, d: Option<StrategiesDto>, retry: &RetryPolicy) -> Result<Vec<Strategy>> {
     let presets = || Strategy::named().into_iter().map(|s| s.name).collect::<Vec<_>>().join(", ");
+    let names: Vec<&str> = match &d {
+        None => Vec::new(),
+        Some(StrategiesDto::Names(names)) => names.iter().map(String::as_str).collect(),
+        Some(StrategiesDto::Defined(defs)) => defs.iter().map(|d| d.0.as_str()).collect(),
+    };
+    for name in names {
+        name_length(ctx, "strategies", name)?;
+    }
     let out: Vec<Strategy> = match d {
         None => Strategy::presets(),
         Some(StrategiesDto::Names(names)) => names
@@ -776,6 +785,17 @@ fn strategies_from_dto(ctx: &Ctx, d: Option<StrategiesDto>, retry: &RetryPolicy)
         }
     }
     Ok(out)
+}
+
+/// A scenario's or strategy's name is at most [`MAX_NAME_CHARS`] characters; the error shows
+/// only the name's start.
+fn name_length(ctx: &Ctx, field: &str, name: &str) -> Result<()> {
+    let n = name.chars().count();
+    if n <= MAX_NAME_CHARS {
+        return Ok(());
+    }
+    let start: String = name.chars().take(24).collect();
+    Err(ctx.err(field, format!("names of at most {MAX_NAME_CHARS} characters; {start:?}… has {n}")))
 }
 
 /// The encodings' names, for errors.

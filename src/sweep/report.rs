@@ -9,6 +9,7 @@ use super::analysis::{Cut, FLIP_AGREEMENT, FLIP_MIN_PROFILES, Flip};
 use super::{Sensitivity, Sweep, SweptScenario};
 use crate::calibrate::wilson;
 use crate::engine::profile::PROBABILITIES;
+use crate::report::escape::{csv_names, md_text};
 use crate::report::html::{self, Chart};
 use crate::report::xml_escape;
 use crate::scenario::{RANK_FIRST_SHARE, RANKED};
@@ -17,10 +18,6 @@ use crate::suite::GateResult;
 fn round(v: f64, places: i32) -> f64 {
     let f = 10f64.powi(places);
     (v * f).round() / f
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_owned() }
 }
 
 fn by_param(values: impl Iterator<Item = f64>) -> Map<String, Value> {
@@ -34,9 +31,11 @@ impl Flip {
     }
 
     /// "error-string beats response-object when perception.prefix > 0.940" (and "and
-    /// perception.envelope < 0.930" when the region takes two thresholds).
-    pub fn describe(&self, sc: &SweptScenario) -> String {
-        let mut s = format!("{} beats {} when {}", sc.strategies[self.a], sc.strategies[self.b], self.cut.describe());
+    /// perception.envelope < 0.930" when the region takes two thresholds), the strategies'
+    /// names written by `name` (escaped for where the text goes).
+    pub fn describe(&self, sc: &SweptScenario, name: impl Fn(&str) -> String) -> String {
+        let (a, b) = (name(&sc.strategies[self.a]), name(&sc.strategies[self.b]));
+        let mut s = format!("{a} beats {b} when {}", self.cut.describe());
         if let Some(and) = &self.and {
             let _ = write!(s, " and {}", and.describe());
         }
@@ -75,9 +74,15 @@ impl Sweep {
         }
         out.push('\n');
         for sc in &self.scenarios {
+            // `scenario,strategy,` of each strategy's rows, by the csv crate.
+            let prefixes: Vec<String> = sc
+                .strategies
+                .iter()
+                .map(|name| String::from_utf8_lossy(&csv_names(&[&sc.name, name])).into_owned())
+                .collect();
             for (i, (params, metrics)) in sc.params.iter().zip(&sc.metrics).enumerate() {
-                for (s, name) in sc.strategies.iter().enumerate() {
-                    let _ = write!(out, "{},{},{i}", csv_field(&sc.name), csv_field(name));
+                for (s, prefix) in prefixes.iter().enumerate() {
+                    let _ = write!(out, "{prefix}{i}");
                     for p in params {
                         let _ = write!(out, ",{p:.4}");
                     }
@@ -220,7 +225,7 @@ impl Sweep {
             "## Sweep: {n} profiles (Latin hypercube over each probability's range)\n\nShare of profiles in which each strategy ranks first (ties count for each).\n\n",
         );
         for (sc, flips) in self.scenarios.iter().zip(flips) {
-            let _ = writeln!(out, "### {}\n", sc.name);
+            let _ = writeln!(out, "### {}\n", md_text(&sc.name));
             out.push_str("| strategy |");
             for (m, _) in RANKED {
                 let _ = write!(out, " {m} |");
@@ -231,7 +236,7 @@ impl Sweep {
             out.push('\n');
             let firsts: Vec<Vec<f64>> = (0..RANKED.len()).map(|m| sc.rank_first(n, m)).collect();
             for (s, name) in sc.strategies.iter().enumerate() {
-                let _ = write!(out, "| {name} |");
+                let _ = write!(out, "| {} |", md_text(name));
                 for f in &firsts {
                     let _ = write!(out, " {:.3} |", f[s]);
                 }
@@ -255,7 +260,7 @@ impl Sweep {
                 .map(|f| {
                     format!(
                         "- {} ({:.0}% of profiles; the rule's balanced agreement {:.0}%)",
-                        f.describe(sc),
+                        f.describe(sc, md_text),
                         f.share * 100.0,
                         f.agreement * 100.0
                     )
@@ -276,8 +281,8 @@ impl Sweep {
                 let _ = writeln!(
                     out,
                     "| {} | {} | {} | {:.3} | {bound} | {} |",
-                    g.scenario,
-                    g.strategy,
+                    md_text(&g.scenario),
+                    md_text(&g.strategy),
                     g.metric,
                     g.value,
                     if g.passed { "pass" } else { "FAIL" }
@@ -319,7 +324,7 @@ impl Sweep {
                     let _ = writeln!(
                         h,
                         "<li>{} ({:.0}% of profiles; balanced agreement {:.0}%)</li>",
-                        xml_escape(&f.describe(sc)),
+                        xml_escape(&f.describe(sc, str::to_owned)),
                         f.share * 100.0,
                         f.agreement * 100.0
                     );
@@ -421,9 +426,12 @@ mod tests {
         let cut = Cut { param: 7, above: true, threshold: 0.84941 };
         let and = Cut { param: 6, above: false, threshold: 0.9258 };
         let mut f = Flip { a: 1, b: 0, wins: 99, share: 0.3867, cut, and: None, agreement: 0.936 };
-        assert_eq!(f.describe(&sc), "y beats x when perception.prefix > 0.849");
+        assert_eq!(f.describe(&sc, str::to_owned), "y beats x when perception.prefix > 0.849");
         f.and = Some(and);
-        assert_eq!(f.describe(&sc), "y beats x when perception.prefix > 0.849 and perception.object < 0.926");
+        assert_eq!(
+            f.describe(&sc, str::to_owned),
+            "y beats x when perception.prefix > 0.849 and perception.object < 0.926"
+        );
         assert_eq!(and.to_json(), json!({"parameter": "perception.object", "when": "<", "threshold": 0.9258}));
         assert!(f.told());
         f.agreement = 0.89;

@@ -10,6 +10,12 @@
 //! always the endpoint's: 404, and the request's session is closed. A `schema_drift` fault
 //! sends `notifications/tools/list_changed` and revises the tool in `tools/list`; its calls
 //! fail as bad arguments until the client lists the tools again.
+//!
+//! A call meets the mocks only once the SDK has let it through (its content type, session and
+//! parameters checked): a request the endpoint refuses uses no fault attempt. `/mcp` refuses a
+//! present `Origin` that is not this machine's (403). Messages the SDK cannot read get the
+//! JSON-RPC answers: `-32700` with `id: null` for text that is not JSON, `-32600` for JSON that
+//! is not a message, `-32602` with the request's id for parameters of the wrong shape.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -18,8 +24,8 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::response::Response;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode,
+    ErrorData, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -47,23 +53,27 @@ pub fn encoding_of(strategy: &str) -> Result<Encoding, Error> {
     })
 }
 
-/// What the HTTP layer decided for one `tools/call` before the SDK answers it (carried in the
-/// request's extensions).
-#[derive(Clone)]
-struct Decided(Arc<Result<Called, Reply>>);
+/// What a call met at the mocks: the tool's answer, or an answer that never reached it.
+type Outcome = Result<Called, Reply>;
 
-/// The revision of each tool's schema when the HTTP layer saw a `tools/list` (carried in the
-/// request's extensions).
+/// Where a request at `/mcp` goes (carried in its extensions to the SDK's handler): the mocks
+/// and the agent of its path, and, for a `tools/call`, where the HTTP layer hears what the call
+/// met (it answers transport faults itself). A request the SDK refuses is dropped unanswered
+/// here, and the HTTP layer hears nothing.
 #[derive(Clone)]
-struct Listed(Arc<Vec<u32>>);
+struct Reached {
+    shared: Arc<Shared>,
+    agent: u32,
+    told: Option<Arc<std::sync::Mutex<Option<tokio::sync::oneshot::Sender<Outcome>>>>>,
+}
 
 /// The MCP server of a scenario's tools.
 #[derive(Clone)]
 pub struct McpTools {
     task: Arc<Task>,
     encoding: Encoding,
-    /// Over stdio, the server decides calls itself (as this agent); over HTTP the HTTP layer
-    /// has decided every call before the server sees it.
+    /// Over stdio, the mocks and the agent every request is for; over HTTP each request
+    /// carries its own ([`Reached`]).
     direct: Option<(Arc<Shared>, u32)>,
 }
 
@@ -93,18 +103,15 @@ impl McpTools {
             .collect()
     }
 
-    /// A call decided here (stdio): through the same door and mocks as over HTTP.
-    async fn decide(&self, name: &str, args: Value) -> Result<Called, Reply> {
-        let Some((shared, agent)) = &self.direct else {
-            return Err(Reply::text(500, "tracefault: an MCP call reached the server undecided"));
-        };
-        let called = tool_call(shared, *agent, name, Ok(args)).await?;
-        if transport_fault(&called) {
-            let mut m = shared.lock();
-            let w = m.world(*agent).expect("the stdio server's own agent");
-            return Err(tools::http_reply(w, &called));
+    /// The mocks and the agent a request is for.
+    fn reached(&self, context: &RequestContext<RoleServer>) -> Result<Reached, ErrorData> {
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        if let Some(r) = parts.and_then(|p| p.extensions.get::<Reached>()) {
+            return Ok(r.clone());
         }
-        Ok(called)
+        let (shared, agent) =
+            self.direct.clone().ok_or_else(|| ErrorData::internal_error("no mocks behind this request", None))?;
+        Ok(Reached { shared, agent, told: None })
     }
 }
 
@@ -120,17 +127,8 @@ impl ServerHandler for McpTools {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let seen = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|p| p.extensions.get::<Listed>())
-            .map(|l| l.0.clone());
-        let revisions = match (seen, &self.direct) {
-            (Some(r), _) => r,
-            (None, Some((shared, agent))) => Arc::new(listed(shared, *agent)),
-            (None, None) => Arc::new(Vec::new()),
-        };
-        Ok(ListToolsResult::with_all_items(self.tools(&revisions)))
+        let reached = self.reached(&context)?;
+        Ok(ListToolsResult::with_all_items(self.tools(&listed(&reached.shared, reached.agent))))
     }
 
     async fn call_tool(
@@ -138,26 +136,34 @@ impl ServerHandler for McpTools {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let decided = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|p| p.extensions.get::<Decided>())
-            .map(|d| d.0.clone());
-        let outcome = match decided {
-            Some(d) => d.as_ref().clone(),
-            None => {
-                if !self.task.tools.iter().any(|t| *t == request.name) {
-                    return Err(unknown_tool(&self.task, &request.name));
-                }
-                let args = Value::Object(request.arguments.clone().unwrap_or_default());
-                self.decide(&request.name, args).await
+        let Reached { shared, agent, told } = self.reached(&context)?;
+        let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        // Over HTTP the HTTP layer hears what the call met: it answers a transport fault itself
+        // (the SDK's answer is not sent) and puts a schema change's notification on the
+        // answer's stream.
+        let mut told = told.and_then(|t| t.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take());
+        let over_http = told.is_some();
+        // A client that goes away (or cancels the request) gives the call's place back.
+        let outcome = tokio::select! {
+            outcome = tool_call(&shared, agent, &request.name, Ok(args)) => outcome,
+            () = went_away(&mut told) => return Err(ErrorData::internal_error("the client went away", None)),
+            () = context.ct.cancelled() => return Err(ErrorData::internal_error("the request was cancelled", None)),
+        };
+        if let Some(tx) = told {
+            let _ = tx.send(outcome.clone());
+        }
+        let outcome = match outcome {
+            Ok(called) if transport_fault(&called) => {
+                let mut m = shared.lock();
+                let w = m.world(agent).expect("an agent of the fleet, checked before the call");
+                Err(tools::http_reply(w, &called))
             }
+            other => other,
         };
         match outcome {
             Ok(called) => {
-                // Over stdio the notification goes before the answer; over HTTP the HTTP layer
-                // puts it on the answer's stream.
-                if called.list_changed && self.direct.is_some() {
+                // Over stdio the notification goes before the answer.
+                if called.list_changed && !over_http {
                     let _ = context.peer.notify_tool_list_changed().await;
                 }
                 answer(&called, self.encoding).map(CallToolResponse::from)
@@ -165,6 +171,36 @@ impl ServerHandler for McpTools {
             Err(reply) if reply.status == 404 => Err(unknown_tool(&self.task, &request.name)),
             Err(reply) => Err(refusal(&reply)),
         }
+    }
+
+    /// The SDK hands a request of a method it knows here when its params are not of the
+    /// method's shape: `-32602` (Invalid params) for the methods served, `-32601` otherwise.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        const SERVED: [&str; 4] = ["initialize", "ping", "tools/list", "tools/call"];
+        if !SERVED.contains(&request.method.as_str()) {
+            return Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, request.method, None));
+        }
+        let why = match request.method.as_str() {
+            "tools/call" => serde_json::from_value::<CallToolRequestParams>(request.params.unwrap_or_default())
+                .err()
+                .map(|e| e.to_string()),
+            _ => None,
+        };
+        let why = why.unwrap_or_else(|| "not of the method's shape".to_owned());
+        Err(ErrorData::invalid_params(format!("Invalid params for {}: {why}", request.method), None))
+    }
+}
+
+/// Once the HTTP layer no longer waits to hear a call's outcome (its client went away); never
+/// without an HTTP layer.
+async fn went_away(told: &mut Option<tokio::sync::oneshot::Sender<Outcome>>) {
+    match told {
+        Some(tx) => tx.closed().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -296,8 +332,10 @@ pub fn http_service(
     HttpService { service, sessions, opened: Default::default(), max_sessions, encoding }
 }
 
-/// A request at `/mcp`: a `tools/call` is decided here (a transport fault answered as HTTP), a
-/// `tools/list` marks the schema changes as seen; everything goes on to the SDK's service.
+/// A request at `/mcp`: refused if its `Origin` is foreign, answered here if its body is not a
+/// JSON-RPC message, otherwise handed to the SDK, which checks it and calls the mocks. What a
+/// `tools/call` met is logged here, and a transport fault answered here (the SDK's answer
+/// dropped); a session that expires by a fault is closed.
 pub async fn http(
     shared: &Arc<Shared>,
     service: &HttpService,
@@ -305,61 +343,78 @@ pub async fn http(
     mut parts: axum::http::request::Parts,
     body: axum::body::Bytes,
 ) -> Response {
+    if !local_origin(&parts.headers) {
+        let refused = "tracefault: /mcp serves pages of this machine only (an Origin of localhost, 127.0.0.1 or [::1])";
+        return super::server::respond(Reply::text(403, refused)).await;
+    }
     let message = if parts.method == axum::http::Method::POST {
-        match parse(&body) {
+        // What the SDK cannot read is answered here, with the request's id.
+        let checked = check(&body).and_then(|m| match read_message(m.clone()) {
+            Err(Some(error)) => Err(error),
+            _ => Ok(m),
+        });
+        match checked {
             Ok(message) => Some(message),
-            Err(reply) => return super::server::respond(reply).await,
+            Err(error) => return super::server::respond(Reply::json(400, &error)).await,
         }
     } else {
         None
     };
-    let method = message.as_ref().and_then(|m| m["method"].as_str());
-    if method == Some("tools/list") {
-        parts.extensions.insert(Listed(Arc::new(listed(shared, agent))));
-    }
-    if method == Some("initialize") {
-        let response = sdk(service, parts, body).await;
+    let initialize = message.as_ref().is_some_and(|m| m["method"] == "initialize");
+    let call = message.filter(|m| m["method"] == "tools/call" && m.get("id").is_some());
+    let (tx, heard) = tokio::sync::oneshot::channel();
+    let told = call.is_some().then(|| Arc::new(std::sync::Mutex::new(Some(tx))));
+    parts.extensions.insert(Reached { shared: shared.clone(), agent, told });
+    let session = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
+    let response = sdk(service, parts, body).await;
+    if initialize {
         if let Some(id) = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
             service.opened(id).await;
         }
         return response;
     }
-    if let Some((id, name, args)) = message.as_ref().and_then(tool_call_of) {
-        let outcome = tool_call(shared, agent, &name, Ok(args)).await;
-        if let Some(w) = shared.lock().world(agent) {
-            w.log_mcp(message.clone().unwrap_or_default());
-            w.log_mcp(logged_answer(&id, &outcome, service.encoding));
-            if matches!(&outcome, Ok(c) if c.list_changed) {
-                w.log_mcp(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
-            }
+    // Only a call the SDK let through reached the mocks: one it refused was dropped unheard.
+    let (Some(call), Ok(outcome)) = (call, heard.await) else { return response };
+    if let Some(w) = shared.lock().world(agent) {
+        w.log_mcp(call.clone());
+        w.log_mcp(logged_answer(&call["id"], &outcome, service.encoding));
+        if matches!(&outcome, Ok(c) if c.list_changed) {
+            w.log_mcp(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
         }
-        let transport = match &outcome {
-            Ok(called) if called.fault == Some(Fault::StreamDropped) => Some(Reply::sse_cut()),
-            Ok(called) if transport_fault(called) => {
-                let mut m = shared.lock();
-                let w = m.world(agent).expect("an agent of the fleet, checked above");
-                Some(tools::http_reply(w, called))
-            }
-            Err(reply) if reply.status != 404 => Some(reply.clone()),
-            _ => None,
-        };
-        if let Some(reply) = transport {
-            // A 404 on a request with a session id is how a session expires: the session is
-            // gone for every later request too, and the client must initialise again.
-            if matches!(&outcome, Ok(c) if c.fault == Some(Fault::SessionExpired))
-                && let Some(id) = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok())
-            {
-                use rmcp::transport::streamable_http_server::SessionManager;
-                let _ = service.sessions.close_session(&Arc::from(id)).await;
-            }
-            return super::server::respond(reply).await;
-        }
-        let list_changed = matches!(&outcome, Ok(c) if c.list_changed);
-        parts.extensions.insert(Decided(Arc::new(outcome)));
-        let response = sdk(service, parts, body).await;
-        return if list_changed { announce_list_changed(response) } else { response };
     }
-    sdk(service, parts, body).await
+    let transport = match &outcome {
+        Ok(called) if called.fault == Some(Fault::StreamDropped) => Some(Reply::sse_cut()),
+        Ok(called) if transport_fault(called) => {
+            let mut m = shared.lock();
+            let w = m.world(agent).expect("an agent of the fleet, checked above");
+            Some(tools::http_reply(w, called))
+        }
+        Err(reply) if reply.status != 404 => Some(reply.clone()),
+        _ => None,
+    };
+    if let Some(reply) = transport {
+        // A 404 on a request with a session id is how a session expires: the session is gone
+        // for every later request too, and the client must initialise again.
+        if matches!(&outcome, Ok(c) if c.fault == Some(Fault::SessionExpired))
+            && let Some(id) = session
+        {
+            use rmcp::transport::streamable_http_server::SessionManager;
+            let _ = service.sessions.close_session(&id).await;
+        }
+        return super::server::respond(reply).await;
+    }
+    if matches!(&outcome, Ok(c) if c.list_changed) { announce_list_changed(response) } else { response }
+}
+
+/// Whether a request's `Origin`, if it has one, is this machine's (any port, http or https): a
+/// page served from elsewhere must not reach the tools through a visitor's browser (DNS
+/// rebinding; the MCP spec's transports section asks servers to check it).
+fn local_origin(headers: &axum::http::HeaderMap) -> bool {
+    let Some(origin) = headers.get(axum::http::header::ORIGIN) else { return true };
+    let Some(uri) = origin.to_str().ok().and_then(|o| o.parse::<axum::http::Uri>().ok()) else { return false };
+    let host = uri.host().map(str::to_ascii_lowercase);
+    matches!(uri.scheme_str(), Some("http" | "https"))
+        && matches!(host.as_deref(), Some("localhost" | "127.0.0.1" | "[::1]" | "::1"))
 }
 
 /// The SDK's answer to a request.
@@ -387,31 +442,60 @@ fn announce_list_changed(response: Response) -> Response {
     Response::from_parts(parts, Body::new(prefixed))
 }
 
-/// A POST body as one JSON-RPC message, or the 400 with the spec's error: `-32700` for text
-/// that is not JSON, `-32600` for JSON that is not a request, notification or response.
-pub fn parse(body: &[u8]) -> Result<Value, Reply> {
-    let error = |code: i32, message: String| {
-        Err(Reply::json(400, &json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}})))
-    };
-    let v: Value = match serde_json::from_slice(body) {
-        Ok(v) => v,
-        Err(e) => return error(-32700, format!("Parse error: the body is not JSON ({e})")),
-    };
+/// A JSON-RPC error message.
+pub(super) fn jsonrpc_error(id: Value, code: i32, message: impl Into<String>) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
+}
+
+/// One JSON-RPC message (a POST body, a line over stdio), or the error to answer instead:
+/// `-32700` with `id: null` for text that is not JSON, `-32600` for JSON that is not a request,
+/// notification or response, `-32602` with the request's id for `params` that are not an object
+/// (MCP names every parameter).
+pub fn check(text: &[u8]) -> Result<Value, Value> {
+    let v: Value = serde_json::from_slice(text)
+        .map_err(|e| jsonrpc_error(Value::Null, -32700, format!("Parse error: the message is not JSON ({e})")))?;
     let Some(o) = v.as_object() else {
-        return error(-32600, "Invalid Request: one JSON-RPC message object per POST (no batches)".to_owned());
+        return Err(jsonrpc_error(
+            Value::Null,
+            -32600,
+            "Invalid Request: one JSON-RPC message object at a time (no batches)",
+        ));
     };
     let id_ok = o.get("id").is_none_or(|id| id.is_string() || id.is_i64() || id.is_u64());
     let request = o.get("method").is_some_and(Value::is_string);
     let response = o.contains_key("id") && (o.contains_key("result") || o.contains_key("error"));
     if o.get("jsonrpc") != Some(&json!("2.0")) || !id_ok || !(request || response) {
-        return error(
+        let id = if id_ok { o.get("id").cloned().unwrap_or_default() } else { Value::Null };
+        return Err(jsonrpc_error(
+            id,
             -32600,
             "Invalid Request: a JSON-RPC 2.0 message needs \"jsonrpc\": \"2.0\", a string \"method\" (or a \
-             response's \"result\"/\"error\") and a string or integer \"id\""
-                .to_owned(),
-        );
+             response's \"result\"/\"error\") and a string or integer \"id\"",
+        ));
+    }
+    if let Some(id) = o.get("id").filter(|_| request)
+        && o.get("params").is_some_and(|p| !(p.is_object() || p.is_null()))
+    {
+        return Err(jsonrpc_error(id.clone(), -32602, "Invalid params: \"params\" must be an object"));
     }
     Ok(v)
+}
+
+/// A checked message as the SDK reads it; for a request the SDK cannot read, the error to answer
+/// with its id (`-32602` if it has `params`, which are then of the wrong shape; `-32600`
+/// otherwise); for a notification or response, nothing to answer.
+pub(super) fn read_message(v: Value) -> Result<rmcp::model::ClientJsonRpcMessage, Option<Value>> {
+    let request = v.get("method").and(v.get("id")).cloned();
+    let has_params = v.get("params").is_some_and(|p| !p.is_null());
+    serde_json::from_value(v).map_err(|e| {
+        request.map(|id| {
+            if has_params {
+                jsonrpc_error(id, -32602, format!("Invalid params: {e}"))
+            } else {
+                jsonrpc_error(id, -32600, format!("Invalid Request: {e}"))
+            }
+        })
+    })
 }
 
 /// The answer to `tools/call` `id` as the exec log records it: the JSON-RPC message the SDK
@@ -444,26 +528,15 @@ fn reply_bytes(reply: &Reply) -> &[u8] {
     }
 }
 
-/// The id, tool and arguments of a JSON-RPC `tools/call` request.
-fn tool_call_of(v: &Value) -> Option<(Value, String, Value)> {
-    if v["method"] != "tools/call" || v.get("id").is_none() {
-        return None;
-    }
-    let name = v["params"]["name"].as_str()?.to_owned();
-    let args = match &v["params"]["arguments"] {
-        Value::Object(o) => Value::Object(o.clone()),
-        _ => Value::Object(Map::new()),
-    };
-    Some((v["id"].clone(), name, args))
-}
-
-/// Serves the scenario's tools over stdio as agent 0 of run 0 until the client closes stdin.
+/// Serves the scenario's tools over stdio as agent 0 of run 0 until the client closes stdin,
+/// reading no further while [`super::stdio::IN_FLIGHT`] answers wait to be written.
 pub async fn serve_stdio(shared: Arc<Shared>, encoding: Encoding) -> Result<(), Error> {
     use rmcp::ServiceExt;
     let scenario = shared.lock().scenario().clone();
     let server = McpTools::new(&scenario, encoding, Some((shared, 0)));
+    let (input, output) = rmcp::transport::io::stdio();
     let running = server
-        .serve(rmcp::transport::io::stdio())
+        .serve(super::stdio::lines(input, output))
         .await
         .map_err(|e| Error::Usage(format!("mcp --stdio: the client's initialize failed: {e}")))?;
     running.waiting().await.map_err(|e| Error::Usage(format!("mcp --stdio: {e}")))?;
@@ -522,30 +595,55 @@ mod tests {
     }
 
     #[test]
-    fn malformed_messages_get_the_specs_errors() {
-        let code = |body: &[u8]| {
-            let r = parse(body).err()?;
-            let super::super::reply::Body::Bytes { bytes, .. } = r.body else { return None };
-            serde_json::from_slice::<Value>(&bytes).ok()?["error"]["code"].as_i64()
+    fn malformed_messages_get_the_specs_errors_with_the_id_when_there_is_one() {
+        let error = |body: &[u8]| {
+            let e = check(body).err()?;
+            Some((e["id"].clone(), e["error"]["code"].as_i64()?))
         };
-        assert_eq!(code(b"{not json"), Some(-32700));
-        assert_eq!(code(b""), Some(-32700));
-        assert_eq!(code(b"[]"), Some(-32600));
-        assert_eq!(code(br#"{"jsonrpc":"1.0","id":1,"method":"x"}"#), Some(-32600));
-        assert_eq!(code(br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#), Some(-32600));
-        assert_eq!(code(br#"{"jsonrpc":"2.0","id":5}"#), Some(-32600));
-        assert_eq!(code(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#), None);
-        assert_eq!(code(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#), None);
-        assert_eq!(code(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#), None);
+        assert_eq!(error(b"{not json"), Some((Value::Null, -32700)));
+        assert_eq!(error(b""), Some((Value::Null, -32700)));
+        assert_eq!(error(b"[]"), Some((Value::Null, -32600)));
+        assert_eq!(error(br#"{"jsonrpc":"1.0","id":1,"method":"x"}"#), Some((json!(1), -32600)));
+        assert_eq!(error(br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#), Some((Value::Null, -32600)));
+        assert_eq!(error(br#"{"jsonrpc":"2.0","id":5}"#), Some((json!(5), -32600)));
+        assert_eq!(
+            error(br#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":"s"}"#),
+            Some((json!("a"), -32602))
+        );
+        assert_eq!(error(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":[1]}"#), Some((json!(2), -32602)));
+        assert_eq!(error(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#), None);
+        assert_eq!(error(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":null}"#), None);
+        assert_eq!(error(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#), None);
+        assert_eq!(error(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#), None);
     }
 
     #[test]
-    fn only_tool_calls_are_decided_before_the_sdk() {
-        let call =
-            br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search","arguments":{"q":"x"}}}"#;
-        let of = |body: &[u8]| tool_call_of(&serde_json::from_slice(body).unwrap());
-        assert_eq!(of(call), Some((json!(3), "search".into(), json!({"q": "x"}))));
-        assert_eq!(of(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#), None);
-        assert_eq!(of(br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"s"}}"#), None);
+    fn what_the_sdk_cannot_read_is_answered_with_the_requests_id() {
+        let code =
+            |m: &str| read_message(check(m.as_bytes()).unwrap()).err().map(|e| e.map(|e| e["error"]["code"].clone()));
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":5}}"#),
+            Some(Some(json!(-32602)))
+        );
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s"}}"#), None);
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"error":5}"#), Some(None), "a response is not answered");
+    }
+
+    #[test]
+    fn only_pages_of_this_machine_reach_the_endpoint() {
+        let with = |origin: Option<&str>| {
+            let mut h = axum::http::HeaderMap::new();
+            if let Some(o) = origin {
+                h.insert("origin", o.parse().unwrap());
+            }
+            local_origin(&h)
+        };
+        assert!(with(None));
+        for ok in ["http://localhost:5173", "https://LOCALHOST", "http://127.0.0.1:1", "http://[::1]:8080"] {
+            assert!(with(Some(ok)), "{ok}");
+        }
+        for refused in ["null", "http://evil.example", "http://localhost.evil.example", "file://", "ws://localhost"] {
+            assert!(!with(Some(refused)), "{refused}");
+        }
     }
 }

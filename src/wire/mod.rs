@@ -7,9 +7,10 @@
 //! [`provider`] and [`tools`] the two kinds of endpoint; [`model`] the mock model of each
 //! conversation; [`respond`] and [`validate`] the providers' shapes and checks; [`schema`] tool
 //! schemas and argument matching; [`reply`] what goes back over HTTP; [`mcp`] the tools over
-//! the Model Context Protocol; [`checks`] the checklist `exec` holds an agent to; [`choice`] the
-//! requests' tool choice; [`plain`] tool results handed back as ordinary messages; [`recorded`] what a run's trace keeps
-//! of the traffic.
+//! the Model Context Protocol, and [`stdio`] its transport over stdin and stdout; [`checks`] the
+//! checklist `exec` holds an agent to; [`choice`] the requests' tool choice; [`plain`] tool
+//! results handed back as ordinary messages; [`recorded`] what a run's trace keeps of the
+//! traffic.
 
 pub mod checks;
 pub mod choice;
@@ -23,6 +24,7 @@ pub mod reply;
 pub mod respond;
 pub mod schema;
 pub mod server;
+pub mod stdio;
 pub mod tools;
 pub mod validate;
 pub mod world;

@@ -1,13 +1,18 @@
 //! The HTTP server behind wire mode (axum on hyper): one handler that names the route of every
-//! request and hands it to the mocks, bodies read under a size limit while they stream (no
-//! request is kept: memory stays flat however long `serve` runs), slow answers and dropped
-//! connections, and a clear answer for paths nothing serves and for requests meant for other
-//! hosts. Malformed HTTP is answered or closed by hyper; nothing here panics on it. A client that
-//! half-closes its connection after the request still gets the answer.
+//! request and hands it to the mocks, bodies read under a size limit and a deadline into one
+//! buffer while they stream (no request is kept: memory stays flat however long `serve` runs),
+//! slow answers and dropped connections, and a clear answer for paths nothing serves and for
+//! requests meant for other hosts. Malformed HTTP is answered or closed by hyper; nothing here
+//! panics on it. A client that half-closes its connection after the request still gets the
+//! answer. Connections are capped ([`max_connections`]; at the cap the oldest one between
+//! requests makes room), and one whose request head stops coming or that idles between requests
+//! is closed after [`HEADER_TIMEOUT`].
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -17,6 +22,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode};
 use axum::response::Response;
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 use super::mocks::{Door, Mocks};
 use super::reply::{Body, Reply};
@@ -29,6 +35,25 @@ use crate::scenario::Scenario;
 
 /// Requests larger than this are refused with 413, while they stream in.
 pub const MAX_BODY_BYTES: usize = 8 << 20;
+
+/// A request's head must arrive within this, and a connection idle between requests is closed
+/// after it.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A request's body must arrive within this once its head has (408 otherwise): 8 MiB at
+/// 140 KB/s.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Connections served at once, at most ([`max_connections`]).
+pub const MAX_CONNECTIONS: usize = 512;
+
+/// The connections served at once: [`MAX_CONNECTIONS`], or half the open files the process may
+/// have if that is fewer (the rest are for agents, traces and reports), at least 16.
+pub fn max_connections() -> usize {
+    let files = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+    let half = files.map_or(usize::MAX, |n| usize::try_from(n / 2).unwrap_or(usize::MAX));
+    MAX_CONNECTIONS.min(half).max(16)
+}
 
 /// What a path names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,10 +179,10 @@ impl Shared {
 pub struct WireServer {
     pub addr: SocketAddr,
     pub shared: Arc<Shared>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    stop: CancellationToken,
     task: Option<tokio::task::JoinHandle<()>>,
     /// Ends the MCP sessions (their streams stay open otherwise).
-    mcp_stop: tokio_util::sync::CancellationToken,
+    mcp_stop: CancellationToken,
 }
 
 impl WireServer {
@@ -183,7 +208,7 @@ impl WireServer {
         let addr = listener.local_addr().map_err(|e| Error::Usage(format!("cannot listen on {addr}: {e}")))?;
         let listener = tokio::net::TcpListener::from_std(listener)
             .map_err(|e| Error::Usage(format!("cannot listen on {addr}: {e}")))?;
-        let mcp_stop = tokio_util::sync::CancellationToken::new();
+        let mcp_stop = CancellationToken::new();
         let hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned(), addr.ip().to_string()];
         let service = mcp::http_service(&scenario, agents, mcp, mcp_stop.clone(), hosts);
         let mocks = Mocks::new(scenario, 0, agents, time_scale, true);
@@ -192,9 +217,9 @@ impl WireServer {
             .fallback(handle)
             .layer(tower_http::limit::RequestBodyLimitLayer::new(MAX_BODY_BYTES))
             .with_state(shared.clone());
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(accept_loop(listener, app, stopped));
-        Ok(WireServer { addr, shared, stop: Some(stop), task: Some(task), mcp_stop })
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(accept_loop(listener, app, stop.clone()));
+        Ok(WireServer { addr, shared, stop, task: Some(task), mcp_stop })
     }
 
     /// `http://127.0.0.1:PORT`
@@ -216,9 +241,7 @@ impl WireServer {
     /// Stops accepting and waits for requests in flight.
     pub async fn stop(mut self) {
         self.mcp_stop.cancel();
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
+        self.stop.cancel();
         if let Some(t) = self.task.take() {
             let _ = t.await;
         }
@@ -273,19 +296,25 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         .await;
     };
     let (parts, body) = req.into_parts();
-    let body = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
-        Ok(b) => b,
-        Err(e) => {
-            let too_large = format!("{e:?}").contains("LengthLimit");
-            if !too_large {
-                eprintln!("tracefault: {method} {path}: the request body broke off ({e})");
+    let body = match tokio::time::timeout(BODY_TIMEOUT, read_body(body, MAX_BODY_BYTES)).await {
+        Ok(Ok(b)) => b,
+        Ok(Err(e)) => {
+            if let BodyError::Broken(err) = &e
+                && !e.too_large()
+            {
+                eprintln!("tracefault: {method} {path}: the request body broke off ({err})");
             }
-            let status = if too_large { 413 } else { 400 };
+            let status = if e.too_large() { 413 } else { 400 };
             return respond(Reply::text(
                 status,
                 format!("tracefault: request body over {MAX_BODY_BYTES} bytes or broken off"),
             ))
             .await;
+        }
+        Err(_) => {
+            let secs = BODY_TIMEOUT.as_secs();
+            return respond(Reply::text(408, format!("tracefault: the request body did not arrive within {secs} s")))
+                .await;
         }
     };
     let reply = match route {
@@ -421,6 +450,42 @@ impl Drop for Held {
     }
 }
 
+/// Why a body could not be read.
+enum BodyError {
+    TooLarge,
+    Broken(axum::Error),
+}
+
+impl BodyError {
+    /// Over the limit, found here or by the limit layer (which sees an announced length).
+    fn too_large(&self) -> bool {
+        match self {
+            BodyError::TooLarge => true,
+            BodyError::Broken(e) => format!("{e:?}").contains("LengthLimit"),
+        }
+    }
+}
+
+/// A request's body, at most `limit` bytes, in one buffer: each chunk is copied in as it arrives
+/// and let go, so a body sent a byte at a time costs its bytes (not a chunk's bookkeeping per
+/// byte), and the buffer grows by doubling but never past `limit`.
+async fn read_body(mut body: AxumBody, limit: usize) -> Result<Bytes, BodyError> {
+    use http_body::Body as _;
+    let mut buf = Vec::new();
+    while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+        let Ok(data) = frame.map_err(BodyError::Broken)?.into_data() else { continue };
+        if data.len() > limit - buf.len() {
+            return Err(BodyError::TooLarge);
+        }
+        if buf.capacity() - buf.len() < data.len() {
+            let grown = (buf.len() + data.len()).max(2 * buf.capacity()).max(4096).min(limit);
+            buf.reserve_exact(grown - buf.len());
+        }
+        buf.extend_from_slice(&data);
+    }
+    Ok(Bytes::from(buf))
+}
+
 /// Sends a reply, after its delay.
 pub(super) async fn respond(reply: Reply) -> Response {
     if let Some(d) = reply.delay {
@@ -506,41 +571,163 @@ impl<B: http_body::Body<Data = Bytes> + Unpin> http_body::Body for Prefixed<B> {
     }
 }
 
-/// Serves each accepted connection on its own task until `stopped`, then waits for requests in
-/// flight. Connections may be half-closed: a client that shuts its write side after sending the
-/// request still gets the answer (hyper's default would drop the connection on that EOF, racing
-/// the response).
-async fn accept_loop(
-    listener: tokio::net::TcpListener,
-    app: axum::Router,
-    mut stopped: tokio::sync::oneshot::Receiver<()>,
-) {
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+/// Serves each accepted connection on its own task until `stop`, then closes the connections
+/// between requests and waits for the requests in flight. Connections may be half-closed: a
+/// client that shuts its write side after sending the request still gets the answer (hyper's
+/// default would drop the connection on that EOF, racing the response). At most
+/// [`max_connections`] are served at once: past that the oldest connection between requests (or
+/// still sending a request's head) is closed to make room, and while none is, the next waits
+/// (the kernel's queue holds it). A head that takes longer than [`HEADER_TIMEOUT`], and a
+/// connection idle that long between requests, is closed.
+async fn accept_loop(listener: tokio::net::TcpListener, app: axum::Router, stop: CancellationToken) {
+    let cap = max_connections();
+    let slots = Arc::new(tokio::sync::Semaphore::new(cap));
+    let open: Arc<Mutex<BTreeMap<u64, Open>>> = Arc::default();
     let mut http = hyper::server::conn::http1::Builder::new();
-    http.half_close(true);
-    loop {
+    http.half_close(true).timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT);
+    for id in 0u64.. {
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
                 Err(e) => {
                     // Out of descriptors and the like: wait a moment rather than spin.
                     eprintln!("tracefault: cannot accept a connection: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
             },
-            _ = &mut stopped => break,
+            _ = stop.cancelled() => break,
         };
+        let Some(slot) = room(&slots, &open, &stop).await else { break };
         let _ = stream.set_nodelay(true);
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
-        let connection = graceful.watch(http.serve_connection(hyper_util::rt::TokioIo::new(stream), service));
+        let this = Open { shed: stop.child_token(), in_flight: Arc::default() };
+        lock(&open).insert(id, this.clone());
+        let service = tracked(app.clone(), this.in_flight.clone());
+        let connection = http.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+        let open = open.clone();
         tokio::spawn(async move {
+            let mut connection = std::pin::pin!(connection);
             // A client that breaks the protocol or goes away ends its own connection only.
-            let _ = connection.await;
+            tokio::select! {
+                _ = connection.as_mut() => {}
+                _ = this.shed.cancelled() => {
+                    // Told to make room or to stop: closed at once between requests (or while a
+                    // request's head comes in), after its answer otherwise.
+                    if this.in_flight.load(Ordering::Acquire) > 0 {
+                        connection.as_mut().graceful_shutdown();
+                        let _ = connection.await;
+                    }
+                }
+            }
+            lock(&open).remove(&id);
+            drop(slot);
         });
     }
     drop(listener);
-    graceful.shutdown().await;
+    // Every connection gives its slot back when it ends.
+    let _ = slots.acquire_many(u32::try_from(cap).unwrap_or(u32::MAX)).await;
+}
+
+/// A connection being served: told to end by `shed`, serving `in_flight` requests.
+#[derive(Clone)]
+struct Open {
+    shed: CancellationToken,
+    in_flight: Arc<AtomicUsize>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A slot for one more connection: at the cap, the oldest connection between requests is closed
+/// to make room (again every 100 ms while every connection is in a request). `None` once the
+/// server stops.
+async fn room(
+    slots: &Arc<tokio::sync::Semaphore>,
+    open: &Mutex<BTreeMap<u64, Open>>,
+    stop: &CancellationToken,
+) -> Option<tokio::sync::OwnedSemaphorePermit> {
+    loop {
+        if let Ok(slot) = slots.clone().try_acquire_owned() {
+            return Some(slot);
+        }
+        let idle = {
+            let mut open = lock(open);
+            let oldest = open.iter().find(|(_, c)| c.in_flight.load(Ordering::Acquire) == 0).map(|(id, _)| *id);
+            oldest.and_then(|id| open.remove(&id))
+        };
+        if let Some(c) = idle {
+            c.shed.cancel();
+        }
+        tokio::select! {
+            slot = slots.clone().acquire_owned() => return slot.ok(),
+            _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+            _ = stop.cancelled() => return None,
+        }
+    }
+}
+
+/// The app as hyper's service, counting the requests in flight on one connection: from the
+/// request's head until its answer's body is sent (or dropped).
+fn tracked(
+    app: axum::Router,
+    in_flight: Arc<AtomicUsize>,
+) -> impl hyper::service::Service<
+    hyper::Request<hyper::body::Incoming>,
+    Response = Response<Tracked>,
+    Error = std::convert::Infallible,
+    Future = impl Future<Output = Result<Response<Tracked>, std::convert::Infallible>> + Send,
+> {
+    hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+        let busy = Busy::new(in_flight.clone());
+        let mut app = app.clone();
+        async move {
+            let response = tower_service::Service::call(&mut app, req).await?;
+            Ok(response.map(|body| Tracked { body, _busy: busy }))
+        }
+    })
+}
+
+/// One request in flight on its connection, until dropped.
+struct Busy(Arc<AtomicUsize>);
+
+impl Busy {
+    fn new(count: Arc<AtomicUsize>) -> Busy {
+        count.fetch_add(1, Ordering::AcqRel);
+        Busy(count)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// An answer's body, holding its request's place in flight until it is sent or dropped.
+struct Tracked {
+    body: AxumBody,
+    _busy: Busy,
+}
+
+impl http_body::Body for Tracked {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
 }
 
 /// The JSON the `serve`/`exec` banner and tests use to describe the served paths.
