@@ -5,5 +5,5 @@ cd "$(dirname "$0")/.."
 bash scripts/browser-env.sh
 browser=$(command -v chromium || command -v chromium-browser)
 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1100,1400 \
-  --virtual-time-budget=30000 --screenshot="$(pwd)/docs/report.png" "file://$(pwd)/reports/report.html" 2>/dev/null
-echo "docs/report.png"
+  --virtual-time-budget=30000 --screenshot="$(pwd)/docs/src/images/report.png" "file://$(pwd)/reports/report.html" 2>/dev/null
+echo "docs/src/images/report.png"

@@ -116,7 +116,7 @@ impl Fit {
             } else {
                 let range = plausible(key).unwrap_or([default, default]);
                 lines.push(format!(
-                    "{} # default kept: {n} observations of {what} (need {min_obs}); range: plausible (README)",
+                    "{} # default kept: {n} observations of {what} (need {min_obs}); range: plausible (the book: the simulated model)",
                     ranged(key, default, range)
                 ));
                 Figure::Ranged { value: default, range }

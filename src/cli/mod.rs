@@ -4,6 +4,7 @@ pub mod calibrate;
 pub mod envelopes;
 pub mod import;
 pub mod redact;
+pub mod reference;
 pub mod replay;
 pub mod run;
 pub mod sweep;

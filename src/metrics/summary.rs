@@ -45,6 +45,49 @@ pub const SUMMARY_COLUMNS: [&str; 38] = [
     "cost_usd_total",
 ];
 
+/// What each column of `summary.csv` holds (the book's reference; the metrics' definitions in
+/// full are in the book's metrics page).
+pub const SUMMARY_COLUMN_DOCS: [&str; 38] = [
+    "the scenario's name",
+    "the strategy's name (an `exec` run: the agent's label; a replayed trace: `recorded`)",
+    "runs of this strategy",
+    "share of runs that ended with an answer",
+    "share of runs that ended in a loop (`step_cap` or `loop_guard`)",
+    "lower end of the loop rate's Wilson 95% interval",
+    "upper end of the loop rate's Wilson 95% interval",
+    "share of runs that ended `gave_up`",
+    "share of runs that gave up though every fault they met was retryable",
+    "mean calls per run (model calls and tool calls, retries included)",
+    "median calls per run (exact, nearest rank)",
+    "95th percentile of calls per run (exact, nearest rank)",
+    "the most calls of any run",
+    "mean model calls per run (attempts at the provider, retries included)",
+    "mean tool calls per run (attempts that reached a tool, retries included)",
+    "wasted retries over all runs: attempts that repeat a call repeating could not fix",
+    "wasted retries per run",
+    "orchestrator retries over all runs (tool and provider)",
+    "model turns that followed a transient or rate-limited failure, over all runs",
+    "breaker trips (closed to open) over all runs",
+    "breaker trips per run",
+    "mean tokens per run",
+    "mean virtual milliseconds per run",
+    "model turns started while a call of the previous turn lacked exactly one result, over all runs",
+    "failed results the model saw that contain a stack trace, over all runs",
+    "mean paired difference in calls against the baseline strategy on the same runs",
+    "lower end of that difference's 95% normal interval",
+    "upper end of that difference's 95% normal interval",
+    "agents per run (1 unless the scenario has a fleet)",
+    "agents that answered ÷ agents",
+    "mean time until the last agent ended (virtual ms)",
+    "mean over runs of each run's median agent time (virtual ms)",
+    "mean over runs of each run's 99th percentile agent time (virtual ms)",
+    "the most calls any one tool served at once in any run (where something is shared)",
+    "all calls ÷ all first attempts",
+    "429, 503 and 409 a tool gave under load, per run",
+    "mean cost per run in USD under `[pricing]` (empty without it)",
+    "cost of all runs of the strategy in USD under `[pricing]` (empty without it)",
+];
+
 /// Decimal places of each numeric column of `summary.csv` (index = column − 2).
 const PRECISION: [usize; 36] =
     [0, 4, 4, 4, 4, 4, 4, 3, 0, 0, 0, 3, 3, 0, 4, 0, 0, 0, 4, 1, 1, 0, 0, 3, 3, 3, 0, 4, 1, 1, 1, 0, 3, 3, 6, 4];
@@ -78,6 +121,35 @@ pub const RUNS_COLUMNS: [&str; 25] = [
     "peak_in_flight",
     "retry_amplification",
     "load_rejections",
+];
+
+/// What each column of `runs.csv` holds.
+pub const RUNS_COLUMN_DOCS: [&str; 25] = [
+    "the scenario's name",
+    "the strategy's name",
+    "the run's number (0-based); with the seed it reproduces the run",
+    "the scenario's root seed",
+    "how the run ended: `answer`, `gave_up`, `step_cap`, `loop_guard`, `token_budget`, `time_budget`, `breaker_abort` or `protocol_error`",
+    "model calls and tool calls",
+    "attempts at the provider, retries included",
+    "attempts that reached a tool, retries included (not calls an open breaker rejected)",
+    "attempts that repeat a call whose previous attempt repeating could not fix",
+    "retries the orchestrator sent (tool and provider)",
+    "model turns that followed a delivery of a transient or rate-limited failure",
+    "breaker transitions from closed to open",
+    "faults the injector fired",
+    "tokens used",
+    "virtual milliseconds from start to end",
+    "model turns started while a call of the previous turn lacked exactly one result",
+    "failed results the model saw that contain a stack trace",
+    "agents in the run",
+    "agents that ended with an answer",
+    "when the last agent ended (virtual ms)",
+    "median of the agents' times from start to end (virtual ms, nearest rank)",
+    "99th percentile of the agents' times (virtual ms, nearest rank)",
+    "the most calls any one tool served at once (where something is shared; else 0)",
+    "calls ÷ first attempts",
+    "429, 503 and 409 a tool gave under load (apart from `faults_injected`)",
 ];
 
 /// One row of `summary.csv`.

@@ -5,6 +5,7 @@ mod baseline;
 mod cli;
 mod compile;
 mod determinism;
+mod docs;
 mod envelopes;
 mod exec_gates;
 mod explain;

@@ -81,8 +81,8 @@ impl Conversation {
     }
 }
 
-/// How a tool result is judged a failure, and of which class. Documented in the README
-/// ("Importing traces"); `--failure-rule` replaces the text rules.
+/// How a tool result is judged a failure, and of which class. Documented in the book's guide to
+/// captured traces; `--failure-rule` replaces the text rules.
 #[derive(Clone, Debug)]
 pub struct FailureRules {
     /// Text rules: a result whose content matches any is a failure.

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Builds the book (docs/, mdBook) into docs/book/, installing the pinned mdBook into .tools/ first
+# (a compile of a few minutes, once). Its reference pages are generated from the code and its
+# links checked by `cargo test --test it docs`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+version=0.5.4
+if ! .tools/bin/mdbook --version 2>/dev/null | grep -q "v$version"; then
+  cargo install mdbook --locked --version "$version" --no-default-features --features search --root .tools
+fi
+.tools/bin/mdbook build docs
