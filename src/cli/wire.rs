@@ -161,6 +161,9 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
         let server = WireServer::start(sc, args.addr, args.time_scale, args.agents, mcp).await?;
         // A long serve keeps no trace: memory stays flat.
         server.reset(args.run, false);
+        // Ctrl-C and SIGTERM are caught from before the banner: a caller that stops the server
+        // as soon as it has read its URL gets the closing line, not the default signal death.
+        let stop = stop_signal()?;
         // Written whole, and a closed stdout ignored: a reader that stops after the banner's
         // first lines (`serve … | head -3`, a test that found its URL) must not stop the server.
         let mut banner = String::new();
@@ -196,7 +199,7 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
         drop(out);
-        let _ = tokio::signal::ctrl_c().await;
+        stop.await;
         {
             let m = server.mocks();
             let (model, tool) = m.worlds().fold((0, 0), |(a, b), w| (a + w.model_calls, b + w.tool_calls));
@@ -269,6 +272,29 @@ struct RunRecord {
     agents: Vec<AgentRecord>,
     metrics: RunMetrics,
     peaks: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Resolves at Ctrl-C (SIGINT) or SIGTERM; the handlers are in place when this returns.
+fn stop_signal() -> Result<impl std::future::Future<Output = ()>> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let io = |e| Error::Usage(format!("cannot catch Ctrl-C: {e}"));
+        let (mut int, mut term) =
+            (signal(SignalKind::interrupt()).map_err(io)?, signal(SignalKind::terminate()).map_err(io)?);
+        Ok(async move {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+    }
 }
 
 /// Consecutive identical calls (tool and arguments) with identical results: the longest run.

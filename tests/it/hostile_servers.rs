@@ -39,16 +39,7 @@ impl Serve {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let mut base = String::new();
-        for line in BufReader::new(child.stdout.take().unwrap()).lines() {
-            let line = line.unwrap();
-            if let Some(v) = line.strip_prefix("export ANTHROPIC_BASE_URL=") {
-                base = v.to_owned();
-            }
-            if line.starts_with("# tracefault is serving") {
-                break;
-            }
-        }
+        let base = crate::wire::banner_base(&mut child);
         let addr = base.strip_prefix("http://").unwrap().parse().unwrap();
         Serve { child, base, addr }
     }
@@ -382,4 +373,28 @@ fn mcp_answers_bad_messages_with_the_specs_errors_and_ids() {
     assert_eq!((args["id"].clone(), args["error"]["code"].clone()), (json!(8), json!(-32602)), "{args}");
     let (status, _) = mcp_post(&serve, &h, &search_call(10, json!({"query": "weather Paris"})));
     assert_eq!(status, 503, "attempt 1's fault");
+}
+
+/// `serve` stopped by Ctrl-C the moment its banner is read (as a test fixture stops it) ends
+/// with its closing line and status 0, never by the default signal action: the handlers are in
+/// place before the banner is written.
+#[test]
+fn serve_stops_cleanly_on_ctrl_c_right_after_its_banner() {
+    for _ in 0..10 {
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin!("tracefault"))
+            .current_dir(root())
+            .args(["serve", "scenarios/01-worked-example.toml"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut first).unwrap();
+        assert!(first.starts_with("export "), "{first}");
+        rustix::process::kill_process(rustix::process::Pid::from_child(&child), rustix::process::Signal::INT).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{text}");
+        assert!(text.contains("served"), "{text}");
+    }
 }

@@ -185,16 +185,7 @@ impl Served {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let mut base = String::new();
-        for line in BufReader::new(child.stdout.take().unwrap()).lines() {
-            let line = line.unwrap();
-            if let Some(v) = line.strip_prefix("export ANTHROPIC_BASE_URL=") {
-                base = v.to_owned();
-            }
-            if line.starts_with("# tracefault is serving") {
-                break;
-            }
-        }
+        let base = banner_base(&mut child);
         assert!(base.starts_with("http://127.0.0.1:"), "loopback by default: {base}");
         Served { child, base }
     }
@@ -660,4 +651,19 @@ fn a_schema_change_sticks_to_the_http_tool_until_the_tools_are_listed() {
     let list: Value = ureq::get(&format!("{}/tools", s.base)).call().unwrap().into_json().unwrap();
     assert_eq!(list["tools"][0]["input_schema"]["$comment"], "revision 1", "{list}");
     assert_eq!(s.post("/tools/search", json!({"query": "Paris"})), (200, json!({"temp_c": 18})));
+}
+
+/// Reads a started `serve`'s banner and returns its base URL (`export ANTHROPIC_BASE_URL=…`).
+pub fn banner_base(child: &mut std::process::Child) -> String {
+    let mut base = String::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if let Some(v) = line.strip_prefix("export ANTHROPIC_BASE_URL=") {
+            base = v.to_owned();
+        }
+        if line.starts_with("# tracefault is serving") {
+            break;
+        }
+    }
+    base
 }
