@@ -1,8 +1,8 @@
 //! The fault vocabulary every layer shares: the true class of an outcome, the faults a rule can
-//! inject, and which HTTP statuses tracefault knows (design 3.3). It imports nothing of the
+//! inject, and which HTTP statuses tracefault knows (the book: faults). It imports nothing of the
 //! crate, so envelopes, the engine, importers and wire mode all stand on it.
 
-/// The true class of an outcome (design 3.3).
+/// The true class of an outcome (the book: faults).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ErrorClass {
     Transient,

@@ -1,4 +1,4 @@
-//! Beyond one machine (design 8): `run --shard K/N` runs every N-th work unit and writes its
+//! Beyond one machine (the book: shards): `run --shard K/N` runs every N-th work unit and writes its
 //! exact aggregates and runs.csv rows; `merge` combines the N shards into reports byte-identical
 //! to one unsharded run. A fingerprint of the loaded suite makes sure every shard ran the same
 //! thing; a shard's figures are checked before they are used: its version, a CRC-32 over its

@@ -6,7 +6,7 @@ use super::model::{Action, Perceived};
 use crate::envelope::read::Signal;
 use crate::fault::ErrorClass;
 
-/// How a run ended (design 4).
+/// How a run ended (the book: metrics, `terminated_by`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum TerminatedBy {
     Answer,

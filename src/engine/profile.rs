@@ -1,4 +1,4 @@
-//! The simulated model's profile: documented, overridable parameters (design 3.6), each
+//! The simulated model's profile: documented, overridable parameters (the book: the simulated model), each
 //! probability with an optional plausible range (`p_fix_args = { value = 0.7, range = [0.5,
 //! 0.9] }`) for sensitivity sweeps.
 

@@ -104,8 +104,8 @@ impl Renderer {
                 partial_payload(out, json, stated_complete, cursor);
                 out.push('}');
             }
-            // Gemini reads a response without `output` or `error` as the output (wire-formats
-            // 4.1): the JSON encodings go under `error`, where the model sees a failure.
+            // Gemini reads a response without `output` or `error` as the output (its function
+            // calling guide): the JSON encodings go under `error`, where the model sees a failure.
             Body::Error { err, encoding: Encoding::Envelope } => {
                 out.push_str(r#"{"error":"#);
                 five_fields(out, &mut self.scratch, &mut self.num, &err);

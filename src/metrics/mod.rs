@@ -1,4 +1,4 @@
-//! Metrics (design 4): each run's events fold into a [`run::RunMetrics`]; runs aggregate into
+//! Metrics (the book: metrics): each run's events fold into a [`run::RunMetrics`]; runs aggregate into
 //! exact integer sums per (scenario, strategy) ([`aggregate`]); [`summary`] turns those into
 //! the rows of `summary.csv`, with intervals from [`stats`].
 

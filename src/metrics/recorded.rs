@@ -1,5 +1,5 @@
 //! What the recorded model did, folded by the same definitions as a simulated run: the
-//! `recorded` row reports show beside the strategies (design 3.6), never mixed into them.
+//! `recorded` row reports show beside the strategies (the book: the simulated model), never mixed into them.
 //!
 //! The trace's events become the engine's events — each recorded call an attempt by the model
 //! (new work or a re-issue in place of a failed call, as [`compile`](crate::trace::compile)

@@ -1,4 +1,4 @@
-//! `summary.csv`: one row per (scenario, strategy), columns as in design 6.
+//! `summary.csv`: one row per (scenario, strategy), columns as the book's CSV reference lists them.
 
 use super::escape::csv_text;
 use super::{Exporter, Report};

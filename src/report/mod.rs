@@ -1,4 +1,4 @@
-//! Reports (design 6): one small [`Exporter`] per file, all reading the same suite results,
+//! Reports (the book: reports and CI): one small [`Exporter`] per file, all reading the same suite results,
 //! each producing bytes in a fixed order with fixed precision, written atomically.
 
 pub mod checks;

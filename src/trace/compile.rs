@@ -207,7 +207,7 @@ pub fn compile(trace: &Trace) -> Compiled {
     }
 
     // Tool failures at their attempt on the tool. Faults with memory repeat by themselves
-    // (design 3.3): a terminal fault sticks to the tool, a partial result to the call, bad
+    // (the book: faults): a terminal fault sticks to the tool, a partial result to the call, bad
     // arguments to the arguments — and a correction that fails again is the recorded model's
     // failed fix, which the profile's `p_fix_args` models, not a scheduled fault.
     let mut attempts: HashMap<String, u32> = HashMap::new();

@@ -1,4 +1,4 @@
-//! The native trace: JSONL, a header line then events (design 3.1). Schema:
+//! The native trace: JSONL, a header line then events (the book: trace format). Schema:
 //! `schema/trace.schema.json`, version [`TRACE_VERSION`].
 
 pub mod compile;

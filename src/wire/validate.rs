@@ -1,4 +1,4 @@
-//! Request validation like the real APIs (`wire-formats.md` §6): every tool call answered in
+//! Request validation like the real APIs (the book: testing an agent): every tool call answered in
 //! the next turn, results first (Anthropic), pairing rules for Responses and Gemini. A violation
 //! gets the provider's real status and error body, byte for byte where the text is verified.
 
