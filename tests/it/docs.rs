@@ -152,28 +152,21 @@ fn the_readme_fits_on_a_few_screens() {
     }
 }
 
-/// The README's quick starts run as written: its `weather.toml` and `agent.py`, and every
-/// `tracefault` command of its shell blocks, in a folder holding only them and the
-/// repository's scenarios, fixtures and examples (exit 0 each; `exec` needs the SDKs'
-/// virtualenv and is skipped without it).
-#[test]
-fn the_readme_quick_starts_run_as_written() {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    for linked in ["scenarios", "tests", "examples", "traces"] {
-        std::os::unix::fs::symlink(root().join(linked), dir.path().join(linked)).unwrap();
-    }
-    // Blocks by their info string, each after the line that names its file, if any.
-    let mut blocks: Vec<(String, String, String)> = Vec::new();
+/// A code block: its info string, the file the line before it names in backticks, its body.
+type Block = (String, String, String);
+
+/// The code blocks of a Markdown text.
+fn blocks(text: &str) -> Vec<Block> {
+    let mut out = Vec::new();
     let (mut info, mut body, mut named, mut last) = (None::<String>, String::new(), String::new(), String::new());
-    for l in readme.lines() {
+    for l in text.lines() {
         match (&info, l.strip_prefix("```")) {
             (None, Some(i)) => {
                 info = Some(i.to_owned());
                 named = last.split('`').nth(1).unwrap_or_default().to_owned();
             }
             (Some(i), Some(_)) => {
-                blocks.push((i.clone(), named.clone(), std::mem::take(&mut body)));
+                out.push((i.clone(), named.clone(), std::mem::take(&mut body)));
                 info = None;
             }
             (Some(_), None) => body += &format!("{l}\n"),
@@ -183,25 +176,47 @@ fn the_readme_quick_starts_run_as_written() {
             last = l.to_owned();
         }
     }
-    for (_, name, body) in blocks.iter().filter(|(i, n, _)| (i == "toml" || i == "python") && !n.is_empty()) {
-        std::fs::write(dir.path().join(name), body).unwrap();
+    out
+}
+
+/// The README's quick starts and the book's examples run as written: each file a page writes
+/// out (a `toml` or `python` block after the line that names it), then every `tracefault`
+/// command of its `sh` blocks, in a folder holding only those files and the repository's
+/// scenarios, fixtures and examples (exit 0 each; a command running `python` needs the SDKs'
+/// virtualenv and is skipped without it).
+#[test]
+fn the_readme_quick_starts_and_the_books_examples_run_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    for linked in ["scenarios", "tests", "examples", "traces"] {
+        std::os::unix::fs::symlink(root().join(linked), dir.path().join(linked)).unwrap();
+    }
+    let pages: Vec<(PathBuf, Vec<Block>)> =
+        documents().into_iter().map(|p| (p.clone(), blocks(&std::fs::read_to_string(&p).unwrap()))).collect();
+    for (page, bs) in &pages {
+        for (_, name, body) in bs.iter().filter(|(i, n, _)| (i == "toml" || i == "python") && !n.is_empty()) {
+            let path = dir.path().join(name);
+            assert!(!path.exists(), "{}: {name} is written by another page too", page.display());
+            std::fs::write(path, body).unwrap();
+        }
     }
     assert!(dir.path().join("weather.toml").is_file() && dir.path().join("agent.py").is_file());
     let python = crate::wire::sdk_python();
     let mut ran = 0;
-    for (_, _, body) in blocks.iter().filter(|(i, _, _)| i == "sh") {
-        for line in body.lines().map(|l| l.split(" #").next().unwrap().trim()) {
-            let Some(args) = line.strip_prefix("tracefault ") else { continue };
-            let mut args: Vec<String> = args.split_whitespace().map(str::to_owned).collect();
-            if let Some(p) = args.iter_mut().find(|a| *a == "python") {
-                let Some(py) = &python else { continue };
-                *p = py.display().to_string();
+    for (page, bs) in &pages {
+        for (_, _, body) in bs.iter().filter(|(i, _, _)| i == "sh") {
+            for line in body.lines().map(|l| l.split(" #").next().unwrap().trim()) {
+                let Some(args) = line.strip_prefix("tracefault ") else { continue };
+                let mut args: Vec<String> = args.split_whitespace().map(str::to_owned).collect();
+                if let Some(p) = args.iter_mut().find(|a| *a == "python") {
+                    let Some(py) = &python else { continue };
+                    *p = py.display().to_string();
+                }
+                let o = crate::tracefault().current_dir(dir.path()).args(&args).output().unwrap();
+                let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+                assert_eq!(o.status.code(), Some(0), "{}: `{line}`: {text}", page.display());
+                ran += 1;
             }
-            let o = crate::tracefault().current_dir(dir.path()).args(&args).output().unwrap();
-            let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-            assert_eq!(o.status.code(), Some(0), "`{line}`: {text}");
-            ran += 1;
         }
     }
-    assert!(ran >= 3, "the README's tracefault commands: {ran} ran");
+    assert!(ran >= 6, "the documents' tracefault commands: {ran} ran");
 }
