@@ -3,6 +3,7 @@
 pub mod calibrate;
 pub mod envelopes;
 pub mod import;
+pub mod progress;
 pub mod redact;
 pub mod reference;
 pub mod replay;

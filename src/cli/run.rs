@@ -1,9 +1,7 @@
 //! `tracefault run`: load the suite, run it, write reports, print the summary, check gates.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::RunArgs;
 use std::collections::BTreeMap;
@@ -39,7 +37,7 @@ pub fn execute(args: RunArgs) -> Result<i32> {
 
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports"));
     let total: u64 = suite.iter().map(|sc| sc.runs * sc.strategies.len() as u64).sum();
-    let bar = progress_bar(total, "runs");
+    let bar = super::progress::progress_bar(total, "runs");
     let progress = |n: u64| bar.inc(n);
     let with_rows = !args.no_runs_csv;
 
@@ -306,19 +304,6 @@ pub fn publish(rep: &Report<'_>, set: FolderWriter) -> Result<Vec<(&'static str,
     }
     println!("reports written to {}/ ({})", printable(&out.to_string_lossy()), names.join(", "));
     Ok(files)
-}
-
-/// A progress bar on stderr over `total` `unit`s, hidden when stderr is not a terminal or under CI.
-pub fn progress_bar(total: u64, unit: &str) -> ProgressBar {
-    let show = std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
-    let bar = ProgressBar::with_draw_target(
-        Some(total),
-        if show { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() },
-    );
-    if let Ok(style) = ProgressStyle::with_template(&format!("{{bar:40}} {{pos}}/{{len}} {unit} {{eta}}")) {
-        bar.set_style(style);
-    }
-    bar
 }
 
 pub fn report_outcome(rep: &Report<'_>) {

@@ -58,7 +58,7 @@ pub fn execute(args: SweepArgs) -> Result<i32> {
     let plan = Plan { samples: args.samples as usize, seed: args.seed, sensitivity: args.sensitivity };
     let profiles = args.shard.map_or(plan.evaluations(), |s| crate::shard::selected(plan.evaluations(), s).len());
     let total: u64 = suite.iter().map(|sc| sc.runs * sc.strategies.len() as u64).sum::<u64>() * profiles as u64;
-    let bar = super::run::progress_bar(total, "runs");
+    let bar = super::progress::progress_bar(total, "runs");
     let progress = |n: u64| bar.inc(n);
     if let Some(shard) = args.shard {
         let n = sweep::run_shard(&suite, plan, &args.params, &opts, shard, &args.out, &progress)?;
