@@ -235,10 +235,9 @@ pub fn mcp_stdio(args: McpArgs) -> Result<i32> {
     let encoding = mcp::encoding_of(&args.mcp_strategy)?;
     runtime()?.block_on(async {
         let mocks = crate::wire::mocks::Mocks::new(sc, args.run, 1, args.time_scale, false);
-        let shared = std::sync::Arc::new(crate::wire::server::Shared {
+        let shared = std::sync::Arc::new(crate::wire::dispatch::Shared {
             mocks: std::sync::Mutex::new(mocks),
             time_scale: args.time_scale,
-            mcp: None,
         });
         mcp::serve_stdio(shared, encoding).await?;
         Ok(exit::OK)

@@ -3,17 +3,21 @@
 //! Gemini generateContent and its OpenAI-compatible endpoint, streaming or not) play the model;
 //! mock tools at `/tools/{name}` inject the scenario's faults. This is the only async code.
 //!
-//! [`server`] is the HTTP layer (axum on hyper); [`world`] the mocks' state for one run;
+//! [`server`] is the HTTP layer (axum on hyper); [`dispatch`] what every transport shares (the
+//! mocks' state, a tool call, a reply sent); [`world`] the mocks' state for one run;
 //! [`provider`] and [`tools`] the two kinds of endpoint; [`model`] the mock model of each
 //! conversation; [`respond`] and [`validate`] the providers' shapes and checks; [`schema`] tool
 //! schemas and argument matching; [`reply`] what goes back over HTTP; [`mcp`] the tools over
-//! the Model Context Protocol, and [`stdio`] its transport over stdin and stdout; [`checks`] the
+//! the Model Context Protocol, [`jsonrpc`] its messages checked, and [`stdio`] its transport over
+//! stdin and stdout; [`checks`] the
 //! checklist `exec` holds an agent to; [`choice`] the requests' tool choice; [`plain`] tool
 //! results handed back as ordinary messages; [`recorded`] what a run's trace keeps of the
 //! traffic.
 
 pub mod checks;
 pub mod choice;
+pub mod dispatch;
+pub mod jsonrpc;
 pub mod mcp;
 pub mod mocks;
 pub mod model;

@@ -15,8 +15,8 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{Semaphore, mpsc};
 
-use super::mcp::{check, jsonrpc_error, read_message};
-use super::server::MAX_BODY_BYTES;
+use super::dispatch::MAX_BODY_BYTES;
+use super::jsonrpc::{check, jsonrpc_error, read_message};
 
 /// Requests read and not yet answered, at most: the next line waits for an answer to go out.
 pub const IN_FLIGHT: usize = 64;

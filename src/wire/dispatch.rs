@@ -1,0 +1,228 @@
+//! What every transport of wire mode shares (the HTTP server, MCP over HTTP and over stdio):
+//! the mocks' state, a call at a mock tool made on it, a reply sent as an HTTP response, and
+//! the size limit of one message.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::{Body as AxumBody, Bytes};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::Response;
+use serde_json::Value;
+
+use super::mocks::{Door, Mocks};
+use super::reply::{Body, Reply};
+use super::tools;
+use crate::engine::load::LoadFault;
+use crate::fault::Fault;
+
+/// Requests larger than this are refused with 413, while they stream in.
+pub const MAX_BODY_BYTES: usize = 8 << 20;
+
+/// The mocks' state, shared by every request.
+pub struct Shared {
+    pub mocks: Mutex<Mocks>,
+    /// Time scale for new runs' clocks.
+    pub time_scale: f64,
+}
+
+impl Shared {
+    pub fn lock(&self) -> MutexGuard<'_, Mocks> {
+        // A panic in one request must not take the mock down for the rest of the run.
+        self.mocks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A call at a mock tool: through the fleet's door (rate and concurrency limits, a queue),
+/// served for its service time (a timeout for its own delay), and under optimistic concurrency
+/// committed at its end. A client that goes away while it waits or is served gives its place
+/// back. `Err` is an answer that never reached the tool: an unknown tool, arguments that are
+/// not a JSON object, a refusal by the fleet's limits.
+pub async fn tool_call(
+    shared: &Arc<Shared>,
+    agent: u32,
+    name: &str,
+    args: Result<Value, Reply>,
+) -> Result<tools::Called, Reply> {
+    let door = {
+        let mut m = shared.lock();
+        let now = m.clock.now_ms();
+        let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
+        w.http_requests[1] += 1;
+        let Some(tool) = tools::index(w, name) else { return Err(tools::unknown(w, name)) };
+        tools::arrive(w, tool);
+        let args = args?;
+        match limits.admit(agent, tool, now) {
+            Door::Refused(load, wait) => return Err(tools::refused(w, name, load, wait)),
+            door => (tool, door, m.epoch, args),
+        }
+    };
+    let (tool, door, epoch, args) = door;
+    let mut held = Held { shared: shared.clone(), epoch, tool, place: false, serving: false };
+    match door {
+        Door::Served { place } => held.place = place,
+        Door::Queued(rx) => {
+            if rx.await.is_err() {
+                return Err(Reply::text(503, "tracefault: the run ended while this call waited for a place"));
+            }
+            held.place = true;
+        }
+        Door::Refused(..) => unreachable!("answered above"),
+    }
+    let (called, delay, read, occ) = {
+        let mut m = shared.lock();
+        let service = m.scenario().loads[tool].service;
+        let occ = m.scenario().loads[tool].occ;
+        let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
+        let read = limits.tools[tool].start();
+        held.serving = true;
+        let called = tools::invoke(w, name, &args);
+        // A timeout keeps its own delay; anything else takes the tool's service time.
+        let virtual_ms = match (&called.fault, service) {
+            (Some(Fault::Timeout { after_ms }), _) => Some(*after_ms),
+            (_, Some(dist)) => {
+                let slot = (tool as u64) << 40 | w.tool_calls << 1;
+                Some(dist.sample(w.service.unit(slot), w.service.unit(slot + 1)))
+            }
+            _ => None,
+        };
+        let delay = virtual_ms.map(|ms| Duration::from_millis(w.clock.real_ms(ms).min(tools::MAX_DELAY_MS)));
+        (called, delay, read, occ)
+    };
+    if let Some(d) = delay {
+        tokio::time::sleep(d).await;
+    }
+    let mut m = shared.lock();
+    if m.epoch != epoch {
+        held.place = false;
+        held.serving = false;
+        return Ok(called);
+    }
+    let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
+    held.serving = false;
+    let committed = limits.tools[tool].end((occ && called.fault.is_none()).then_some(read));
+    if std::mem::take(&mut held.place) {
+        limits.hand_on(tool);
+    }
+    if !committed {
+        return Err(tools::refused(w, name, LoadFault::Conflict, None));
+    }
+    Ok(called)
+}
+
+/// A place or a service a tool call holds, given back if the call is dropped before its end
+/// (the client went away).
+struct Held {
+    shared: Arc<Shared>,
+    epoch: u64,
+    tool: usize,
+    place: bool,
+    serving: bool,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if !(self.place || self.serving) {
+            return;
+        }
+        let mut m = self.shared.lock();
+        // A call of a run the mocks were reset from holds nothing in the new one.
+        if m.epoch != self.epoch {
+            return;
+        }
+        if self.serving {
+            m.limits.tools[self.tool].end(None);
+        }
+        if self.place {
+            m.limits.hand_on(self.tool);
+        }
+    }
+}
+
+/// Sends a reply, after its delay.
+pub async fn respond(reply: Reply) -> Response {
+    if let Some(d) = reply.delay {
+        tokio::time::sleep(d).await;
+    }
+    let body = match reply.body {
+        Body::Bytes { bytes, content_type } => {
+            let mut r = Response::new(AxumBody::from(bytes));
+            r.headers_mut().insert("content-type", HeaderValue::from_static(content_type));
+            r
+        }
+        Body::Reset => Response::new(AxumBody::new(Broken)),
+        Body::Cut { bytes, content_type } => {
+            let then = BrokenLater(Box::pin(tokio::time::sleep(Duration::from_millis(20))));
+            let mut r = Response::new(AxumBody::new(Prefixed { prefix: Some(Bytes::from(bytes)), then }));
+            r.headers_mut().insert("content-type", HeaderValue::from_static(content_type));
+            r
+        }
+    };
+    let mut r = body;
+    *r.status_mut() = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    for (k, v) in reply.headers {
+        if let Ok(v) = HeaderValue::from_str(&v) {
+            r.headers_mut().insert(k, v);
+        }
+    }
+    r
+}
+
+/// A body that fails as soon as it is read: hyper drops the connection, and the client sees it
+/// reset in the middle of the response.
+struct Broken;
+
+impl http_body::Body for Broken {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        Poll::Ready(Some(Err(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "connection reset by the mock"))))
+    }
+}
+
+/// A body that fails once its moment comes: what is sent before it reaches the client first
+/// (hyper would drop a prefix that fails at once unsent).
+struct BrokenLater(Pin<Box<tokio::time::Sleep>>);
+
+impl http_body::Body for BrokenLater {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        match self.0.as_mut().poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(()) => Pin::new(&mut Broken).poll_frame(cx),
+        }
+    }
+}
+
+/// A body that sends `prefix` first, then `then`'s frames.
+pub struct Prefixed<B> {
+    pub prefix: Option<Bytes>,
+    pub then: B,
+}
+
+impl<B: http_body::Body<Data = Bytes> + Unpin> http_body::Body for Prefixed<B> {
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        match self.prefix.take() {
+            Some(bytes) => Poll::Ready(Some(Ok(http_body::Frame::data(bytes)))),
+            None => Pin::new(&mut self.then).poll_frame(cx),
+        }
+    }
+}
