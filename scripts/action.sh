@@ -73,6 +73,22 @@ install() {
 # Whether a reports folder holds a report to compare with.
 has_report() { [ -f "$1/report.json" ]; }
 
+# One command of the run step, in a log group: `step TITLE KIND CMD...` runs CMD, writes its exit
+# code as the KIND-exit-code output and keeps the worst code in `worst` (the caller's).
+step() {
+  local title=$1 kind=$2 code
+  shift 2
+  echo "::group::$title"
+  echo "+ $*"
+  "$@"
+  code=$?
+  echo "::endgroup::"
+  echo "tracefault $kind: exit $code"
+  out "$kind-exit-code" "$code"
+  [ "$code" -gt "$worst" ] && worst=$code
+  return 0
+}
+
 run() {
   local bin="${TRACEFAULT_BIN:-}"
   [ -n "$bin" ] || bin="$(command -v tracefault || true)"
@@ -104,20 +120,13 @@ run() {
   fi
   truthy "$(input REQUIRE_BASELINE false)" && change+=(--require-baseline)
 
-  local worst=0 code
+  local worst=0
   if [ -n "$scenarios" ]; then
     local paths extra
     read -r -a paths <<<"$(words "$scenarios")"
     read -r -a extra <<<"$(words "$run_args")"
     local cmd=("$bin" run "${paths[@]}" --out "$reports" ${baseline:+--baseline "$baseline"} "${change[@]}" "${extra[@]}")
-    echo "::group::tracefault run ${paths[*]}"
-    echo "+ ${cmd[*]}"
-    "${cmd[@]}"
-    code=$?
-    echo "::endgroup::"
-    echo "tracefault run: exit $code"
-    out run-exit-code "$code"
-    [ "$code" -gt "$worst" ] && worst=$code
+    step "tracefault run ${paths[*]}" run "${cmd[@]}"
   fi
   if [ -n "$exec_cmd" ]; then
     if [ -z "$exec_scenario" ]; then
@@ -133,14 +142,7 @@ run() {
     local cmd=("$bin" exec "$exec_scenario" --runs "$exec_runs" --out "$reports/exec"
       ${exec_label:+--label "$exec_label"} ${baseline:+--baseline "$baseline/exec"} "${change[@]}" "${extra[@]}"
       -- "${agent[@]}")
-    echo "::group::tracefault exec $exec_scenario -- ${agent[*]}"
-    echo "+ ${cmd[*]}"
-    "${cmd[@]}"
-    code=$?
-    echo "::endgroup::"
-    echo "tracefault exec: exit $code"
-    out exec-exit-code "$code"
-    [ "$code" -gt "$worst" ] && worst=$code
+    step "tracefault exec $exec_scenario -- ${agent[*]}" exec "${cmd[@]}"
   fi
   out exit-code "$worst"
   if [ "$worst" -eq 0 ]; then out passed true; else out passed false; fi

@@ -14,7 +14,7 @@ use crate::engine::events::TerminatedBy;
 use crate::error::{Error, Result};
 use crate::metrics::stats::{newcombe, paired_mean_ci, welch};
 use crate::metrics::summary::SUMMARY_COLUMNS;
-use crate::report::escape::md_text;
+use crate::report::escape::{csv_text_read, md_text};
 use crate::report::json::SCHEMA_VERSION;
 use crate::scenario::Gate;
 use crate::suite::ScenarioResult;
@@ -222,15 +222,6 @@ impl Comparison {
 /// answered, looped, wasted retries, calls, breaker trips.
 type PerRun = HashMap<(String, String, u64), [i64; 5]>;
 
-/// A name as `runs.csv` holds it, without the `'` that keeps a spreadsheet from reading it as
-/// a formula (`report::escape::csv_text`), so it matches the name in `report.json`.
-fn name(cell: &str) -> String {
-    match cell.strip_prefix('\'') {
-        Some(rest) if rest.starts_with(['=', '+', '-', '@', '\t', '\r']) => rest.to_owned(),
-        _ => cell.to_owned(),
-    }
-}
-
 fn read_runs(path: &Path) -> Result<PerRun> {
     // Read as a stream, so its size is bounded only by the file's; a device or a pipe (a
     // runs.csv that is a link to /dev/zero) never ends and is refused.
@@ -265,7 +256,8 @@ fn read_runs(path: &Path) -> Result<PerRun> {
             num(calls),
             num(trips),
         ];
-        let key = (name(rec.get(sc).unwrap_or_default()), name(rec.get(st).unwrap_or_default()), num(run) as u64);
+        let name = |i: usize| csv_text_read(rec.get(i).unwrap_or_default()).to_owned();
+        let key = (name(sc), name(st), num(run) as u64);
         out.insert(key, values);
     }
     Ok(out)

@@ -83,7 +83,18 @@ pub fn md_code_in_table(s: &str) -> String {
 /// leading `'`, so a spreadsheet shows it instead of evaluating it as a formula (OWASP, CSV
 /// injection). Only for text: numbers are written as they are.
 pub fn csv_text(s: &str) -> Cow<'_, str> {
-    if s.starts_with(['=', '+', '-', '@', '\t', '\r']) { Cow::Owned(format!("'{s}")) } else { Cow::Borrowed(s) }
+    if s.starts_with(FORMULA_STARTS) { Cow::Owned(format!("'{s}")) } else { Cow::Borrowed(s) }
+}
+
+/// What a spreadsheet would read as the start of a formula.
+const FORMULA_STARTS: [char; 6] = ['=', '+', '-', '@', '\t', '\r'];
+
+/// A name cell read back: [`csv_text`] undone, so it matches the name where it was not escaped.
+pub fn csv_text_read(cell: &str) -> &str {
+    match cell.strip_prefix('\'') {
+        Some(rest) if rest.starts_with(FORMULA_STARTS) => rest,
+        _ => cell,
+    }
 }
 
 /// Name cells as the start of a CSV row (`a,b,`): each through [`csv_text`], quoted by the
@@ -153,6 +164,13 @@ mod tests {
         assert!(out.status.success(), "{line}: {}", String::from_utf8_lossy(&out.stderr));
         let text = String::from_utf8(out.stdout).expect("UTF-8");
         text.split_terminator('\0').map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn csv_text_reads_back_as_written() {
+        for name in ["=cmd", "+1", "-x", "@a", "\tt", "plain", "'quoted"] {
+            assert_eq!(csv_text_read(&csv_text(name)), name, "{name:?}");
+        }
     }
 
     #[test]
