@@ -41,13 +41,15 @@
 //!   (the process stopped before the run ended); the last model call's tool calls left unrun,
 //!   cut_off. Else the last model call decides (an answer when it called no tool).
 
-use std::collections::HashMap;
+use std::borrow::Cow;
 
+use rustc_hash::FxHashMap as HashMap;
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::ImportError;
 use super::conversation::{CallItem, Conversation, Ending, Item, parse_args, text_of};
-use super::kept::Keep;
+use super::lenient::{List, Loose, Obj};
 use crate::trace::{Args, FinalOutcome, ToolDef};
 
 const ITEM_EXPECTED: &str = "an Agents SDK export item: `\"object\": \"trace\"` or `\"object\": \"trace.span\"`";
@@ -135,11 +137,279 @@ fn items<'a>(v: &'a Value, out: &mut Vec<&'a Value>) {
     }
 }
 
+/// One line or document of an export as the reader reads it: an item (a trace or a span), or
+/// a wrapper of items (`{"data": […]}`, `{trace, spans}`, `{event, item | span | trace}`).
+/// Deserialized straight from a JSONL line (strings borrowed, a model call's `input` — the
+/// whole conversation so far — skipped unbuilt) or from an item of a whole file's `Value`.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub struct Entry<'a> {
+    #[serde(borrow)]
+    object: Loose<'a>,
+    #[serde(borrow)]
+    id: Loose<'a>,
+    #[serde(borrow)]
+    trace_id: Loose<'a>,
+    #[serde(borrow)]
+    parent_id: Loose<'a>,
+    #[serde(borrow)]
+    started_at: Loose<'a>,
+    #[serde(borrow)]
+    ended_at: Loose<'a>,
+    #[serde(borrow)]
+    error: Obj<SpanError<'a>>,
+    #[serde(borrow)]
+    span_data: Obj<Box<SpanData<'a>>>,
+    #[serde(borrow)]
+    trace: Obj<Box<Entry<'a>>>,
+    #[serde(borrow)]
+    item: Obj<Box<Entry<'a>>>,
+    #[serde(borrow)]
+    span: Obj<Box<Entry<'a>>>,
+    #[serde(borrow)]
+    data: List<Obj<Entry<'a>>>,
+    #[serde(borrow)]
+    spans: List<Obj<Entry<'a>>>,
+}
+
+/// A span's `error`: `{message, data}`.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct SpanError<'a> {
+    #[serde(borrow)]
+    message: Loose<'a>,
+    #[serde(borrow)]
+    data: Obj<ErrorData<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ErrorData<'a> {
+    #[serde(borrow)]
+    error: Loose<'a>,
+}
+
+/// A span's `span_data`: what any span type carries that the reader reads.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct SpanData<'a> {
+    #[serde(borrow, rename = "type")]
+    ty: Loose<'a>,
+    #[serde(borrow)]
+    name: Loose<'a>,
+    #[serde(borrow)]
+    model: Loose<'a>,
+    #[serde(borrow)]
+    to_agent: Loose<'a>,
+    #[serde(borrow)]
+    tools: List<Loose<'a>>,
+    /// A function's arguments (a string); of a model call, only whether it was recorded.
+    #[serde(borrow)]
+    input: Loose<'a>,
+    /// A function's result (a string), or a model call's output messages or Responses objects.
+    #[serde(borrow)]
+    output: Output<'a>,
+    #[serde(borrow)]
+    usage: Obj<Usage<'a>>,
+    #[serde(borrow)]
+    triggered: Loose<'a>,
+    /// A custom span's data: a task or turn span has `sdk_span_type`.
+    #[serde(borrow)]
+    data: Obj<CustomData<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Usage<'a> {
+    #[serde(borrow)]
+    input_tokens: Loose<'a>,
+    #[serde(borrow)]
+    output_tokens: Loose<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct CustomData<'a> {
+    #[serde(borrow)]
+    sdk_span_type: Loose<'a>,
+}
+
+/// A span's `output`: a string (a function's result), a list of parts (a model call's), or
+/// something else.
+#[derive(Default)]
+enum Output<'a> {
+    #[default]
+    Absent,
+    Null,
+    Str(Cow<'a, str>),
+    Parts(Vec<Obj<Part<'a>>>),
+    Other,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Output<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Output<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Output<'a>, E> {
+                Ok(Output::Str(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Output<'a>, E> {
+                Ok(Output::Str(Cow::Owned(s.to_owned())))
+            }
+            fn visit_unit<E>(self) -> Result<Output<'a>, E> {
+                Ok(Output::Null)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Output<'a>, A::Error> {
+                let mut parts = Vec::new();
+                while let Some(p) = seq.next_element()? {
+                    parts.push(p);
+                }
+                Ok(Output::Parts(parts))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Output<'a>, A::Error> {
+                while map.next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Output::Other)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Output<'a>, E> {
+                Ok(Output::Other)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Output<'a>, E> {
+                Ok(Output::Other)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Output<'a>, E> {
+                Ok(Output::Other)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Output<'a>, E> {
+                Ok(Output::Other)
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+/// A part of a model call's output: a Chat message, a Responses item, or (streamed) a
+/// Responses object with its own `output` items.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Part<'a> {
+    #[serde(borrow, rename = "type")]
+    ty: Loose<'a>,
+    #[serde(borrow)]
+    call_id: Loose<'a>,
+    #[serde(borrow)]
+    name: Loose<'a>,
+    #[serde(borrow)]
+    arguments: Loose<'a>,
+    content: Value,
+    refusal: Value,
+    #[serde(borrow)]
+    tool_calls: List<Obj<ChatToolCall<'a>>>,
+    #[serde(borrow)]
+    output: List<Obj<Part<'a>>>,
+}
+
+/// A Chat message's tool call: `{id, function: {name, arguments}}`.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ChatToolCall<'a> {
+    #[serde(borrow)]
+    id: Loose<'a>,
+    #[serde(borrow)]
+    function: Obj<ChatFunction<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ChatFunction<'a> {
+    #[serde(borrow)]
+    name: Loose<'a>,
+    #[serde(borrow)]
+    arguments: Loose<'a>,
+}
+
+impl<'a> Entry<'a> {
+    /// An entry from one JSONL line; `None` when the line is no JSON object, or repeats a key.
+    pub fn parse(line: &'a str) -> Option<Entry<'a>> {
+        serde_json::from_str(line).ok()
+    }
+
+    /// Whether the entry fits as `check_entry` says of its `Value` (the reasons are the whole
+    /// reading's to give).
+    pub fn fits(&self) -> bool {
+        if self.object.is_present() {
+            return self.item_fits();
+        }
+        let mut found = false;
+        for list in [&self.data, &self.spans] {
+            if let Some(list) = list.list() {
+                if list.is_empty() || !list.iter().all(|i| i.object().is_some_and(Entry::item_fits)) {
+                    return false;
+                }
+                found = true;
+            }
+        }
+        for wrapped in [&self.item, &self.span, &self.trace] {
+            if let Some(item) = wrapped.object() {
+                if !item.item_fits() {
+                    return false;
+                }
+                found = true;
+            }
+        }
+        found
+    }
+
+    fn item_fits(&self) -> bool {
+        match self.object.as_str() {
+            Some("trace") => self.id.as_str().is_some(),
+            Some("trace.span") => {
+                self.id.as_str().is_some()
+                    && self.trace_id.as_str().is_some()
+                    && self.span_data.object().is_some_and(|d| d.ty.as_str().is_some())
+            }
+            _ => false,
+        }
+    }
+
+    /// The items of the entry, in the order the whole reading meets them.
+    pub fn items<'e>(&'e self, out: &mut Vec<&'e Entry<'a>>) {
+        if self.object.is_present() {
+            out.push(self);
+            return;
+        }
+        for wrapped in [&self.trace, &self.item, &self.span] {
+            if let Some(item) = wrapped.object() {
+                item.items(out);
+            }
+        }
+        for list in [&self.data, &self.spans] {
+            for item in list.list().into_iter().flatten().filter_map(Obj::object) {
+                item.items(out);
+            }
+        }
+    }
+
+    /// The trace an item belongs to: a span's `trace_id`, a trace's own `id`.
+    pub fn trace_id(&self) -> Option<&str> {
+        if self.object.as_str() == Some("trace.span") { self.trace_id.as_str() } else { self.id.as_str() }
+    }
+
+    fn is_span(&self) -> bool {
+        self.object.as_str() == Some("trace.span")
+    }
+}
+
 /// The ids of the traces one line of a JSONL export holds items of, in the order the whole
 /// reading meets them (an item; a wrapper's `trace`, `item`, `span`; a batch body's `data`,
 /// `spans`), read without building the line: the first reading of a large export, which only
-/// sorts lines into traces. `None` when the line is not in that shape, or a string read has
-/// escapes (the whole reading then says why, or reads what this does not).
+/// sorts lines into traces. An item line stops being read once its `object` and ids are
+/// known (the SDK writes them first; the rest is read when its trace is). `None` when the
+/// line is not in that shape, or a string read has escapes (the whole reading then says why,
+/// or reads what this does not).
 pub fn line_traces<'a>(line: &'a str, out: &mut Vec<&'a str>) -> Option<()> {
     fn walk<'a>(e: IdEntry<'a>, out: &mut Vec<&'a str>) {
         if e.object.is_some() {
@@ -151,8 +421,72 @@ pub fn line_traces<'a>(line: &'a str, out: &mut Vec<&'a str>) -> Option<()> {
             walk(i, out);
         }
     }
+    let mut head = ItemHead::default();
+    let mut de = serde_json::Deserializer::from_str(line);
+    let _ = serde::de::DeserializeSeed::deserialize(&mut head, &mut de);
+    if let Some(tid) = head.found {
+        out.push(tid);
+        return Some(());
+    }
     walk(serde_json::from_str(line).ok()?, out);
     Some(())
+}
+
+/// The head of an item line: its `object`, `id` and `trace_id`, read until its trace is known
+/// (`found`); reading stops there, or at the first key of another kind.
+#[derive(Default)]
+struct ItemHead<'a> {
+    object: Option<&'a str>,
+    id: Option<&'a str>,
+    trace_id: Option<&'a str>,
+    found: Option<&'a str>,
+}
+
+impl<'a> ItemHead<'a> {
+    fn trace(&self) -> Option<&'a str> {
+        match self.object? {
+            "trace.span" => self.id.and(self.trace_id),
+            "trace" => self.id,
+            _ => None,
+        }
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for &mut ItemHead<'de> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for &mut ItemHead<'de> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an Agents SDK export item")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        use serde::de::Error;
+        while let Some(key) = map.next_key::<&str>()? {
+            let slot = match key {
+                "object" => &mut self.object,
+                "id" => &mut self.id,
+                "trace_id" => &mut self.trace_id,
+                _ => break,
+            };
+            if slot.is_some() {
+                break;
+            }
+            *slot = Some(map.next_value()?);
+            if let Some(tid) = self.trace() {
+                self.found = Some(tid);
+                break;
+            }
+        }
+        Err(A::Error::custom("the head is read"))
+    }
 }
 
 /// One line of an export as its first reading sees it: an item's ids, or a wrapper's items.
@@ -173,79 +507,14 @@ struct IdEntry<'a> {
     spans: Option<Vec<IdEntry<'a>>>,
 }
 
-/// What the reading of a trace keeps of each line: every key `read_trace` reads, but of a
-/// model call's `input` (the whole conversation so far, in every generation span) only
-/// whether it was recorded.
-pub static READ: Keep = Keep::Keys(&[
-    ITEM_READ,
-    &[
-        ("item", Keep::Keys(&[ITEM_READ])),
-        ("span", Keep::Keys(&[ITEM_READ])),
-        ("trace", Keep::Keys(&[ITEM_READ])),
-        ("data", Keep::Each(&Keep::Keys(&[ITEM_READ]))),
-        ("spans", Keep::Each(&Keep::Keys(&[ITEM_READ]))),
-    ],
-]);
-
-const ITEM_READ: &[(&str, Keep)] = &[
-    ("object", Keep::All),
-    ("id", Keep::All),
-    ("trace_id", Keep::All),
-    ("parent_id", Keep::All),
-    ("started_at", Keep::All),
-    ("ended_at", Keep::All),
-    ("error", Keep::All),
-    (
-        "span_data",
-        Keep::Keys(&[&[
-            ("type", Keep::All),
-            ("name", Keep::All),
-            ("model", Keep::All),
-            ("tools", Keep::All),
-            ("input", Keep::Shallow),
-            ("output", Keep::Each(&Keep::Keys(&[OUTPUT_PART, &[("output", Keep::Each(&Keep::Keys(&[OUTPUT_PART])))]]))),
-            ("usage", Keep::All),
-            ("to_agent", Keep::All),
-            ("triggered", Keep::All),
-            ("data", Keep::All),
-        ]]),
-    ),
-];
-
-/// What a model call's `output` keeps of each of its parts (a Chat message, a Responses item;
-/// a streamed Responses object's own `output` list, one level down).
-const OUTPUT_PART: &[(&str, Keep)] = &[
-    ("type", Keep::All),
-    ("call_id", Keep::All),
-    ("name", Keep::All),
-    ("arguments", Keep::All),
-    ("content", Keep::All),
-    ("refusal", Keep::All),
-    ("tool_calls", Keep::All),
-];
-
 /// Whether one line of a JSONL export fits; `at` names it.
 pub fn line_fits(v: &Value, at: &str) -> Result<(), ImportError> {
     check_entry(v, at)
 }
 
-/// The trace an item belongs to: a span's `trace_id`, a trace's own `id`.
-pub fn trace_of(item: &Value) -> Option<&str> {
-    let is_span = item.get("object").and_then(Value::as_str) == Some("trace.span");
-    item.get(if is_span { "trace_id" } else { "id" }).and_then(Value::as_str)
-}
-
-/// The items of one line (or document), in order.
-pub fn line_items(v: &Value) -> Vec<&Value> {
-    let mut out = Vec::new();
-    items(v, &mut out);
-    out
-}
-
 /// The conversation of one trace from its items (spans and the trace record, any order).
-pub fn trace_conversation(items: &[&Value], id: String) -> Conversation {
-    let spans: Vec<&Value> =
-        items.iter().copied().filter(|i| i.get("object").and_then(Value::as_str) == Some("trace.span")).collect();
+pub fn trace_conversation(items: &[&Entry], id: String) -> Conversation {
+    let spans: Vec<&Entry> = items.iter().copied().filter(|i| i.is_span()).collect();
     read_trace(&spans, id)
 }
 
@@ -254,10 +523,10 @@ pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportErr
     fits(v)?;
     let mut all = Vec::new();
     items(v, &mut all);
-    let mut traces: Vec<(&str, Vec<&Value>)> = Vec::new();
-    for item in all {
-        let is_span = item.get("object").and_then(Value::as_str) == Some("trace.span");
-        let Some(tid) = trace_of(item) else { continue };
+    let entries: Vec<Entry> = all.into_iter().map(|i| Entry::deserialize(i).unwrap_or_default()).collect();
+    let mut traces: Vec<(&str, Vec<&Entry>)> = Vec::new();
+    for item in &entries {
+        let Some(tid) = item.trace_id() else { continue };
         let k = match traces.iter().position(|(t, _)| *t == tid) {
             Some(k) => k,
             None => {
@@ -265,7 +534,9 @@ pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportErr
                 traces.len() - 1
             }
         };
-        if is_span && let Some((_, spans)) = traces.get_mut(k) {
+        if item.is_span()
+            && let Some((_, spans)) = traces.get_mut(k)
+        {
             spans.push(item);
         }
     }
@@ -282,53 +553,106 @@ struct Span<'a> {
     id: &'a str,
     parent: Option<&'a str>,
     ty: &'a str,
-    data: &'a Value,
-    error: Option<&'a Value>,
-    start: String,
-    end: Option<String>,
+    data: &'a SpanData<'a>,
+    error: Option<&'a Obj<SpanError<'a>>>,
+    start: TimeKey<'a>,
+    end: Option<TimeKey<'a>>,
 }
 
+static NO_DATA: SpanData<'static> = SpanData {
+    ty: Loose::Absent,
+    name: Loose::Absent,
+    model: Loose::Absent,
+    to_agent: Loose::Absent,
+    tools: List::NotList,
+    input: Loose::Absent,
+    output: Output::Absent,
+    usage: Obj::Absent,
+    triggered: Loose::Absent,
+    data: Obj::Absent,
+};
+
 impl<'a> Span<'a> {
-    fn new(v: &'a Value) -> Span<'a> {
-        let data = v.get("span_data").unwrap_or(&Value::Null);
+    fn new(v: &'a Entry<'a>) -> Span<'a> {
+        let data = v.span_data.object().map_or(&NO_DATA, |d| &**d);
         Span {
-            id: v.get("id").and_then(Value::as_str).unwrap_or_default(),
-            parent: v.get("parent_id").and_then(Value::as_str),
-            ty: data.get("type").and_then(Value::as_str).unwrap_or_default(),
+            id: v.id.as_str().unwrap_or_default(),
+            parent: v.parent_id.as_str(),
+            ty: data.ty.as_str().unwrap_or_default(),
             data,
-            error: v.get("error").filter(|e| !e.is_null()),
-            start: time_key(v.get("started_at").and_then(Value::as_str).unwrap_or_default()),
-            end: v.get("ended_at").and_then(Value::as_str).map(time_key),
+            error: Some(&v.error).filter(|e| e.is_set()),
+            start: time_key(v.started_at.as_str().unwrap_or_default()),
+            end: v.ended_at.as_str().map(time_key),
         }
     }
 
     fn message(&self) -> Option<&'a str> {
-        self.error.map(|e| e.get("message").and_then(Value::as_str).unwrap_or("error"))
+        self.error.map(|e| e.object().and_then(|e| e.message.as_str()).unwrap_or("error"))
     }
 
-    fn str(&self, key: &str) -> Option<&'a str> {
-        self.data.get(key).and_then(Value::as_str)
+    /// The error's `data.error`, the SDK's detail.
+    fn detail(&self) -> Option<&'a str> {
+        self.error.and_then(Obj::object).and_then(|e| e.data.object()).and_then(|d| d.error.as_str())
     }
 
     /// A task or turn span (`custom` with `data.sdk_span_type`), or an agent span.
     fn is_run(&self) -> bool {
-        self.ty == "agent" || (self.ty == "custom" && self.data.pointer("/data/sdk_span_type").is_some())
+        self.ty == "agent"
+            || (self.ty == "custom" && self.data.data.object().is_some_and(|d| d.sdk_span_type.is_present()))
     }
 }
 
-/// An ISO-8601 time that sorts as text: `YYYY-MM-DDTHH:MM:SS` and the fraction padded to 9
-/// digits (Python's `isoformat` leaves the fraction out when it is 0). The SDK writes UTC.
-fn time_key(s: &str) -> String {
-    let Some(main) = s.get(..19) else { return s.to_owned() };
+/// An ISO-8601 time that sorts as the text `YYYY-MM-DDTHH:MM:SS.` and the fraction padded to
+/// 9 digits would (Python's `isoformat` leaves the fraction out when it is 0; the SDK writes
+/// UTC); a time shorter than that sorts as its own text. Built without allocating.
+#[derive(Clone, Copy, Debug)]
+struct TimeKey<'a> {
+    main: &'a str,
+    /// The fraction's digits, when `main` is a whole `YYYY-MM-DDTHH:MM:SS`.
+    digits: Option<&'a str>,
+}
+
+fn time_key(s: &str) -> TimeKey<'_> {
+    let Some(main) = s.get(..19) else { return TimeKey { main: s, digits: None } };
     let frac = s[19..].strip_prefix('.').unwrap_or("");
     let digits = &frac[..frac.bytes().take_while(u8::is_ascii_digit).count()];
-    let mut key = String::with_capacity(29 + digits.len().saturating_sub(9));
-    key.push_str(main);
-    key.push('.');
-    key.push_str(digits);
-    key.extend(std::iter::repeat_n('0', 9usize.saturating_sub(digits.len())));
-    key
+    TimeKey { main, digits: Some(digits) }
 }
+
+impl TimeKey<'_> {
+    /// The bytes of the text it sorts as.
+    fn bytes(&self) -> impl Iterator<Item = u8> + '_ {
+        let frac = self.digits.map(|d| {
+            let pad = 9usize.saturating_sub(d.len());
+            std::iter::once(b'.').chain(d.bytes()).chain(std::iter::repeat_n(b'0', pad))
+        });
+        self.main.bytes().chain(frac.into_iter().flatten())
+    }
+}
+
+impl Ord for TimeKey<'_> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        match (self.digits, other.digits) {
+            // The common case: two whole times, equal lengths of fraction.
+            (Some(a), Some(b)) if a.len() == b.len() => self.main.cmp(other.main).then_with(|| a.cmp(b)),
+            _ => self.bytes().cmp(other.bytes()),
+        }
+    }
+}
+
+impl PartialOrd for TimeKey<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for TimeKey<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for TimeKey<'_> {}
 
 /// A tool call the model's output shows: (id, name, arguments), and whether a span used it.
 struct Offered {
@@ -347,14 +671,14 @@ struct Step<'a> {
     status: u16,
 }
 
-fn read_trace(records: &[&Value], id: String) -> Conversation {
+fn read_trace(records: &[&Entry], id: String) -> Conversation {
     let mut conv = Conversation::new(id, "agents-sdk");
     // De-duplicate by id: the record with `ended_at` set wins, else the later one.
-    let mut kept: Vec<&Value> = Vec::new();
-    let mut at: HashMap<&str, usize> = HashMap::new();
+    let mut kept: Vec<&Entry> = Vec::new();
+    let mut at: HashMap<&str, usize> = HashMap::default();
     for r in records {
-        let rid = r.get("id").and_then(Value::as_str).unwrap_or_default();
-        let ended = |x: &Value| x.get("ended_at").is_some_and(|e| !e.is_null());
+        let rid = r.id.as_str().unwrap_or_default();
+        let ended = |x: &Entry| x.ended_at.is_set();
         match at.get(rid) {
             Some(&i) => {
                 if let Some(k) = kept.get_mut(i)
@@ -372,7 +696,7 @@ fn read_trace(records: &[&Value], id: String) -> Conversation {
     let mut spans: Vec<Span> = kept.into_iter().map(Span::new).collect();
     spans.sort_by(|a, b| a.start.cmp(&b.start));
 
-    conv.model = spans.iter().find(|s| s.ty == "generation").and_then(|s| s.str("model")).map(str::to_owned);
+    conv.model = spans.iter().find(|s| s.ty == "generation").and_then(|s| s.data.model.as_str()).map(str::to_owned);
     conv.provider = if spans.iter().any(|s| s.ty == "generation") {
         Some("openai-chat".to_owned())
     } else if spans.iter().any(|s| s.ty == "response") {
@@ -381,7 +705,7 @@ fn read_trace(records: &[&Value], id: String) -> Conversation {
         None
     };
     for s in spans.iter().filter(|s| s.ty == "agent") {
-        for name in s.data.get("tools").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+        for name in s.data.tools.list().into_iter().flatten().filter_map(Loose::as_str) {
             if !conv.tools.iter().any(|t| t.name == name) {
                 conv.tools.push(ToolDef { name: name.to_owned(), description: None, parameters: None });
             }
@@ -390,8 +714,8 @@ fn read_trace(records: &[&Value], id: String) -> Conversation {
 
     // Model calls, and each tool span made a call of one; results at their spans' ends.
     let mut steps: Vec<Step> = Vec::new();
-    let mut last_under: HashMap<Option<&str>, usize> = HashMap::new();
-    let mut results: Vec<(String, Item)> = Vec::new();
+    let mut last_under: HashMap<Option<&str>, usize> = HashMap::default();
+    let mut results: Vec<(TimeKey, Item)> = Vec::new();
     for s in &spans {
         match s.ty {
             "generation" | "response" => {
@@ -413,12 +737,12 @@ fn read_trace(records: &[&Value], id: String) -> Conversation {
     }
 
     let ending = ending(&spans, &steps);
-    let mut events: Vec<(String, Item)> = Vec::with_capacity(steps.len() + results.len());
+    let mut events: Vec<(TimeKey, Item)> = Vec::with_capacity(steps.len() + results.len());
     for step in steps {
-        let (tokens_in, tokens_out) = usage(step.span.data.get("usage"));
+        let (tokens_in, tokens_out) = usage(step.span.data.usage.object());
         let text = step.text.filter(|t| !t.trim().is_empty());
         events.push((
-            step.span.start.clone(),
+            step.span.start,
             Item::Model { text, calls: step.calls, tokens_in, tokens_out, status: step.status },
         ));
     }
@@ -429,50 +753,54 @@ fn read_trace(records: &[&Value], id: String) -> Conversation {
     conv
 }
 
-fn usage(u: Option<&Value>) -> (u64, u64) {
-    let get = |k: &str| u.and_then(|u| u.get(k)).and_then(Value::as_u64).unwrap_or(0);
-    (get("input_tokens"), get("output_tokens"))
+fn usage(u: Option<&Usage>) -> (u64, u64) {
+    let get = |n: &Loose| n.as_u64().unwrap_or(0);
+    u.map_or((0, 0), |u| (get(&u.input_tokens), get(&u.output_tokens)))
 }
 
 /// A model span's text, the tool calls its output shows, and its status.
 fn model_step<'a>(s: &'a Span<'a>) -> Step<'a> {
     let mut step = Step { span: s, text: None, offered: Vec::new(), calls: Vec::new(), status: 200 };
     let failed_silently = s.ty == "generation"
-        && s.data.get("input").is_some_and(|i| !i.is_null())
-        && s.data.get("output").is_some_and(Value::is_null)
-        && s.data.get("usage").is_some_and(Value::is_null)
+        && s.data.input.is_set()
+        && matches!(s.data.output, Output::Null)
+        && matches!(s.data.usage, Obj::Null)
         && s.end.is_some();
     if s.error.is_some() || failed_silently {
-        let detail = s.error.and_then(|e| e.pointer("/data/error")).and_then(Value::as_str).unwrap_or_default();
-        step.status = error_code(detail).unwrap_or(500);
+        step.status = error_code(s.detail().unwrap_or_default()).unwrap_or(500);
     }
-    let outputs = s.data.get("output").and_then(Value::as_array).into_iter().flatten();
+    let outputs = match &s.data.output {
+        Output::Parts(parts) => parts.as_slice(),
+        _ => &[],
+    };
+    let owned = |l: &Loose| l.as_str().map(str::to_owned);
     let mut texts = Vec::new();
-    for out in outputs {
+    for out in outputs.iter().filter_map(Obj::object) {
         // A Chat message, or (streamed) a Responses object with its own `output` items.
-        let parts: Vec<&Value> = match out.get("output").and_then(Value::as_array) {
-            Some(list) => list.iter().collect(),
+        let parts: Vec<&Part> = match out.output.list() {
+            Some(list) => list.iter().filter_map(Obj::object).collect(),
             None => vec![out],
         };
         for p in parts {
-            match p.get("type").and_then(Value::as_str) {
+            match p.ty.as_str() {
                 Some("function_call") => step.offered.push(Offered {
-                    id: p.get("call_id").and_then(Value::as_str).map(str::to_owned),
-                    name: p.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                    args: p.get("arguments").and_then(Value::as_str).map(str::to_owned),
+                    id: owned(&p.call_id),
+                    name: p.name.as_str().unwrap_or_default().to_owned(),
+                    args: owned(&p.arguments),
                     used: false,
                 }),
                 Some("message") | None => {
-                    let content = p.get("content").filter(|c| !c.is_null()).or(p.get("refusal"));
-                    let t = text_of(content.unwrap_or(&Value::Null));
+                    let content = if p.content.is_null() { &p.refusal } else { &p.content };
+                    let t = text_of(content);
                     if !t.trim().is_empty() {
                         texts.push(t);
                     }
-                    for c in p.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+                    for c in p.tool_calls.list().into_iter().flatten().filter_map(Obj::object) {
+                        let function = c.function.object();
                         step.offered.push(Offered {
-                            id: c.get("id").and_then(Value::as_str).map(str::to_owned),
-                            name: c.pointer("/function/name").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                            args: c.pointer("/function/arguments").and_then(Value::as_str).map(str::to_owned),
+                            id: owned(&c.id),
+                            name: function.and_then(|f| f.name.as_str()).unwrap_or_default().to_owned(),
+                            args: function.and_then(|f| owned(&f.arguments)),
                             used: false,
                         });
                     }
@@ -502,9 +830,9 @@ fn handoff_tool_name(agent: &str) -> String {
 }
 
 /// Adds a function or handoff span's call to its model call; its result and when it came.
-fn tool_call(s: &Span, step: &mut Step, gaps: &mut Vec<String>) -> Option<(String, Item)> {
+fn tool_call<'a>(s: &Span<'a>, step: &mut Step, gaps: &mut Vec<String>) -> Option<(TimeKey<'a>, Item)> {
     let (name, content, flag) = if s.ty == "handoff" {
-        let to = s.str("to_agent").unwrap_or_default();
+        let to = s.data.to_agent.as_str().unwrap_or_default();
         let default = handoff_tool_name(to);
         let pick = step
             .offered
@@ -519,12 +847,16 @@ fn tool_call(s: &Span, step: &mut Step, gaps: &mut Vec<String>) -> Option<(Strin
         };
         (name, serde_json::json!({ "assistant": to }).to_string(), flag.or(Some((false, "handoff span"))))
     } else {
-        let Some(name) = s.str("name").filter(|n| !n.is_empty()) else {
+        let Some(name) = s.data.name.as_str().filter(|n| !n.is_empty()) else {
             gaps.push(format!("a function span ({}) has no tool name", s.id));
             return None;
         };
-        let detail = s.error.and_then(|e| e.pointer("/data/error")).and_then(Value::as_str);
-        let content = match (s.str("output"), s.message()) {
+        let detail = s.detail();
+        let output = match &s.data.output {
+            Output::Str(out) => Some(out.as_ref()),
+            _ => None,
+        };
+        let content = match (output, s.message()) {
             (Some(out), _) => out.to_owned(),
             (None, Some(m)) => detail.map_or_else(|| m.to_owned(), |d| format!("{m}: {d}")),
             (None, None) => String::new(),
@@ -552,13 +884,13 @@ fn tool_call(s: &Span, step: &mut Step, gaps: &mut Vec<String>) -> Option<(Strin
         None => (None, None),
     };
     let id = call_id.unwrap_or_else(|| s.id.to_owned());
-    let args = match (s.ty, s.str("input").or(offered_args.as_deref())) {
+    let args = match (s.ty, s.data.input.as_str().or(offered_args.as_deref())) {
         ("handoff", _) => parse_args(offered_args.as_deref().unwrap_or("{}")),
         (_, Some(a)) => parse_args(a),
         (_, None) => Args::new(&Value::Null),
     };
     step.calls.push(CallItem { id: Some(id.clone()), name: name.clone(), args });
-    let end = s.end.clone()?;
+    let end = s.end?;
     let item = if s.message() == Some("Tool execution cancelled") {
         Item::Cancelled { id: Some(id), content, why: "function span error: Tool execution cancelled" }
     } else {
@@ -583,7 +915,7 @@ fn ending(spans: &[Span], steps: &[Step]) -> Option<Ending> {
     };
     let outer: Vec<&Span> = spans.iter().filter(|s| !in_tool(s)).collect();
     let run_error = |m: &str| outer.iter().any(|s| s.is_run() && s.message() == Some(m));
-    if outer.iter().any(|s| s.ty == "guardrail" && s.data.get("triggered") == Some(&Value::Bool(true)))
+    if outer.iter().any(|s| s.ty == "guardrail" && s.data.triggered == Loose::Bool(true))
         || run_error("Guardrail tripwire triggered")
     {
         return Some(Ending::new(FinalOutcome::GaveUp, "Guardrail tripwire triggered"));
@@ -663,11 +995,42 @@ mod tests {
         assert_eq!(e.at, "/0/trace_id");
     }
 
+    /// The first reading finds a line's traces from its head, in any key order, through
+    /// wrappers and batch bodies; a line it cannot read cheaply is left to the whole reading.
+    #[test]
+    fn line_traces_from_heads_wrappers_and_bodies() {
+        let traces = |line: &str| {
+            let mut out = Vec::new();
+            line_traces(line, &mut out).map(|()| out.join(","))
+        };
+        let span = r#"{"object": "trace.span", "id": "s", "trace_id": "t", "span_data": {"type": "agent"}}"#;
+        assert_eq!(traces(span).as_deref(), Some("t"));
+        assert_eq!(
+            traces(r#"{"span_data": {"type": "agent"}, "trace_id": "t", "id": "s", "object": "trace.span"}"#)
+                .as_deref(),
+            Some("t")
+        );
+        assert_eq!(traces(r#"{"object": "trace", "id": "t0"}"#).as_deref(), Some("t0"));
+        assert_eq!(traces(&format!(r#"{{"event": "span_end", "span": {span}}}"#)).as_deref(), Some("t"));
+        assert_eq!(
+            traces(&format!(r#"{{"data": [{span}, {{"object": "trace", "id": "u"}}]}}"#)).as_deref(),
+            Some("t,u")
+        );
+        assert_eq!(traces(r#"{"object": "trace.span", "id": "s", "trace_id": "t\u0031"}"#), None);
+        assert_eq!(traces("not json"), None);
+    }
+
     #[test]
     fn times_sort_with_and_without_a_fraction() {
         assert!(time_key("2025-01-01T00:00:01+00:00") < time_key("2025-01-01T00:00:01.000001+00:00"));
         assert!(time_key("2025-01-01T00:00:01.9+00:00") > time_key("2025-01-01T00:00:01.000001+00:00"));
-        assert_eq!(time_key("short"), "short");
+        assert!(time_key("2025-01-01T00:00:01.5+00:00") == time_key("2025-01-01T00:00:01.500000+00:00"));
+        assert!(time_key("2025-01-01T00:00:01.25+00:00") < time_key("2025-01-01T00:00:01.3+00:00"));
+        assert!(time_key("2025-01-01T00:00:02") > time_key("2025-01-01T00:00:01.999999999"));
+        // A short time sorts as its text against the padded text of whole ones.
+        assert!(time_key("short") > time_key("2025-01-01T00:00:01.1"));
+        assert!(time_key("2025") < time_key("2025-01-01T00:00:01.1"));
+        assert!(time_key("2025-01-01T00:00:01.") == time_key("2025-01-01T00:00:01"));
     }
 
     /// A handoff is a `transfer_to_…` call that succeeded; function spans take the model's call

@@ -14,6 +14,7 @@ mod gaps;
 pub mod gemini;
 pub mod inspect_ai;
 mod kept;
+mod lenient;
 mod locate;
 pub mod mcp;
 pub mod mini_swe_agent;

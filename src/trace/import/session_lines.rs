@@ -75,11 +75,13 @@ pub fn import(text: &str, path: &Path, opts: &ImportOptions) -> Option<Result<Im
     Some(traces.map(|traces| Imported { format, traces }))
 }
 
-/// An OpenAI Agents SDK JSONL export, read in two passes: the first parses each line keeping
-/// only its items' ids, to know which lines hold which traces (items of several traces may
+/// An OpenAI Agents SDK JSONL export, read in two passes: the first reads each line's items'
+/// trace ids alone, to know which lines hold which traces (items of several traces may
 /// interleave, and a batch body holds several); the second reads one trace at a time from its
-/// lines, so memory follows the largest trace. A line that does not fit sends the file to the
-/// whole reading.
+/// lines, deserialized into what the reader reads (strings borrowed from the text, a model
+/// call's `input` — the whole conversation so far, in every generation span — skipped
+/// unbuilt), so memory follows the largest trace. A line that does not fit sends the file to
+/// the whole reading, which says why.
 fn export_lines(text: &str, id: &str) -> Option<Vec<Conversation>> {
     let all: Vec<&str> = lines(text).collect();
     let mut order: Vec<&str> = Vec::new();
@@ -105,24 +107,18 @@ fn export_lines(text: &str, id: &str) -> Option<Vec<Conversation>> {
         }
     }
     let total = order.len();
+    let mut entries = Vec::new();
     order
         .iter()
         .enumerate()
         .map(|(k, &tid)| {
-            let parsed: Vec<Value> = lines_of[tid]
-                .iter()
-                .map(|&n| {
-                    let v = kept::parse(all[n], &agents_sdk::READ)?;
-                    // Where it does not fit is for the whole reading to say.
-                    agents_sdk::line_fits(&v, "").ok()?;
-                    Some(v)
-                })
-                .collect::<Option<_>>()?;
-            let items: Vec<&Value> = parsed
-                .iter()
-                .flat_map(agents_sdk::line_items)
-                .filter(|i| agents_sdk::trace_of(i) == Some(tid))
-                .collect();
+            entries.clear();
+            for &n in &lines_of[tid] {
+                entries.push(agents_sdk::Entry::parse(all.get(n)?).filter(agents_sdk::Entry::fits)?);
+            }
+            let mut items = Vec::new();
+            entries.iter().for_each(|e| e.items(&mut items));
+            items.retain(|i| i.trace_id() == Some(tid));
             let cid = if total == 1 { id.to_owned() } else { format!("{id}#{}", k + 1) };
             Some(agents_sdk::trace_conversation(&items, cid))
         })
