@@ -175,7 +175,26 @@ pub fn inspect(args: InspectArgs) -> Result<i32> {
         let written = if args.json {
             let mut v = serde_json::to_value(&s).expect("stats serialize");
             if let Some(o) = v.as_object_mut() {
+                // Every call is in the table; the JSON keeps the ones that failed or never ran,
+                // numbered as the table numbers them, with their class and evidence.
+                let failures: Vec<serde_json::Value> = s
+                    .rows
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| r.error.is_some())
+                    .map(|(i, r)| {
+                        serde_json::json!({
+                            "call": i + 1,
+                            "turn": r.turn,
+                            "tool": r.tool,
+                            "outcome": r.outcome,
+                            "evidence": r.evidence,
+                            "error": r.error,
+                        })
+                    })
+                    .collect();
                 o.remove("rows");
+                o.insert("failures".into(), failures.into());
             }
             writeln!(out, "{}", serde_json::to_string(&v).expect("value serializes"))
         } else {

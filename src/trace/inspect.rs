@@ -35,6 +35,8 @@ pub struct Stats<'a> {
     pub id: &'a str,
     pub source_format: &'a str,
     pub model_calls: u64,
+    /// Model calls the provider failed (a status other than 200).
+    pub failed_model_calls: u64,
     pub tool_calls: u64,
     pub tool_failures: u64,
     pub failing_repeats: u64,
@@ -141,12 +143,15 @@ pub fn stats(trace: &Trace) -> Stats<'_> {
     let mut rows: Vec<Row> = Vec::with_capacity(calls);
     // The latest call with each id: results pair with it.
     let mut index_of: HashMap<&str, usize> = HashMap::with_capacity(calls);
-    let mut model_calls = 0;
+    let (mut model_calls, mut failed_model_calls) = (0, 0);
     let mut ended = "cut_off";
     let (mut ended_reason, mut verdict) = (None, None);
     for ev in &trace.events {
         match ev {
-            TraceEvent::ModelCall { .. } => model_calls += 1,
+            TraceEvent::ModelCall { status, .. } => {
+                model_calls += 1;
+                failed_model_calls += u64::from(*status != 200);
+            }
             TraceEvent::ToolCall { turn, call_id, name, args } => {
                 index_of.insert(call_id, rows.len());
                 rows.push(Row {
@@ -225,6 +230,7 @@ pub fn stats(trace: &Trace) -> Stats<'_> {
         id: &trace.header.id,
         source_format: &trace.header.source_format,
         model_calls,
+        failed_model_calls,
         tool_calls: rows.len() as u64,
         tool_failures: rows.iter().filter(|r| failed(r)).count() as u64,
         failing_repeats,
@@ -278,6 +284,8 @@ pub fn table(s: &Stats) -> String {
         }
     }
     let cancelled = if s.cancelled > 0 { format!(", cancelled {}", s.cancelled) } else { String::new() };
+    let failed_models =
+        if s.failed_model_calls > 0 { format!(" ({} failed)", s.failed_model_calls) } else { String::new() };
     let mut ended = s.ended.to_owned();
     if let Some(r) = s.ended_reason {
         ended = format!("{ended} ({})", printable(r));
@@ -289,7 +297,7 @@ pub fn table(s: &Stats) -> String {
     }
     let _ = writeln!(
         out,
-        "  model calls {}, tool calls {}, failures {}{cancelled}, identical repeats of failing calls {}, longest failing streak {}, loop guard (K={LOOP_GUARD_K}) would stop at {}, ended: {}",
+        "  model calls {}{failed_models}, tool calls {}, failures {}{cancelled}, identical repeats of failing calls {}, longest failing streak {}, loop guard (K={LOOP_GUARD_K}) would stop at {}, ended: {}",
         s.model_calls,
         s.tool_calls,
         s.tool_failures,

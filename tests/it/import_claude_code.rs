@@ -162,3 +162,13 @@ fn other_formats_are_not_claude_code() {
     let out = tracefault().arg("inspect").arg(&plain).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("read as openai-chat"));
 }
+
+/// A real 2.1.39 subagent transcript whose parallel `Read`s are cancelled by a sibling's
+/// failure in the older wording, `Sibling tool call errored`: cancelled, not failures. Counts
+/// from the file's own fields (tests/fixtures/claude-code/README.md).
+#[test]
+fn a_real_2_1_39_subagent_with_siblings_cancelled_in_the_older_wording() {
+    let v = one("spotter-2.1.39-subagent-sibling-errored.jsonl");
+    let (model, tools, failed, cancelled, ended, _) = counts(&v);
+    assert_eq!((model, tools, failed, cancelled, ended), (12, 33, 1, 7, "answer"));
+}

@@ -67,3 +67,17 @@ fn a_chat_list_showing_shell_blocks_but_no_calls_is_refused() {
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(table.contains("gap (read with --lenient): the model's text shows tool actions"), "{table}");
 }
+
+/// A real run that stopped on litellm's `Timeout`: the request that raised it is counted in
+/// `api_calls` and has no message; it is a failed model call, not a missing one.
+#[test]
+fn a_real_run_stopped_by_the_models_timeout() {
+    let v = one("pr816-deepseek-pvlib-1154-Timeout.traj.json");
+    assert_eq!(counts(&v), (1, 0, 0, 0, "error", Some("Timeout")));
+    assert_eq!(v["failed_model_calls"].as_u64(), Some(1));
+    let events =
+        crate::traces::imported(&fixture("mini-swe-agent", "pr816-deepseek-pvlib-1154-Timeout.traj.json")).remove(0);
+    let statuses: Vec<u64> =
+        events.iter().filter(|e| e["type"] == "model_call").map(|e| e["status"].as_u64().unwrap()).collect();
+    assert_eq!(statuses, [504]);
+}

@@ -66,3 +66,28 @@ fn eval_output_one_conversation_a_line() {
         (1, 1, 0, "error", Some("litellm.APIError: APIError: OpenAIException - Connection error."))
     );
 }
+
+/// The calls' arguments are the model's (`function.arguments` in the metadata's response), not
+/// the action's `args` OpenHands rewrote from them.
+#[test]
+fn a_real_trajectory_with_the_models_own_arguments() {
+    let (v, _) = inspect("openhands_trajs_basic.json");
+    assert_eq!(counts(&v[0]), (2, 2, 0, "answer", Some("finish")));
+    let events = crate::traces::imported(&fixture("openhands_trajs_basic.json")).remove(0);
+    let call = events.iter().find(|e| e["type"] == "tool_call").unwrap();
+    assert_eq!(call["name"], "str_replace_editor");
+    let args = &call["args"];
+    assert_eq!((args["command"].as_str(), args["path"].as_str()), (Some("create"), Some("/workspace/game_2048.py")));
+    assert!(args.get("impl_source").is_none(), "{args}");
+}
+
+/// A command with no new output for 30 s (exit code -1): the model read the output and the
+/// suffix saying so; a timeout, not bad arguments.
+#[test]
+fn a_real_trajectory_with_a_command_still_running() {
+    let (v, _) = inspect("openhands_trajs_basic_gui_mode.json");
+    assert_eq!(counts(&v[0]), (5, 4, 1, "answer", Some("agent_state: awaiting_user_input")));
+    let failure = &v[0]["failures"][0];
+    assert_eq!((failure["call"].as_u64(), failure["outcome"].as_str()), (Some(4), Some("transient")));
+    assert!(failure["evidence"].as_str().unwrap().contains("no new output after"), "{failure}");
+}

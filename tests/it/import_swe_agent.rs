@@ -79,3 +79,37 @@ fn detected_before_the_wrapped_conversation_reader() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("read as swe-agent"));
 }
+
+/// A real run whose two edits were refused ("No file open"): failures by SWE-agent's own text.
+#[test]
+fn a_real_run_whose_edits_never_applied() {
+    let (v, _) = inspect("swe-agent-commit0-portalocker-97af1e.traj");
+    assert_eq!(counts(&v), (3, 3, 2, "answer", Some("submitted")));
+    let evidence: Vec<&str> =
+        v["failures"].as_array().unwrap().iter().map(|f| f["evidence"].as_str().unwrap()).collect();
+    assert!(evidence.iter().all(|e| e.contains("no file open")), "{evidence:?}");
+}
+
+/// Steps that no model made (`api_calls` 0: a demonstration) are not read as model calls
+/// silently: refused, or with `--lenient` imported with the gap said.
+#[test]
+fn a_demonstration_without_model_calls_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("demo.traj");
+    let traj = serde_json::json!({
+        "environment": "swe_main",
+        "trajectory": [
+            {"action": "ls\n", "observation": "a.py", "thought": "look", "response": "look\n```\nls\n```"},
+            {"action": "submit\n", "observation": "", "thought": "done", "response": "done\n```\nsubmit\n```"}
+        ],
+        "history": [],
+        "info": {"exit_status": "submitted", "submission": "diff", "model_stats": {"api_calls": 0}}
+    });
+    std::fs::write(&path, traj.to_string()).unwrap();
+    let out = tracefault().arg("inspect").arg(&path).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("api_calls` is 0 beside 2 step(s)") && err.contains("--lenient"), "{err}");
+    let out = tracefault().args(["inspect", "--lenient", "--json"]).arg(&path).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -25,7 +25,7 @@
 //! - **Tool calls.** `tool_use` blocks (`id`, `name`, `input`), one per id; results are
 //!   `tool_result` blocks in `user` lines, paired on `tool_use_id`, flagged by `is_error`. The
 //!   sibling cancellation `<tool_use_error>Cancelled: parallel tool call … errored</tool_use_error>`
-//!   (and the other `Cancelled:` / `[Tool call skipped: …]` texts, `toolDenialKind: cancelled`) is
+//!   (`<tool_use_error>Sibling tool call errored</tool_use_error>` before 2.1.100; and the other `Cancelled:` / `[Tool call skipped: …]` texts, `toolDenialKind: cancelled`) is
 //!   a call that never ran, and so is a call the user rejected ("The user doesn't want to
 //!   proceed…", `toolDenialKind` user-rejected): cancelled, neither a failure nor an attempt, as
 //!   OpenHands' rejections are. A permission Claude Code was not granted ("Claude requested
@@ -220,6 +220,8 @@ fn cancelled(content: &str, denial: Option<&str>) -> Option<&'static str> {
     let t = content.trim_start();
     if t.starts_with("<tool_use_error>Cancelled: parallel tool call") {
         Some("Claude Code's `Cancelled: parallel tool call … errored` (a parallel sibling failed)")
+    } else if t.starts_with("<tool_use_error>Sibling tool call errored") {
+        Some("Claude Code's `Sibling tool call errored` (a parallel sibling failed; before 2.1.100)")
     } else if t.starts_with("<tool_use_error>Cancelled:") {
         Some("Claude Code's `<tool_use_error>Cancelled: …` text")
     } else if t.starts_with("[Tool call skipped:") {

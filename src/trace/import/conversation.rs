@@ -345,7 +345,7 @@ static KEYWORDS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     let table: [(&str, &'static str); 5] = [
         (r"(?i)\b(rate limit(ed)?|too many requests|quota)\b", "rate_limited"),
         (
-            r"(?i)\b(timeout|timed out|temporarily unavailable|connection reset|overloaded|try again later|unavailable)\b",
+            r"(?i)\b(timeout|timed out|temporarily unavailable|connection reset|overloaded|try again later|unavailable|no new output after)\b",
             "transient",
         ),
         (r"(?i)\b(validation errors?|invalid|field required|missing|required|did you mean)\b", "bad_args"),

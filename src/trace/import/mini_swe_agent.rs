@@ -26,7 +26,9 @@
 //!   `extra.exit_status`): `Submitted` is an answer (the text is `info.submission`),
 //!   `LimitsExceeded` and `TimeExceeded` cut off, `RepeatedFormatError` and `FormatError` gave
 //!   up, `UserInterruption` and `KeyboardInterrupt` interrupted, any other value (an exception's
-//!   class name) an error. The raw value is the reason. A bare 1.x list records no status: its
+//!   class name) an error. The raw value is the reason. The request that raised such an exception
+//!   is counted in `api_calls` but has no message: it is a failed model call (status from the
+//!   class: `RateLimitError` 429, `Timeout` 504, `ServiceUnavailableError` 503, … else 500). A bare 1.x list records no status: its
 //!   last action printing `COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT` (or `MINI_SWE_AGENT_FINAL_OUTPUT`)
 //!   is its answer.
 
@@ -179,6 +181,24 @@ fn model(text: Option<String>, calls: Vec<CallItem>, response: Option<&Value>) -
     item
 }
 
+/// The HTTP status a model exception's class stands for (litellm's classes, which follow the
+/// OpenAI SDK's); 500 for any other exception.
+fn exception_status(class: &str) -> u16 {
+    match class.rsplit('.').next().unwrap_or(class) {
+        "RateLimitError" => 429,
+        "BadRequestError"
+        | "ContextWindowExceededError"
+        | "ContentPolicyViolationError"
+        | "UnprocessableEntityError" => 400,
+        "AuthenticationError" => 401,
+        "PermissionDeniedError" => 403,
+        "NotFoundError" => 404,
+        "Timeout" | "APITimeoutError" => 504,
+        "ServiceUnavailableError" | "APIConnectionError" => 503,
+        _ => 500,
+    }
+}
+
 fn ending(status: &str, submission: Option<&str>) -> Ending {
     let outcome = match status {
         "Submitted" => FinalOutcome::Answer,
@@ -232,6 +252,20 @@ pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportErr
             }
             "user" => conv.items.push(Item::User(content())),
             _ => {} // system, exit
+        }
+    }
+    // A run that stopped on the model's exception (litellm's `Timeout`, `InternalServerError`, …)
+    // counted the request that raised it in `api_calls` but wrote no message for it: a failed
+    // model call, its status from the exception's class.
+    let made = conv.items.iter().filter(|i| matches!(i, Item::Model { .. })).count() as u64;
+    let api_calls = info.and_then(|i| i.pointer("/model_stats/api_calls")).and_then(Value::as_u64).unwrap_or(0);
+    if let Some(s) = status.filter(|s| ending(s, None).outcome == FinalOutcome::Error) {
+        for _ in made..api_calls {
+            let mut item = Item::model(None, Vec::new());
+            if let Item::Model { status, .. } = &mut item {
+                *status = exception_status(s);
+            }
+            conv.items.push(item);
         }
     }
     conv.ending = match status {

@@ -11,14 +11,17 @@
 //!   `cause` and no metadata (a malformed call the agent raised on before any action existed: a
 //!   model call with no tool call). In flat legacy events, every agent action is one call.
 //! - **Tool calls.** Actions with `tool_call_metadata`: name `function_name`, id `tool_call_id`,
-//!   arguments the action's `args` (`finish` and `think` are tool calls too). Agent actions of a
+//!   arguments the model's own (`function.arguments` of that call in the metadata's
+//!   `model_response`), else the action's `args` (`finish` and `think` are tool calls too). Agent actions of a
 //!   tool kind without metadata (legacy events, agents that do not call functions) are tool
 //!   calls named by their action type. System, recall, state-change and user-sourced actions
 //!   are not model activity and are skipped.
 //! - **Results.** Observations whose `cause` is the action's `id` (or whose metadata names its
 //!   `tool_call_id`); legacy observations pair by type and position. Structural flags:
 //!   `extras.metadata.exit_code` (legacy: top-level `exit_code`), else a top-level `success`,
-//!   for `run`; `observation: "error"`. A `user_rejected` observation is a call the user
+//!   for `run`; `observation: "error"`; the 2024 editor's `[No exact match found in …]`. A
+//!   command's text is what the model read: `extras.metadata.prefix`, the output, its `suffix`
+//!   (where OpenHands says a command with no new output still runs: exit code -1). A `user_rejected` observation is a call the user
 //!   cancelled. `run_ipython` results carry no code: the text rules decide.
 //! - **Endings.** A `finish` action is an answer (text `final_thought`, else `thought`, else its
 //!   message; `task_completed` or the resolver's `success` as the verdict), `reject` gave up; in
@@ -32,7 +35,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use super::ImportError;
-use super::conversation::{CallItem, Conversation, Ending, Item};
+use super::conversation::{CallItem, Conversation, Ending, Item, parse_args};
 use crate::trace::{Args, FinalOutcome};
 
 /// Action types a model makes through a tool (when no metadata says so).
@@ -180,8 +183,22 @@ fn flag_of(e: &Value, obs: &str) -> Option<(bool, &'static str)> {
                     .map(|ok| if ok { (false, "success: true") } else { (true, "success: false") })
             }
         }
+        // The 2024 editor's answer to an edit whose old text is not in the file: nothing changed.
+        _ if str_at(e, "/content").is_some_and(|c| c.trim_start().starts_with("[No exact match found in")) => {
+            Some((true, "OpenHands editor: `[No exact match found in …]` (the edit did not apply)"))
+        }
         _ => None,
     }
+}
+
+/// The arguments the model wrote for its tool call `id`, from the response in the action's
+/// metadata (`choices[0].message.tool_calls[].function.arguments`); the action's own `args` are
+/// OpenHands' rewriting of them (defaults filled in, values it parsed), so they come second.
+fn model_arguments(response: &Value, id: Option<&str>) -> Option<Args> {
+    let id = id?;
+    let calls = response.pointer("/choices/0/message/tool_calls")?.as_array()?;
+    let call = calls.iter().find(|c| c.get("id").and_then(Value::as_str) == Some(id))?;
+    call.pointer("/function/arguments").and_then(Value::as_str).map(parse_args)
 }
 
 /// The ending a `finish` action gives.
@@ -253,10 +270,11 @@ fn read(events: Vec<&Value>, line: Option<&Value>, id: String) -> Conversation {
                         }
                     };
                     if action != "message" {
+                        let id = str_at(m, "/tool_call_id");
                         let call = CallItem {
-                            id: str_at(m, "/tool_call_id").map(str::to_owned),
+                            id: id.map(str::to_owned),
                             name: str_at(m, "/function_name").unwrap_or_default().to_owned(),
-                            args: Args::new(&args),
+                            args: model_arguments(response, id).unwrap_or_else(|| Args::new(&args)),
                         };
                         if let Some(ev) = &event {
                             actions.insert(ev.clone(), (call.id.clone(), call.name.clone()));
@@ -308,7 +326,13 @@ fn read(events: Vec<&Value>, line: Option<&Value>, id: String) -> Conversation {
             "null" | "recall" => continue,
             _ => {}
         }
-        let content = e.get("content").and_then(Value::as_str).unwrap_or_default().to_owned();
+        // A command's output reaches the model between its metadata's `prefix` and `suffix`
+        // (`CmdOutputObservation.to_agent_observation`): the suffix says a command still runs
+        // ("no new output after 30 seconds", exit code -1) or was stopped.
+        let text = e.get("content").and_then(Value::as_str).unwrap_or_default();
+        let around = |k: &str| e.pointer(&format!("/extras/metadata/{k}")).and_then(Value::as_str).unwrap_or_default();
+        let content =
+            if obs == "run" { format!("{}{text}{}", around("prefix"), around("suffix")) } else { text.to_owned() };
         let tcm_id = str_at(e, "/tool_call_metadata/tool_call_id").map(str::to_owned);
         let cause = key(e.get("cause"));
         let answered = cause.as_ref().and_then(|c| actions.get(c)).cloned();

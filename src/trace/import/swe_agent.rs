@@ -22,7 +22,8 @@
 //!   (paired by `tool_call_ids`) or user observation after them.
 //! - **Failures.** SWE-agent stores no exit code (`check="ignore"`), so failures are text rules
 //!   only, and the evidence says so: the edit linter's rejection, the bash syntax check, a
-//!   blocked command, the timeout texts of 1.x and 0.x, and the shell's `command not found` and
+//!   blocked command, an edit with no file open, the timeout texts of 1.x and 0.x, and the
+//!   shell's `command not found` and
 //!   `No such file or directory`; then the general text rules (a Python traceback, which can be
 //!   the intended reproduction of a bug).
 //! - **Endings.** `info.exit_status`: `submitted` and `submitted (<why>)` are answers (the text
@@ -98,7 +99,7 @@ fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
 }
 
 /// SWE-agent's own texts (and the shell's) for a command that failed or did not run.
-const FAILURE_TEXTS: [(&str, &str); 10] = [
+const FAILURE_TEXTS: [(&str, &str); 11] = [
     (
         "Your proposed edit has introduced new syntax error(s)",
         "text rule (SWE-agent): the edit linter rejected the edit",
@@ -110,6 +111,7 @@ const FAILURE_TEXTS: [(&str, &str); 10] = [
     ("COMMAND FAILED TO EXECUTE", "text rule (SWE-agent 0.x): COMMAND FAILED TO EXECUTE"),
     ("BROKEN PIPE ERROR", "text rule (SWE-agent 0.x): BROKEN PIPE ERROR"),
     ("EXECUTION FAILED OR COMMAND MALFORMED", "text rule (SWE-agent 0.x): EXECUTION FAILED OR COMMAND MALFORMED"),
+    ("No file open. Use the `open` command first.", "text rule (SWE-agent): no file open for the edit"),
     ("command not found", "text rule (shell): command not found"),
     ("No such file or directory", "text rule (shell): No such file or directory"),
 ];
@@ -226,6 +228,13 @@ pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportErr
         }
     } else {
         conv.items = from_steps(v, steps, &history);
+        if info.pointer("/model_stats/api_calls").and_then(Value::as_u64) == Some(0) {
+            conv.gaps.push(format!(
+                "`info.model_stats.api_calls` is 0 beside {} step(s): no model made them (a demonstration, \
+                 or the `human` / `replay` model); each step is read as a model call",
+                steps.len()
+            ));
+        }
     }
     conv.ending = ending(info).or(conv.ending);
     Ok(vec![conv])
