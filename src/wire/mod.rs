@@ -5,8 +5,8 @@
 //!
 //! [`server`] is the HTTP layer (axum on hyper); [`dispatch`] what every transport shares (the
 //! mocks' state, a tool call, a reply sent); [`world`] the mocks' state for one run;
-//! [`provider`] and [`tools`] the two kinds of endpoint; [`model`] the mock model of each
-//! conversation; [`respond`] and [`validate`] the providers' shapes and checks; [`schema`] tool
+//! [`provider`] and [`tools`] the two kinds of endpoint; [`model`] the mock model's decisions
+//! and [`conversation`] what it holds of each conversation; [`respond`] and [`validate`] the providers' shapes and checks; [`schema`] tool
 //! schemas and argument matching; [`reply`] what goes back over HTTP; [`mcp`] the tools over
 //! the Model Context Protocol, [`jsonrpc`] its messages checked, and [`stdio`] its transport over
 //! stdin and stdout; [`checks`] the
@@ -16,6 +16,7 @@
 
 pub mod checks;
 pub mod choice;
+pub mod conversation;
 pub mod dispatch;
 pub mod jsonrpc;
 pub mod mcp;

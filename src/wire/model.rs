@@ -9,27 +9,17 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::conversation::{Slot, Turn};
 use super::schema::{args_key, canonical_args, correct};
 use super::world::World;
-use crate::engine::fleet::agent_key;
 use crate::engine::judge::{Explaining, Judge, Prob};
 use crate::engine::model::{Action, CallHistory, Perceived, act, perceive_failure};
-use crate::engine::rng::{LazyStream, domain, fnv1a64, key};
+use crate::engine::rng::fnv1a64;
 use crate::envelope::Format;
 use crate::envelope::read::read_result;
 use crate::fault::ErrorClass;
 use crate::trace::import::conversation::{FailureRules, Item, judge};
 use crate::trace::{Args, Stop, TraceEvent};
-
-/// What the mock model answers.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Turn {
-    /// Tool calls: (id, tool, arguments).
-    Calls(Vec<(String, String, Value)>),
-    Final {
-        text: String,
-    },
-}
 
 /// What a request says besides its conversation.
 #[derive(Clone, Debug, Default)]
@@ -46,69 +36,6 @@ impl Ask {
     /// it and its tool choice allows it.
     fn may_call(&self, tool: &str) -> bool {
         self.tools.as_ref().is_some_and(|t| t.contains_key(tool)) && self.choice.allows(tool)
-    }
-}
-
-/// One call of the current step, as the mock model tracks it.
-#[derive(Clone, Debug)]
-struct Slot {
-    call: u32,
-    variant: u32,
-    hist: CallHistory,
-    /// The arguments sent last, and the id they were sent with.
-    args: Value,
-    id: String,
-    active: bool,
-    /// Sent in the last turn (waiting for its result).
-    sent: bool,
-}
-
-/// One agent conversation the mock model holds.
-#[derive(Clone)]
-pub struct Conversation {
-    pub index: usize,
-    pub format: Format,
-    draws: LazyStream,
-    slots: Vec<Slot>,
-    next_step: usize,
-    pub turns: u32,
-    pub ended: Option<&'static str>,
-    /// The last request answered (a digest of its conversation) and the answer: an SDK that
-    /// sends a request again gets the same answer, and the conversation does not move twice.
-    last: Option<(u64, Turn)>,
-    /// The ids it gave out (forgotten with it).
-    pub ids: Vec<String>,
-    /// The `/agents/K/` prefix its requests came under.
-    pub agent: Option<u32>,
-}
-
-impl Conversation {
-    pub fn new(world: &World, index: usize, agent: Option<u32>, format: Format) -> Conversation {
-        let sc = &world.scenario;
-        let mut draws = LazyStream::default();
-        // The first conversation of a run draws like the engine's run; others are keyed apart.
-        let mut parts = vec![sc.seed, sc.name_hash, world.run, domain::MODEL];
-        if index > 0 {
-            parts.push(index as u64);
-        }
-        draws.reset(agent_key(key(&parts), world.agent));
-        Conversation {
-            index,
-            format,
-            draws,
-            slots: Vec::new(),
-            next_step: 0,
-            turns: 0,
-            ended: None,
-            last: None,
-            ids: Vec::new(),
-            agent,
-        }
-    }
-
-    /// The ids of the calls it is waiting on.
-    pub fn waiting_on(&self) -> impl Iterator<Item = &str> {
-        self.slots.iter().filter(|s| s.active && s.sent).map(|s| s.id.as_str())
     }
 }
 

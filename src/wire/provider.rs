@@ -6,7 +6,8 @@ use crate::wire::checks::Check;
 use serde_json::{Value, json};
 
 use super::choice::choice_of;
-use super::model::{Ask, Conversation, Turn, next_turn};
+use super::conversation::{Conversation, Turn};
+use super::model::{Ask, next_turn};
 use super::plain::read_plain_results;
 use super::reply::Reply;
 use super::respond::{Shape, provider_error, reply};
@@ -207,5 +208,5 @@ fn conversation_of(world: &mut World, agent: Option<u32>, format: Format, items:
             _ => None,
         };
     }
-    Some(world.add_conversation(|w, index| Conversation::new(w, index, agent, format)))
+    Some(world.add_conversation(|w, index| Conversation::new(w.conversation_key(index), index, agent, format)))
 }

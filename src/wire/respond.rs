@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::model::Turn;
+use super::conversation::Turn;
 use super::reply::Reply;
 use crate::envelope::Format;
 

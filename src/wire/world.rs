@@ -14,7 +14,7 @@ use crate::fault::{ErrorClass, Fault};
 use crate::scenario::Scenario;
 use crate::trace::{Header, Trace};
 
-use super::model::Conversation;
+use super::conversation::Conversation;
 
 /// Virtual time in wire mode: real time since the run started, divided by the time scale
 /// (0.01 makes a 60 s outage last 0.6 s of real time). Waits the mocks announce are scaled the
@@ -266,6 +266,17 @@ impl World {
         if self.findings.len() < MAX_FINDINGS {
             self.findings.push(Finding { check: None, detail });
         }
+    }
+
+    /// The key of the draws of the conversation with index `index`: the first conversation of
+    /// a run draws like the engine's run; others are keyed apart.
+    pub fn conversation_key(&self, index: usize) -> u64 {
+        let sc = &self.scenario;
+        let mut parts = vec![sc.seed, sc.name_hash, self.run, domain::MODEL];
+        if index > 0 {
+            parts.push(index as u64);
+        }
+        agent_key(key(&parts), self.agent)
     }
 
     /// Starts a conversation made by `make(world, id)`; returns its id.

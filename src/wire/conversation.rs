@@ -1,0 +1,78 @@
+//! One agent conversation as the mock model holds it: the calls of the current step it is
+//! waiting on, its draws, the ids it gave out, and its last answer (what the model decides is
+//! `model.rs`'s; the world keeps the conversations).
+
+use serde_json::Value;
+
+use crate::engine::model::CallHistory;
+use crate::engine::rng::LazyStream;
+use crate::envelope::Format;
+
+/// What the mock model answers.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Turn {
+    /// Tool calls: (id, tool, arguments).
+    Calls(Vec<(String, String, Value)>),
+    Final {
+        text: String,
+    },
+}
+
+/// One call of the current step, as the mock model tracks it.
+#[derive(Clone, Debug)]
+pub(super) struct Slot {
+    pub(super) call: u32,
+    pub(super) variant: u32,
+    pub(super) hist: CallHistory,
+    /// The arguments sent last, and the id they were sent with.
+    pub(super) args: Value,
+    pub(super) id: String,
+    pub(super) active: bool,
+    /// Sent in the last turn (waiting for its result).
+    pub(super) sent: bool,
+}
+
+/// One agent conversation the mock model holds.
+#[derive(Clone)]
+pub struct Conversation {
+    pub index: usize,
+    pub format: Format,
+    pub(super) draws: LazyStream,
+    pub(super) slots: Vec<Slot>,
+    pub(super) next_step: usize,
+    pub turns: u32,
+    pub ended: Option<&'static str>,
+    /// The last request answered (a digest of its conversation) and the answer: an SDK that
+    /// sends a request again gets the same answer, and the conversation does not move twice.
+    pub(super) last: Option<(u64, Turn)>,
+    /// The ids it gave out (forgotten with it).
+    pub ids: Vec<String>,
+    /// The `/agents/K/` prefix its requests came under.
+    pub agent: Option<u32>,
+}
+
+impl Conversation {
+    /// A conversation whose model draws from the stream `draws_key` names
+    /// ([`World::conversation_key`](super::world::World::conversation_key)).
+    pub fn new(draws_key: u64, index: usize, agent: Option<u32>, format: Format) -> Conversation {
+        let mut draws = LazyStream::default();
+        draws.reset(draws_key);
+        Conversation {
+            index,
+            format,
+            draws,
+            slots: Vec::new(),
+            next_step: 0,
+            turns: 0,
+            ended: None,
+            last: None,
+            ids: Vec::new(),
+            agent,
+        }
+    }
+
+    /// The ids of the calls it is waiting on.
+    pub fn waiting_on(&self) -> impl Iterator<Item = &str> {
+        self.slots.iter().filter(|s| s.active && s.sent).map(|s| s.id.as_str())
+    }
+}
