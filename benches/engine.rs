@@ -58,7 +58,7 @@ fn inner_loop(c: &mut Criterion) {
 /// A fleet that arrives at 200 agents a second and contends for one search tool: 50 requests a
 /// second (burst 20), 40 in flight at most (the rest queue), |Normal(80, 20)| ms a call, a 503
 /// outage of 5 s, and 5% of calls failing at random.
-fn fleet_scenario(agents: u32) -> tracefault::scenario::Scenario {
+fn fleet_scenario(agents: u32) -> tracefault::scenario::Loaded {
     let src = format!(
         r#"name = "fleet-bench"
 seed = 9

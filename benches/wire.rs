@@ -21,7 +21,7 @@ struct Servers {
 fn servers() -> Servers {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let sc = load_file(&root.join("tests/fixtures/wire/plain.toml")).unwrap();
+    let sc = load_file(&root.join("tests/fixtures/wire/plain.toml")).unwrap().scenario;
     let (bare, mock) = rt.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let bare = format!("http://{}", listener.local_addr().unwrap());

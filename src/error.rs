@@ -24,6 +24,9 @@ pub enum Error {
     },
     #[error("{0}")]
     Usage(String),
+    /// Several problems of one input, each said on a line of its own.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\nerror: "))]
+    Several(Vec<Error>),
 }
 
 impl Error {
@@ -33,6 +36,19 @@ impl Error {
 
     pub fn io(path: &Path, source: std::io::Error) -> Error {
         Error::Io { path: path.display().to_string(), source }
+    }
+
+    /// One error for a list of problems: the problem itself when there is one.
+    pub fn several(mut problems: Vec<Error>) -> Error {
+        if problems.len() == 1 { problems.remove(0) } else { Error::Several(problems) }
+    }
+
+    /// The problems an error stands for, one each.
+    pub fn flatten(self) -> Vec<Error> {
+        match self {
+            Error::Several(all) => all,
+            one => vec![one],
+        }
     }
 
     pub fn exit_code(&self) -> i32 {

@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
+use crate::engine::Scenario;
 use crate::engine::events::{By, Event, Observer, TerminatedBy};
 use crate::engine::faults::{FaultPlan, FaultRule, Target, Trigger};
 use crate::engine::fleet::Fleet;
@@ -17,7 +18,7 @@ use crate::engine::task::{Ending, Policy, Script, Task};
 use crate::envelope::{Encoding, Format};
 use crate::fault::{ErrorClass, Fault, http_class};
 use crate::metrics::recorded::recorded_metrics;
-use crate::scenario::Scenario;
+use crate::scenario::Loaded;
 use crate::trace::compile::{compile, recorded_fault};
 use crate::trace::inspect::stats;
 use crate::trace::{FinalOutcome, Stop, Trace, TraceEvent};
@@ -82,7 +83,6 @@ fn scenario(
         profile: Profile::bundled_default(),
         gates: Vec::new(),
         target_hashes,
-        recorded: None,
     }
 }
 
@@ -289,12 +289,13 @@ pub fn replay_as_recorded(trace: Trace) -> (Counts, Counts) {
 
 /// The task the recording needed and its fault schedule, under `strategies`, every one with
 /// the same simulated model; what the recorded model did is the scenario's `recorded` run.
-pub fn whatif_scenario(trace: &Trace, strategies: Vec<Strategy>, seed: u64, runs: u64) -> Scenario {
+pub fn whatif_scenario(trace: &Trace, strategies: Vec<Strategy>, seed: u64, runs: u64) -> Loaded {
     let c = compile(trace);
-    let recorded = recorded_metrics(trace, &c);
-    let mut sc = scenario(&trace.header.id, trace_format(trace), c.task, c.rules, strategies, seed, runs);
-    sc.recorded = Some(recorded);
-    sc
+    let recorded = Some(recorded_metrics(trace, &c));
+    Loaded {
+        scenario: scenario(&trace.header.id, trace_format(trace), c.task, c.rules, strategies, seed, runs),
+        recorded,
+    }
 }
 
 /// One tool call as both sides can describe it.

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::rng::fnv1a64;
 use crate::error::{Error, Result};
 use crate::metrics::aggregate::Aggregate;
-use crate::scenario::Scenario;
+use crate::scenario::Loaded;
 use crate::suite::{self, Merger, RunsSink, ScenarioResult};
 
 pub const MANIFEST: &str = "shard.json";
@@ -74,7 +74,7 @@ pub struct Manifest {
 }
 
 /// A fixed hash of everything loaded (scenarios after overrides): shards must agree on it.
-pub fn fingerprint(suite: &[Scenario]) -> String {
+pub fn fingerprint(suite: &[Loaded]) -> String {
     format!("{:016x}", fnv1a64(format!("{suite:?}").as_bytes()))
 }
 
@@ -85,7 +85,7 @@ pub fn selected(total: usize, shard: Shard) -> Vec<usize> {
 
 /// Runs one shard into `out`.
 pub fn run_shard(
-    suite: &[Scenario],
+    suite: &[Loaded],
     jobs: usize,
     shard: Shard,
     with_rows: bool,
@@ -142,7 +142,7 @@ fn units_crc(units: &[UnitEntry]) -> u32 {
 /// Refuses a shard whose figures do not add up: another version's, one changed since it was
 /// written (its checksums), a unit that is not this shard's or has not one aggregate per
 /// strategy with counts that match its runs, a rows file of another length than its units'.
-fn check(suite: &[Scenario], all: &[suite::Unit], dir: &Path, m: &Manifest) -> Result<()> {
+fn check(suite: &[Loaded], all: &[suite::Unit], dir: &Path, m: &Manifest) -> Result<()> {
     let bad = |what: String| Err(Error::Usage(format!("{}: {what}; this shard cannot be merged", dir.display())));
     if m.tracefault_version != crate::report::VERSION {
         return bad(format!(
@@ -199,7 +199,7 @@ fn check(suite: &[Scenario], all: &[suite::Unit], dir: &Path, m: &Manifest) -> R
 pub type Shipped = (PathBuf, Manifest);
 
 /// The suite a set of shards ran, loaded again from the first shard's source.
-pub fn load_suite_of(dirs: &[PathBuf]) -> Result<(Vec<Scenario>, Vec<Shipped>)> {
+pub fn load_suite_of(dirs: &[PathBuf]) -> Result<(Vec<Loaded>, Vec<Shipped>)> {
     let mut manifests: Vec<Shipped> = Vec::new();
     for d in dirs {
         let path = d.join(MANIFEST);
@@ -226,7 +226,7 @@ pub fn with_rows(manifests: &[Shipped]) -> bool {
 
 /// Merges shard folders: checks they are shards 1..N of this suite, then replays their unit
 /// results in unit order into `sink` and the scenario results.
-pub fn merge(suite: &[Scenario], manifests: Vec<Shipped>, sink: &mut dyn RunsSink) -> Result<Vec<ScenarioResult>> {
+pub fn merge(suite: &[Loaded], manifests: Vec<Shipped>, sink: &mut dyn RunsSink) -> Result<Vec<ScenarioResult>> {
     let want = fingerprint(suite);
     let n = manifests.first().map_or(0, |m| m.1.shard.n);
     for (d, m) in &manifests {

@@ -3,10 +3,10 @@
 //! faults are then removed one at a time while the run still ends in a loop. Model decisions
 //! are keyed by run, not by faults, so the schedule alone decides what changes.
 
+use crate::engine::Scenario;
 use crate::engine::events::{Event, Observer, TerminatedBy};
 use crate::engine::faults::{FaultPlan, FaultRule, Target, Trigger};
 use crate::fault::Fault;
-use crate::scenario::Scenario;
 use crate::suite::run_one;
 
 /// One fault the run met: where, at which attempt, what.

@@ -7,13 +7,14 @@ use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
+use crate::engine::Scenario;
 use crate::engine::events::Observer;
 use crate::engine::run::{Workspace, simulate};
 use crate::metrics::aggregate::Aggregate;
 use crate::metrics::recorded::RECORDED;
 use crate::metrics::run::RunMetrics;
 use crate::metrics::summary::SummaryRow;
-use crate::scenario::Scenario;
+use crate::scenario::Loaded;
 
 /// How a suite is run; none of it changes results except `seed`, `runs` and `strategies`.
 #[derive(Clone, Debug, Default)]
@@ -96,7 +97,7 @@ impl ScenarioResult {
 }
 
 /// Applies the command-line overrides to a loaded suite.
-pub fn apply_overrides(suite: &mut [Scenario], opts: &RunOptions) -> crate::error::Result<()> {
+pub fn apply_overrides(suite: &mut [Loaded], opts: &RunOptions) -> crate::error::Result<()> {
     for sc in suite.iter_mut() {
         if let Some(r) = opts.runs {
             sc.runs = r;
@@ -140,7 +141,7 @@ pub struct UnitResult {
 }
 
 /// The suite's work units, in their fixed order.
-pub fn units(suite: &[Scenario]) -> Vec<Unit> {
+pub fn units(suite: &[Loaded]) -> Vec<Unit> {
     suite
         .iter()
         .enumerate()
@@ -164,7 +165,7 @@ fn chunk_size(runs: u64) -> u64 {
 
 /// Runs runs `first..last` of `sc` under every strategy.
 fn run_unit(
-    sc: &Scenario,
+    sc: &Loaded,
     first: u64,
     last: u64,
     with_rows: bool,
@@ -205,7 +206,7 @@ fn run_unit(
 /// buffers go back to the workers once handed on, so a long run allocates (and the kernel
 /// zeroes) only the few that are in flight.
 pub fn run_units(
-    suite: &[Scenario],
+    suite: &[Loaded],
     jobs: usize,
     selected: &[usize],
     with_rows: bool,
@@ -275,14 +276,14 @@ pub fn in_parallel<W: Default, R: Send>(
 
 /// Folds unit results, in unit order, into finished scenarios.
 pub struct Merger<'a> {
-    suite: &'a [Scenario],
+    suite: &'a [Loaded],
     units: Vec<Unit>,
     partial: Vec<(Vec<Aggregate>, u64)>,
     pub done: Vec<ScenarioResult>,
 }
 
 impl<'a> Merger<'a> {
-    pub fn new(suite: &'a [Scenario]) -> Merger<'a> {
+    pub fn new(suite: &'a [Loaded]) -> Merger<'a> {
         Merger {
             suite,
             units: units(suite),
@@ -307,7 +308,7 @@ impl<'a> Merger<'a> {
 
 /// Runs the whole suite. `progress` is told of each finished unit (runs × strategies).
 pub fn run_suite(
-    suite: &[Scenario],
+    suite: &[Loaded],
     opts: &RunOptions,
     sink: &mut dyn RunsSink,
     with_rows: bool,
@@ -339,7 +340,7 @@ fn price_of(sc: &Scenario) -> Option<(f64, f64)> {
 
 /// A scenario's result from its strategies' aggregates: summary rows, rules fired, warnings
 /// and the gates on values.
-pub fn finish_scenario(sc: &Scenario, aggregates: Vec<Aggregate>) -> ScenarioResult {
+pub fn finish_scenario(sc: &Loaded, aggregates: Vec<Aggregate>) -> ScenarioResult {
     let rows = summary_rows(sc, &aggregates);
     let price = price_of(sc);
     let rules_fired: Vec<(String, u64)> = sc
@@ -385,7 +386,7 @@ pub fn finish_scenario(sc: &Scenario, aggregates: Vec<Aggregate>) -> ScenarioRes
         (SummaryRow::new(&sc.name, RECORDED, &agg).without_paired_difference().with_cost(&agg, price), agg)
     });
     ScenarioResult {
-        scenario: sc.clone(),
+        scenario: sc.scenario.clone(),
         seed: sc.seed,
         runs: sc.runs,
         rows,

@@ -6,12 +6,12 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::import::SourceArgs;
+use crate::engine::Scenario;
 use crate::engine::strategy::Strategy;
 use crate::error::{Error, Result, exit};
 use crate::output::FolderWriter;
 use crate::replay::{AS_RECORDED, Counts, divergence, replay_as_recorded, whatif_scenario};
 use crate::report::{self, Report};
-use crate::scenario::Scenario;
 use crate::suite::{self, RunOptions};
 use crate::trace::inspect::printable;
 

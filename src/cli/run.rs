@@ -13,8 +13,8 @@ use crate::metrics::summary::SUMMARY_COLUMNS;
 use crate::output::{self, FolderWriter};
 use crate::report::escape::{md_code_in_table, md_text, shell_line};
 use crate::report::{self, Report};
-use crate::scenario::Scenario;
 use crate::scenario::load::load_suite;
+use crate::scenario::{Loaded, Scenario};
 use crate::shard::{self, ShardSource};
 use crate::suite::{self, RunOptions, RunsSink, ScenarioResult};
 use crate::trace::Trace;
@@ -115,7 +115,7 @@ pub fn execute(args: RunArgs) -> Result<i32> {
 /// yet — a first run in CI — is no baseline, said as a warning; a folder whose report is not
 /// one is bad input.
 pub(super) fn against_baseline(
-    suite: &[Scenario],
+    suite: &[Loaded],
     results: &[ScenarioResult],
     runs_csv: Option<PathBuf>,
     dir: Option<&Path>,
@@ -407,9 +407,9 @@ fn print_summary(results: &[ScenarioResult]) {
 }
 
 /// `--run N`: one run per selected (scenario, strategy), printed; `--trace-out` writes its log.
-fn single_run(suite: &[Scenario], run: u64, trace_out: Option<&Path>, explain: bool) -> Result<i32> {
+fn single_run(suite: &[Loaded], run: u64, trace_out: Option<&Path>, explain: bool) -> Result<i32> {
     let pairs: Vec<(&Scenario, usize)> =
-        suite.iter().flat_map(|sc| (0..sc.strategies.len()).map(move |s| (sc, s))).collect();
+        suite.iter().flat_map(|sc| (0..sc.strategies.len()).map(move |s| (&sc.scenario, s))).collect();
     if trace_out.is_some() && pairs.len() != 1 {
         return Err(Error::Usage(format!(
             "--trace-out needs exactly one scenario and one strategy (got {}): add --strategy NAME",

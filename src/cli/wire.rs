@@ -155,7 +155,7 @@ pub fn agent_env(server: &str, agent: u32, agents: u32) -> Vec<(&'static str, St
 }
 
 pub fn serve(args: ServeArgs) -> Result<i32> {
-    let sc = load_file(&args.scenario)?;
+    let sc = load_file(&args.scenario)?.scenario;
     runtime()?.block_on(async {
         let mcp = mcp::encoding_of(&args.mcp_strategy)?;
         let server = WireServer::start(sc, args.addr, args.time_scale, args.agents, mcp).await?;
@@ -231,7 +231,7 @@ pub struct McpArgs {
 /// `tracefault mcp SCENARIO --stdio`: the scenario's tools as an MCP server on stdio, one agent
 /// of run `--run`, until the client closes stdin. Nothing but MCP goes to stdout.
 pub fn mcp_stdio(args: McpArgs) -> Result<i32> {
-    let sc = load_file(&args.scenario)?;
+    let sc = load_file(&args.scenario)?.scenario;
     let encoding = mcp::encoding_of(&args.mcp_strategy)?;
     runtime()?.block_on(async {
         let mocks = crate::wire::mocks::Mocks::new(sc, args.run, 1, args.time_scale, false);
@@ -591,7 +591,7 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
     let rt = runtime()?;
     let records = rt.block_on(async {
         let mcp = mcp::encoding_of(&args.mcp_strategy)?;
-        let server = WireServer::start(sc.clone(), args.addr, args.time_scale, args.agents, mcp).await?;
+        let server = WireServer::start(sc.scenario.clone(), args.addr, args.time_scale, args.agents, mcp).await?;
         let exe = std::env::current_exe().map_or_else(|_| "tracefault".into(), |p| p.display().to_string());
         eprintln!(
             "# MCP ({}): TRACEFAULT_MCP_URL={}/mcp; a host that starts its server runs: {exe} mcp {} --stdio \
@@ -700,7 +700,7 @@ fn agent_label(args: &ExecArgs) -> Result<String> {
 /// every report, `diff` and `--baseline` read it as they read a strategy's row. Its gates are
 /// those on `strategy = "*"` or on the label; each gate on another (simulated) strategy is
 /// returned as a warning that says it was not checked.
-fn exec_scenario(sc: &crate::scenario::Scenario, label: &str) -> (crate::scenario::Scenario, Vec<String>) {
+fn exec_scenario(sc: &crate::scenario::Loaded, label: &str) -> (crate::scenario::Loaded, Vec<String>) {
     let mut reported = sc.clone();
     let mut agent = sc.strategies[sc.baseline].clone();
     agent.name = label.to_owned();

@@ -16,6 +16,9 @@ pub mod retry;
 pub mod retry_budget;
 pub mod rng;
 pub mod run;
+pub mod scenario;
 pub mod seen;
 pub mod strategy;
 pub mod task;
+
+pub use scenario::Scenario;

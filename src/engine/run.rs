@@ -18,11 +18,11 @@ use super::rng::{LazyStream, domain, key};
 use super::seen::{ResultCache, ResultKey, Seen, digits};
 use super::strategy::{Partials, Routing, Strategy};
 use super::task::Ending;
+use crate::engine::Scenario;
 use crate::envelope::read::{Signal, read_message};
 use crate::envelope::render::{Body, Renderer};
 use crate::envelope::{ErrorKind, ToolError, stated_seconds};
 use crate::fault::{ErrorClass, Fault};
-use crate::scenario::Scenario;
 
 /// Model-decision draws per call per turn. Slots are laid out by call index, then turn, so a
 /// one-call step's consecutive turns read neighbouring slots of one ChaCha block.

@@ -2,24 +2,100 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Scenario;
+use serde_json::Value;
+
+use super::Loaded;
 use super::dto::ScenarioDto;
-use super::locate::Locator;
-use super::validate::validate;
+use super::files;
+use super::locate::{Ctx, Locator};
+use super::schema::{as_value, structural_problems};
+use super::validate::{Problems, validate};
 use crate::error::{Error, Result};
 
 /// Reads and validates one scenario file.
-pub fn load_file(path: &Path) -> Result<Scenario> {
+pub fn load_file(path: &Path) -> Result<Loaded> {
     let src = crate::input::read_text(path, crate::input::Input::Config)?;
     load_str(&src, path)
 }
 
 /// Parses and validates scenario text; `path` names it in errors and picks TOML or JSON
-/// (by a `.json` extension), and relative paths inside resolve against it.
-pub fn load_str(src: &str, path: &Path) -> Result<Scenario> {
+/// (by a `.json` extension), and relative paths inside resolve against it. A file that does
+/// not parse gives its first problem; one that parses, every problem its values have.
+pub fn load_str(src: &str, path: &Path) -> Result<Loaded> {
     let is_json = path.extension().is_some_and(|e| e == "json");
     let dto: ScenarioDto = if is_json { parse_json(src, path)? } else { parse_toml(src, path)? };
-    validate(dto, path, if is_json { None } else { Some(src) })
+    let ctx = Ctx { file: path, locator: Locator::new((!is_json).then_some(src)) };
+    let files = files::read(&ctx, &dto);
+    validate(dto, files, &ctx).map_err(Error::several)
+}
+
+/// Every problem of a scenario text in one pass (`tracefault validate`): the places where it
+/// breaks the schema (unknown keys, wrong types, missing keys), and the problems of its values
+/// — read from the file with each key that breaks the schema left out, so a value check is not
+/// hidden behind a misspelt key elsewhere. A value problem about a key that already breaks the
+/// schema (or lies inside it) is not said twice.
+pub fn check_str(src: &str, path: &Path) -> std::result::Result<Loaded, Problems> {
+    let is_json = path.extension().is_some_and(|e| e == "json");
+    let Ok(mut value) = as_value(src, path) else {
+        // The parser names the line of a syntax error.
+        return load_str(src, path).map_err(|e| vec![e]);
+    };
+    let text = (!is_json).then_some(src);
+    let structural = structural_problems(&value, text);
+    if structural.is_empty() {
+        return load_str(src, path).map_err(Error::flatten);
+    }
+    for p in &structural {
+        remove_field(&mut value, &p.field);
+    }
+    let mut problems: Problems =
+        structural.iter().map(|p| invalid(path, p.line, p.field.clone(), &p.message)).collect();
+    let ctx = Ctx { file: path, locator: Locator::new(text) };
+    if let Ok(dto) = serde_json::from_value::<ScenarioDto>(value) {
+        let read = files::read(&ctx, &dto);
+        if let Err(meaning) = validate(dto, read, &ctx) {
+            let overlaps = |field: &str| {
+                structural.iter().any(|s| {
+                    let (a, b) = (s.field.as_str(), field);
+                    a.is_empty()
+                        || a == b
+                        || b.starts_with(&format!("{a}."))
+                        || b.starts_with(&format!("{a}["))
+                        || a.starts_with(&format!("{b}."))
+                        || a.starts_with(&format!("{b}["))
+                })
+            };
+            problems
+                .extend(meaning.into_iter().filter(|e| !matches!(e, Error::Invalid { field, .. } if overlaps(field))));
+        }
+    }
+    Err(problems)
+}
+
+/// Removes the key `field` names (`faults[2].http`, `policy.retry`) from `value`, if it is there.
+fn remove_field(value: &mut Value, field: &str) {
+    let mut node = value;
+    let mut parts = field.split('.').peekable();
+    while let Some(part) = parts.next() {
+        let (key, indices) = match part.split_once('[') {
+            Some((k, rest)) => (k, Some(rest)),
+            None => (part, None),
+        };
+        let last = parts.peek().is_none() && indices.is_none();
+        if last {
+            if let Some(o) = node.as_object_mut() {
+                o.remove(key);
+            }
+            return;
+        }
+        let Some(next) = node.get_mut(key) else { return };
+        node = next;
+        for index in indices.into_iter().flat_map(|r| r.split('[')) {
+            let Some(i) = index.trim_end_matches(']').parse::<usize>().ok() else { return };
+            let Some(next) = node.get_mut(i) else { return };
+            node = next;
+        }
+    }
 }
 
 /// The field a deserialization error is about, as `faults[2].http` (empty at the top).
@@ -113,8 +189,8 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 }
 
 /// Loads every scenario of a suite; names must be unique.
-pub fn load_suite(paths: &[PathBuf]) -> Result<Vec<Scenario>> {
-    let mut suite: Vec<Scenario> = Vec::new();
+pub fn load_suite(paths: &[PathBuf]) -> Result<Vec<Loaded>> {
+    let mut suite: Vec<Loaded> = Vec::new();
     for path in discover(paths)? {
         let sc = load_file(&path)?;
         if let Some(other) = suite.iter().find(|s| s.name == sc.name) {

@@ -2,7 +2,25 @@
 //! points at the key however the lines before it look (multi-line strings included). Looking a
 //! field up costs a walk down its path and a binary search, never a scan of the file.
 
+use std::path::Path;
+
 use toml::de::{DeTable, DeValue};
+
+use crate::error::Error;
+
+/// Where errors point: the file, and (for TOML) where each field is in it.
+pub struct Ctx<'a> {
+    pub file: &'a Path,
+    pub locator: Locator<'a>,
+}
+
+impl Ctx<'_> {
+    /// An error about `field` (`faults[2].http`), at the field's line where the file has lines.
+    pub fn err(&self, field: impl Into<String>, expected: impl Into<String>) -> Error {
+        let field = field.into();
+        Error::invalid(self.file, self.locator.line(&field), field, expected)
+    }
+}
 
 pub struct Locator<'a> {
     root: Option<toml::Spanned<DeTable<'a>>>,

@@ -1,85 +1,38 @@
-//! Scenarios: the file format ([`dto`]), its validation into the domain type ([`Scenario`]),
-//! finding the scenario files of a suite ([`load`]), and the file's JSON Schema ([`schema`]).
+//! Scenario files: the format ([`dto`]), its validation into the engine's [`Scenario`]
+//! ([`validate`]), reading and finding the files of a suite ([`load`]), and the file's JSON
+//! Schema ([`schema`]).
 
 pub mod dto;
+pub mod files;
 pub mod load;
 pub mod locate;
 pub mod schema;
 pub mod validate;
 
-use std::path::PathBuf;
+use std::ops::{Deref, DerefMut};
 
-use crate::engine::faults::FaultPlan;
-use crate::engine::fleet::Fleet;
-use crate::engine::load::{ProviderLoad, ToolLoad};
-use crate::engine::profile::Profile;
-use crate::engine::strategy::Strategy;
-use crate::engine::task::{Policy, Task};
-use crate::envelope::Format;
+pub use crate::engine::scenario::{Gate, RANK_FIRST_SHARE, RANKED, Scenario};
 use crate::metrics::run::RunMetrics;
 
-/// A gate: `metric` of `strategy` (or `*`, every strategy) must stay within `[min, max]`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Gate {
-    pub strategy: String,
-    pub metric: String,
-    pub min: Option<f64>,
-    pub max: Option<f64>,
-    /// Bounds on the change against a baseline (`run --baseline`): new − old, and the same in
-    /// percent of old.
-    pub max_increase: Option<f64>,
-    pub max_increase_pct: Option<f64>,
-    /// For a [`RANK_FIRST_SHARE`] gate: the metric ranked on (one of [`RANKED`]).
-    pub on: Option<String>,
+/// A scenario as loaded from its file: the engine's [`Scenario`], and for one that replays a
+/// trace, what the recorded model did as one run (the `recorded` row of the reports). It reads
+/// as the scenario it holds.
+#[derive(Clone, Debug)]
+pub struct Loaded {
+    pub scenario: Scenario,
+    pub recorded: Option<RunMetrics>,
 }
 
-/// The gate metric checked by `sweep`: the share of profiles in which the strategy ranks
-/// first on the gate's `on` metric.
-pub const RANK_FIRST_SHARE: &str = "rank_first_share";
+impl Deref for Loaded {
+    type Target = Scenario;
 
-/// The metrics a sweep ranks strategies on, and whether higher is better.
-pub const RANKED: [(&str, bool); 4] =
-    [("success_rate", true), ("loop_rate", false), ("calls_mean", false), ("wasted_retries_per_run", false)];
-
-impl Gate {
-    /// Whether this gate is checked across a sweep's profiles rather than on one run.
-    pub fn is_robustness(&self) -> bool {
-        self.metric == RANK_FIRST_SHARE
+    fn deref(&self) -> &Scenario {
+        &self.scenario
     }
 }
 
-/// A validated scenario: everything the engine needs, nothing that can be invalid.
-#[derive(Clone, Debug)]
-pub struct Scenario {
-    pub name: String,
-    /// FNV-1a of the name: the scenario's part of every random-stream key.
-    pub name_hash: u64,
-    pub description: String,
-    pub path: PathBuf,
-    pub seed: u64,
-    pub runs: u64,
-    pub format: Format,
-    pub strategies: Vec<Strategy>,
-    /// Index into `strategies` of the baseline for paired differences.
-    pub baseline: usize,
-    pub task: Task,
-    pub faults: FaultPlan,
-    pub policy: Policy,
-    pub profile: Profile,
-    pub gates: Vec<Gate>,
-    /// The agents of each run (one, unless `[fleet]` says otherwise).
-    pub fleet: Fleet,
-    /// What each tool can take (`[tools.NAME]`), by tool index; `loaded` when any says more
-    /// than "everything".
-    pub loads: Vec<ToolLoad>,
-    pub loaded: bool,
-    /// `[provider] rpm`, `tpm`: the fleet's limits at the provider.
-    pub provider_load: ProviderLoad,
-    /// `[pricing]`: the billed model and its USD per million input and output tokens.
-    pub pricing: Option<(String, f64, f64)>,
-    /// FNV-1a of each tool name, then of "provider": targets' parts of fault-stream keys.
-    pub target_hashes: Vec<u64>,
-    /// For a scenario that replays a trace: what the recorded model did, as one run (the
-    /// `recorded` row of the reports).
-    pub recorded: Option<RunMetrics>,
+impl DerefMut for Loaded {
+    fn deref_mut(&mut self) -> &mut Scenario {
+        &mut self.scenario
+    }
 }

@@ -1,16 +1,16 @@
-//! Turns a parsed [`ScenarioDto`] into a [`Scenario`]: defaults applied, ranges checked,
-//! names resolved. Every error names the file, the line where it can, the field, and what
-//! was expected.
+//! Turns a parsed [`ScenarioDto`], with the files it names already read ([`Files`]), into the
+//! engine's [`Scenario`] — defaults applied, ranges checked, names resolved — or into every
+//! problem it has. Pure: it reads no file. Every problem names the file, the line where it
+//! can, the field, and what was expected.
 
 mod fleet;
-
-use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use super::dto::*;
-use super::locate::Locator;
-use super::{Gate, RANK_FIRST_SHARE, RANKED, Scenario};
+use super::files::Files;
+use super::locate::Ctx;
+use super::{Gate, Loaded, RANK_FIRST_SHARE, RANKED, Scenario};
 use crate::engine::breaker::{BreakerConfig, BreakerMode};
 use crate::engine::faults::{FaultPlan, FaultRule, RateLimit, Target, Trigger};
 use crate::engine::load::ToolLoad;
@@ -25,7 +25,6 @@ use crate::fault::{Fault, HTTP_STATUSES, NON_HTTP_FAULTS, http_class};
 use crate::metrics::recorded::recorded_metrics;
 use crate::metrics::summary::SUMMARY_COLUMNS;
 use crate::trace::Trace;
-use crate::trace::compile::{Compiled, compile};
 
 /// `profile = "calibrated"`: fitted from the scenario's own trace.
 pub const CALIBRATED: &str = "calibrated";
@@ -36,20 +35,6 @@ pub const MAX_RUNS: u64 = 100_000_000;
 /// Any duration a scenario names (latencies, timeouts, waits, windows) is at most a day of
 /// virtual time, so virtual-time arithmetic cannot overflow.
 pub const MAX_MS: u64 = 86_400_000;
-
-/// Where errors point: the file, and (for TOML) where each field is in it.
-struct Ctx<'a> {
-    file: &'a Path,
-    locator: Locator<'a>,
-}
-
-impl Ctx<'_> {
-    /// An error about `field` (`faults[2].http`), at the field's line where the file has lines.
-    fn err(&self, field: impl Into<String>, expected: impl Into<String>) -> Error {
-        let field = field.into();
-        Error::invalid(self.file, self.locator.line(&field), field, expected)
-    }
-}
 
 /// `[pricing]`: the billed model (named, the only one listed, or the trace's) and its prices.
 fn pricing_from_dto(
@@ -99,142 +84,138 @@ fn prob(ctx: &Ctx, field: &str, v: f64) -> Result<f64> {
     if (0.0..=1.0).contains(&v) { Ok(v) } else { Err(ctx.err(field, format!("a probability in [0, 1], got {v}"))) }
 }
 
-pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scenario> {
-    let ctx = Ctx { file, locator: Locator::new(src) };
+/// Every problem a scenario has, in the order its keys are checked; empty when it is sound.
+pub type Problems = Vec<Error>;
+
+/// `r`'s value; its error is set aside in `problems`.
+fn keep<T>(problems: &mut Problems, r: Result<T>) -> Option<T> {
+    r.map_err(|e| problems.push(e)).ok()
+}
+
+/// The scenario a parsed file describes, or every problem it has: each key is checked (a key
+/// whose check needs another — a fault's target needs the task's tools, a gate's strategy the
+/// strategies — is checked once that one is sound), so a user fixes them in one go.
+pub fn validate(dto: ScenarioDto, files: Files, ctx: &Ctx) -> std::result::Result<Loaded, Problems> {
+    let file = ctx.file;
+    let mut problems = Problems::new();
+    let p = &mut problems;
     if dto.name.trim().is_empty() {
-        return Err(ctx.err("name", "a non-empty name"));
+        p.push(ctx.err("name", "a non-empty name"));
+    } else {
+        keep(p, name_length(ctx, "name", &dto.name));
     }
-    name_length(&ctx, "name", &dto.name)?;
 
     let replay = match (&dto.trace, &dto.task) {
         (Some(_), Some(_)) => {
-            return Err(ctx.err("trace", "either `trace` or `[task]`, not both"));
+            p.push(ctx.err("trace", "either `trace` or `[task]`, not both"));
+            None
         }
-        (None, None) => return Err(ctx.err("task", "a `[task]` with steps, or `trace = \"…\"`")),
-        (Some(t), None) => Some(load_trace(&ctx, t, &dto)?),
+        (None, None) => {
+            p.push(ctx.err("task", "a `[task]` with steps, or `trace = \"…\"`"));
+            None
+        }
+        (Some(_), None) => files.trace.and_then(|read| keep(p, read)),
         (None, Some(_)) => None,
     };
-    let (mut task, recorded_rules, trace_format) = match (&replay, &dto.task) {
-        (Some(r), _) => (r.compiled.task.clone(), r.compiled.rules.clone(), r.trace.header.provider.clone()),
-        (None, Some(t)) => (task_from_dto(&ctx, t)?, Vec::new(), None),
-        (None, None) => unreachable!("checked above"),
+    let task_and_rules = match (&replay, &dto.task) {
+        (Some(r), _) => Some((r.compiled.task.clone(), r.compiled.rules.clone(), r.trace.header.provider.clone())),
+        (None, Some(t)) if dto.trace.is_none() => keep(p, task_from_dto(ctx, t)).map(|t| (t, Vec::new(), None)),
+        _ => None,
     };
-    if task.steps.is_empty() {
-        return Err(ctx.err("task.steps", "at least one step"));
-    }
+    let (task, recorded_rules, trace_format) = match task_and_rules {
+        Some((task, _, _)) if task.steps.is_empty() => {
+            p.push(ctx.err("task.steps", "at least one step"));
+            (None, Vec::new(), None)
+        }
+        Some((task, rules, format)) => (Some(task), rules, format),
+        None => (None, Vec::new(), None),
+    };
 
     let provider = dto.provider.as_ref().map(|p| &p.0);
-    let provider_load = fleet::provider_from_dto(&ctx, provider)?;
+    let provider_load = keep(p, fleet::provider_from_dto(ctx, provider));
     let format = match provider.and_then(|p| p.format.as_deref()).or(trace_format.as_deref()) {
-        None => Format::OpenAiChat,
-        Some(p) => {
-            Format::parse(p).ok_or_else(|| ctx.err("provider", format!("one of {}, got {p:?}", format_names())))?
-        }
+        None => Some(Format::OpenAiChat),
+        Some(name) => keep(
+            p,
+            Format::parse(name).ok_or_else(|| ctx.err("provider", format!("one of {}, got {name:?}", format_names()))),
+        ),
     };
 
+    // A fault's target is one of the task's tools: checked when the task is sound.
     let mut rules = recorded_rules;
-    for (i, f) in dto.faults.iter().enumerate() {
-        rules.push(fault_rule(&ctx, i, f, &mut task)?);
-    }
-    if rules.len() > usize::from(u16::MAX) {
-        return Err(ctx.err("faults", "at most 65535 rules"));
+    if let Some(task) = &task {
+        for (i, f) in dto.faults.iter().enumerate() {
+            rules.extend(keep(p, fault_rule(ctx, i, f, task)));
+        }
+        if rules.len() > usize::from(u16::MAX) {
+            p.push(ctx.err("faults", "at most 65535 rules"));
+        }
     }
 
-    let policy = policy_from_dto(&ctx, &dto.policy)?;
-    let profile = profile_from_dto(&ctx, dto.profile.as_ref(), replay.as_ref().map(|r| &r.trace))?;
-    let strategies = strategies_from_dto(&ctx, dto.strategies, &policy.retry)?;
-    let baseline = match &dto.baseline {
-        None => 0,
-        Some(b) => strategies
-            .iter()
-            .position(|s| &s.name == b)
-            .ok_or_else(|| ctx.err("baseline", format!("one of the scenario's strategies, got {b:?}")))?,
+    let policy = keep(p, policy_from_dto(ctx, &dto.policy));
+    let profile =
+        keep(p, profile_from_dto(ctx, dto.profile.as_ref(), replay.as_ref().map(|r| &r.trace), files.profile));
+    // Strategies inherit the policy's retry: checked when the policy is sound.
+    let strategies =
+        policy.as_ref().and_then(|policy| keep(p, strategies_from_dto(ctx, dto.strategies, &policy.retry)));
+    let baseline = match (&dto.baseline, &strategies) {
+        (None, _) => Some(0),
+        (Some(b), Some(strategies)) => keep(
+            p,
+            strategies
+                .iter()
+                .position(|s| &s.name == b)
+                .ok_or_else(|| ctx.err("baseline", format!("one of the scenario's strategies, got {b:?}"))),
+        ),
+        (Some(_), None) => None,
     };
     let mut gates = Vec::new();
     for (i, g) in dto.gates.iter().enumerate() {
-        if g.strategy != "*" && !strategies.iter().any(|s| s.name == g.strategy) {
-            return Err(ctx.err(
-                format!("gates[{i}].strategy"),
-                format!("one of the scenario's strategies or \"*\", got {:?}", g.strategy),
-            ));
-        }
-        let robustness = g.metric == RANK_FIRST_SHARE;
-        if !robustness && !SUMMARY_COLUMNS[2..].contains(&g.metric.as_str()) {
-            return Err(ctx.err(
-                format!("gates[{i}].metric"),
-                format!(
-                    "a numeric column of summary.csv ({}) or {RANK_FIRST_SHARE:?}, got {:?}",
-                    SUMMARY_COLUMNS[2..].join(", "),
-                    g.metric
-                ),
-            ));
-        }
-        let ranked: Vec<&str> = RANKED.iter().map(|(m, _)| *m).collect();
-        match &g.on {
-            Some(_) if !robustness => {
-                return Err(ctx.err(format!("gates[{i}].on"), format!("only with metric = {RANK_FIRST_SHARE:?}")));
-            }
-            Some(on) if !ranked.contains(&on.as_str()) => {
-                return Err(ctx.err(format!("gates[{i}].on"), format!("one of {}, got {on:?}", ranked.join(", "))));
-            }
-            _ => {}
-        }
-        if robustness && (g.max_increase.is_some() || g.max_increase_pct.is_some()) {
-            return Err(ctx.err(
-                format!("gates[{i}]"),
-                format!("`min` or `max` with {RANK_FIRST_SHARE:?} (a share of profiles, not compared with a baseline)"),
-            ));
-        }
-        for (k, v) in [("min", g.min), ("max", g.max)] {
-            if let Some(v) = v
-                && robustness
-                && !(0.0..=1.0).contains(&v)
-            {
-                return Err(ctx.err(format!("gates[{i}].{k}"), format!("a share within [0, 1], got {v}")));
-            }
-        }
-        if [g.min, g.max, g.max_increase, g.max_increase_pct].iter().all(Option::is_none) {
-            return Err(ctx.err(format!("gates[{i}]"), "`min`, `max`, `max_increase` or `max_increase_pct`"));
-        }
-        for (k, v) in
-            [("min", g.min), ("max", g.max), ("max_increase", g.max_increase), ("max_increase_pct", g.max_increase_pct)]
-        {
-            if v.is_some_and(|v| !v.is_finite()) {
-                return Err(ctx.err(format!("gates[{i}].{k}"), format!("a finite number, got {}", v.unwrap_or(0.0))));
-            }
-        }
-        if let (Some(lo), Some(hi)) = (g.min, g.max)
-            && lo > hi
-        {
-            return Err(ctx.err(format!("gates[{i}].min"), format!("at most `max` ({hi}), got {lo}")));
-        }
-        gates.push(Gate {
-            strategy: g.strategy.clone(),
-            metric: g.metric.clone(),
-            min: g.min,
-            max: g.max,
-            max_increase: g.max_increase,
-            max_increase_pct: g.max_increase_pct,
-            on: robustness.then(|| g.on.clone().unwrap_or_else(|| RANKED[0].0.to_owned())),
-        });
+        gates.extend(keep(p, gate(ctx, i, g, strategies.as_deref())));
     }
     let runs = dto.runs.unwrap_or(DEFAULT_RUNS);
     if !(1..=MAX_RUNS).contains(&runs) {
-        return Err(ctx.err("runs", format!("1 to {MAX_RUNS}, got {runs}")));
+        p.push(ctx.err("runs", format!("1 to {MAX_RUNS}, got {runs}")));
     }
-    if policy.breaker.sync_ms > 0 && !policy.breaker.fleet && !strategies.iter().any(|s| s.breaker && s.fleet_breaker) {
-        return Err(ctx.err(
+    if let (Some(policy), Some(strategies)) = (&policy, &strategies)
+        && policy.breaker.sync_ms > 0
+        && !policy.breaker.fleet
+        && !strategies.iter().any(|s| s.breaker && s.fleet_breaker)
+    {
+        p.push(ctx.err(
             "policy.breaker.sync_ms",
             "a fleet breaker (`scope = \"fleet\"`, or a strategy with `breaker = \"fleet\"`)",
         ));
     }
-    let pricing =
-        pricing_from_dto(&ctx, dto.pricing.as_ref(), replay.as_ref().and_then(|r| r.trace.header.model.as_deref()))?;
-    let fleet = fleet::fleet_from_dto(&ctx, dto.fleet.as_ref())?;
-    let loads = fleet::loads_from_dto(&ctx, &dto.tools, &task.tools)?;
+    let pricing = keep(
+        p,
+        pricing_from_dto(ctx, dto.pricing.as_ref(), replay.as_ref().and_then(|r| r.trace.header.model.as_deref())),
+    );
+    let fleet = keep(p, fleet::fleet_from_dto(ctx, dto.fleet.as_ref()));
+    let loads = task.as_ref().and_then(|task| keep(p, fleet::loads_from_dto(ctx, &dto.tools, &task.tools)));
+
+    let (
+        Some(task),
+        Some(provider_load),
+        Some(format),
+        Some(policy),
+        Some(profile),
+        Some(strategies),
+        Some(baseline),
+        Some(pricing),
+        Some(fleet),
+        Some(loads),
+    ) = (task, provider_load, format, policy, profile, strategies, baseline, pricing, fleet, loads)
+    else {
+        return Err(problems);
+    };
+    if !problems.is_empty() {
+        return Err(problems);
+    }
     let mut target_hashes: Vec<u64> = task.tools.iter().map(|t| fnv1a64(t.as_bytes())).collect();
     target_hashes.push(fnv1a64(b"provider"));
-    Ok(Scenario {
+    let recorded = replay.map(|r| recorded_metrics(&r.trace, &r.compiled));
+    let scenario = Scenario {
         loaded: provider_load.is_limited() || loads.iter().any(|l| *l != ToolLoad::default()),
         loads,
         provider_load,
@@ -255,95 +236,84 @@ pub fn validate(dto: ScenarioDto, file: &Path, src: Option<&str>) -> Result<Scen
         profile,
         gates,
         target_hashes,
-        recorded: replay.map(|r| recorded_metrics(&r.trace, &r.compiled)),
+    };
+    Ok(Loaded { scenario, recorded })
+}
+
+/// Gate `i`; its strategy is checked against the scenario's when they are sound.
+fn gate(ctx: &Ctx, i: usize, g: &GateDto, strategies: Option<&[Strategy]>) -> Result<Gate> {
+    if let Some(strategies) = strategies
+        && g.strategy != "*"
+        && !strategies.iter().any(|s| s.name == g.strategy)
+    {
+        return Err(ctx.err(
+            format!("gates[{i}].strategy"),
+            format!("one of the scenario's strategies or \"*\", got {:?}", g.strategy),
+        ));
+    }
+    let robustness = g.metric == RANK_FIRST_SHARE;
+    if !robustness && !SUMMARY_COLUMNS[2..].contains(&g.metric.as_str()) {
+        return Err(ctx.err(
+            format!("gates[{i}].metric"),
+            format!(
+                "a numeric column of summary.csv ({}) or {RANK_FIRST_SHARE:?}, got {:?}",
+                SUMMARY_COLUMNS[2..].join(", "),
+                g.metric
+            ),
+        ));
+    }
+    let ranked: Vec<&str> = RANKED.iter().map(|(m, _)| *m).collect();
+    match &g.on {
+        Some(_) if !robustness => {
+            return Err(ctx.err(format!("gates[{i}].on"), format!("only with metric = {RANK_FIRST_SHARE:?}")));
+        }
+        Some(on) if !ranked.contains(&on.as_str()) => {
+            return Err(ctx.err(format!("gates[{i}].on"), format!("one of {}, got {on:?}", ranked.join(", "))));
+        }
+        _ => {}
+    }
+    if robustness && (g.max_increase.is_some() || g.max_increase_pct.is_some()) {
+        return Err(ctx.err(
+            format!("gates[{i}]"),
+            format!("`min` or `max` with {RANK_FIRST_SHARE:?} (a share of profiles, not compared with a baseline)"),
+        ));
+    }
+    for (k, v) in [("min", g.min), ("max", g.max)] {
+        if let Some(v) = v
+            && robustness
+            && !(0.0..=1.0).contains(&v)
+        {
+            return Err(ctx.err(format!("gates[{i}].{k}"), format!("a share within [0, 1], got {v}")));
+        }
+    }
+    if [g.min, g.max, g.max_increase, g.max_increase_pct].iter().all(Option::is_none) {
+        return Err(ctx.err(format!("gates[{i}]"), "`min`, `max`, `max_increase` or `max_increase_pct`"));
+    }
+    for (k, v) in
+        [("min", g.min), ("max", g.max), ("max_increase", g.max_increase), ("max_increase_pct", g.max_increase_pct)]
+    {
+        if v.is_some_and(|v| !v.is_finite()) {
+            return Err(ctx.err(format!("gates[{i}].{k}"), format!("a finite number, got {}", v.unwrap_or(0.0))));
+        }
+    }
+    if let (Some(lo), Some(hi)) = (g.min, g.max)
+        && lo > hi
+    {
+        return Err(ctx.err(format!("gates[{i}].min"), format!("at most `max` ({hi}), got {lo}")));
+    }
+    Ok(Gate {
+        strategy: g.strategy.clone(),
+        metric: g.metric.clone(),
+        min: g.min,
+        max: g.max,
+        max_increase: g.max_increase,
+        max_increase_pct: g.max_increase_pct,
+        on: robustness.then(|| g.on.clone().unwrap_or_else(|| RANKED[0].0.to_owned())),
     })
 }
 
 fn format_names() -> String {
     Format::ALL.map(Format::name).join(", ")
-}
-
-/// Resolves a path named in a scenario: next to the scenario file, then in its folder's
-/// parent (the suite root), then from the current directory. `Err` lists every path tried.
-pub fn resolve(file: &Path, rel: &str) -> std::result::Result<PathBuf, Vec<PathBuf>> {
-    let rel = Path::new(rel);
-    let dir = file.parent().unwrap_or(Path::new("."));
-    let tried: Vec<PathBuf> = if rel.is_absolute() {
-        vec![rel.to_owned()]
-    } else {
-        vec![dir.join(rel), dir.join("..").join(rel), rel.to_owned()]
-    };
-    tried.iter().find(|p| p.exists()).cloned().ok_or(tried)
-}
-
-/// The file a scenario key names, or an error naming the key and every path tried.
-fn resolve_key(ctx: &Ctx, key: &str, rel: &str) -> Result<PathBuf> {
-    resolve(ctx.file, rel).map_err(|tried| {
-        let tried: Vec<String> = tried.iter().map(|p| p.display().to_string()).collect();
-        ctx.err(key, format!("an existing file; {rel:?} was not found at {}", tried.join(", ")))
-    })
-}
-
-/// A scenario's trace and what it compiles to.
-struct Replay {
-    trace: Trace,
-    compiled: Compiled,
-}
-
-fn load_trace(ctx: &Ctx, rel: &str, dto: &ScenarioDto) -> Result<Replay> {
-    use crate::trace::import::conversation::FailureRules;
-    use crate::trace::import::{ImportOptions, SourceFormat, import_path};
-    let (select, pick) = (dto.trace_select.as_deref(), dto.trace_conversation);
-    let format_name = dto.trace_format.as_deref().unwrap_or("auto");
-    let format = SourceFormat::parse(format_name).ok_or_else(|| {
-        ctx.err("trace_format", format!("one of {}, got {format_name:?}", SourceFormat::NAMES.join(", ")))
-    })?;
-    let path = resolve_key(ctx, "trace", rel)?;
-    if let Some(ptr) = select
-        && !ptr.is_empty()
-        && !ptr.starts_with('/')
-    {
-        return Err(
-            ctx.err("trace_select", format!("a JSON pointer, which starts with `/` (e.g. \"/13/traj\"), got {ptr:?}"))
-        );
-    }
-    let rules = match &dto.trace_failure_rules {
-        None => FailureRules::default(),
-        Some(patterns) => FailureRules::from_patterns(patterns)
-            .map_err(|e| ctx.err("trace_failure_rules", format!("regular expressions: {e}")))?,
-    };
-    let opts =
-        ImportOptions { format, select: select.map(str::to_owned), select_key: "trace_select", rules, lenient: false };
-    let mut traces = import_path(&path, &opts)
-        .map_err(|e| match e {
-            // The pointer is the scenario's: say so there, and where it looked.
-            Error::Invalid { field, expected, .. } if field == "trace_select" => {
-                ctx.err("trace_select", format!("{expected} in {}", path.display()))
-            }
-            // The trace file's own error (file, line, field), under the scenario's `trace` key.
-            e => ctx.err("trace", format!("a trace tracefault can read; {e}")),
-        })?
-        .traces;
-    let n = traces.len();
-    let index = match pick {
-        Some(k) if (1..=n).contains(&k) => k - 1,
-        Some(k) => {
-            return Err(ctx.err("trace_conversation", format!("1 to {n}, got {k}")));
-        }
-        None if n == 1 => 0,
-        None => {
-            return Err(ctx.err(
-                "trace",
-                format!(
-                    "one conversation; {} holds {n} (pick one with trace_conversation = N or trace_select = \"/…\")",
-                    path.display()
-                ),
-            ));
-        }
-    };
-    let trace = traces.swap_remove(index);
-    let compiled = compile(&trace);
-    Ok(Replay { trace, compiled })
 }
 
 fn task_from_dto(ctx: &Ctx, t: &TaskDto) -> Result<Task> {
@@ -419,7 +389,7 @@ fn check_tool_name(ctx: &Ctx, field: &str, name: &str) -> Result<()> {
     }
 }
 
-fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &mut Task) -> Result<FaultRule> {
+fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &Task) -> Result<FaultRule> {
     let field = |k: &str| format!("faults[{i}].{k}");
     let target = match f.target.as_str() {
         "provider" => Target::Provider,
@@ -675,8 +645,13 @@ fn policy_from_dto(ctx: &Ctx, d: &PolicyDto) -> Result<Policy> {
 
 /// The profile a scenario names: the bundled `default`, `calibrated` (fitted from the
 /// scenario's own trace), a file, or a `[profile]` table of overrides on one of those.
-fn profile_from_dto(ctx: &Ctx, d: Option<&ProfileRefDto>, trace: Option<&Trace>) -> Result<Profile> {
-    let read_base = |name: &str| -> Result<Profile> {
+fn profile_from_dto(
+    ctx: &Ctx,
+    d: Option<&ProfileRefDto>,
+    trace: Option<&Trace>,
+    mut file: Option<Result<Profile>>,
+) -> Result<Profile> {
+    let mut read_base = |name: &str| -> Result<Profile> {
         if name == "default" {
             return Ok(Profile::bundled_default());
         }
@@ -690,12 +665,11 @@ fn profile_from_dto(ctx: &Ctx, d: Option<&ProfileRefDto>, trace: Option<&Trace>)
             crate::calibrate::observe(trace, &mut fit);
             return Ok(fit.profile(crate::calibrate::DEFAULT_MIN_OBSERVATIONS).0);
         }
-        let path = resolve_key(ctx, "profile", name)?;
-        let src = crate::input::read_text(&path, crate::input::Input::Config)?;
-        let p: Profile = toml::from_str(&src)
-            .map_err(|e| Error::Parse { file: path.display().to_string(), message: e.to_string() })?;
-        p.validate().map_err(|(k, exp)| Error::invalid(&path, None, k, exp))?;
-        Ok(p)
+        // A profile file, read with the scenario's other files.
+        match file.take() {
+            Some(read) => read,
+            None => Err(ctx.err("profile", "a profile file read with the scenario")),
+        }
     };
     let p = match d {
         None => Profile::bundled_default(),

@@ -4,12 +4,13 @@
 //! to the bit (but for the paired differences, which no ranked metric reads): the same runs,
 //! folded into the same exact integer sums.
 
+use crate::engine::Scenario;
 use crate::engine::judge::ProfileSet;
 use crate::engine::profile::Profile;
 use crate::engine::run::{Workspace, simulate_judged};
 use crate::metrics::aggregate::Aggregate;
 use crate::metrics::run::RunMetrics;
-use crate::scenario::{RANKED, Scenario};
+use crate::scenario::{Loaded, RANKED};
 use crate::suite::{Unit, in_parallel, summary_rows, units};
 
 /// One scenario's aggregates per strategy: `common` holds the runs every profile shared (one
@@ -52,7 +53,7 @@ impl Split {
 /// Per scenario, per profile of `profiles[scenario]`, per strategy: the metrics of
 /// [`RANKED`]. `progress` is told of each finished unit (runs × strategies).
 pub fn ranked_metrics(
-    suite: &[Scenario],
+    suite: &[Loaded],
     profiles: &[Vec<Profile>],
     jobs: usize,
     progress: &(dyn Fn(u64) + Sync),

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::profile::{Figure, PROBABILITIES, Profile, plausible};
 use crate::engine::rng::{Stream, fnv1a64, key};
 use crate::error::{Error, Result};
-use crate::scenario::{RANKED, Scenario};
+use crate::scenario::{Loaded, RANKED};
 use crate::shard::{Shard, fingerprint};
 use crate::suite::RunOptions;
 
@@ -196,7 +196,7 @@ struct ShardFile {
 }
 
 /// The sweep's frame for this suite: scenarios, strategies, ranges and gates, no results yet.
-fn frame(suite: &[Scenario], plan: Plan, given: &[ParamRange]) -> Sweep {
+fn frame(suite: &[Loaded], plan: Plan, given: &[ParamRange]) -> Sweep {
     let ranked: Vec<&str> = RANKED.iter().map(|r| r.0).collect();
     let scenarios = suite
         .iter()
@@ -229,7 +229,7 @@ const BATCH: usize = 256;
 /// Runs the evaluations `indices` of the plan; `progress` is told of the runs each finished
 /// unit simulated for its profiles (runs × strategies × profiles).
 fn evaluate(
-    suite: &[Scenario],
+    suite: &[Loaded],
     points: &[Vec<f64>],
     indices: &[usize],
     given: &[ParamRange],
@@ -282,7 +282,7 @@ fn assemble(mut sweep: Sweep, mut evaluated: Vec<Evaluated>) -> Result<Sweep> {
 /// Runs the whole sweep; `progress` is told of the runs simulated (runs × strategies ×
 /// profiles).
 pub fn sweep(
-    suite: &[Scenario],
+    suite: &[Loaded],
     plan: Plan,
     given: &[ParamRange],
     opts: &RunOptions,
@@ -304,7 +304,7 @@ fn check(plan: Plan) -> Result<()> {
 /// Runs shard `shard` of the sweep and writes its file into `out`; returns how many profiles
 /// it evaluated. `progress` is told of the runs simulated (runs × strategies × profiles).
 pub fn run_shard(
-    suite: &[Scenario],
+    suite: &[Loaded],
     plan: Plan,
     given: &[ParamRange],
     opts: &RunOptions,
@@ -415,14 +415,18 @@ mod tests {
     }
 
     /// Each profile of `indices` alone: its own copy of the suite, run by `run_suite`.
-    fn alone(suite: &[Scenario], plan: Plan, indices: &[usize], opts: &RunOptions) -> Vec<Vec<Vec<[u64; 4]>>> {
+    fn alone(suite: &[Loaded], plan: Plan, indices: &[usize], opts: &RunOptions) -> Vec<Vec<Vec<[u64; 4]>>> {
         let points = plan.points();
         indices
             .iter()
             .map(|&i| {
-                let drawn: Vec<Scenario> = suite
+                let drawn: Vec<Loaded> = suite
                     .iter()
-                    .map(|sc| Scenario { profile: profile_at(&sc.profile, &points[i], &[]), ..sc.clone() })
+                    .map(|sc| {
+                        let mut sc = sc.clone();
+                        sc.profile = profile_at(&sc.profile, &points[i], &[]);
+                        sc
+                    })
                     .collect();
                 crate::suite::run_suite(&drawn, opts, &mut std::io::sink(), false, &|_| {})
                     .unwrap()

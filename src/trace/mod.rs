@@ -58,7 +58,7 @@ impl Header {
 
     /// The header of a trace tracefault records for a scenario's run.
     pub fn for_scenario(
-        sc: &crate::scenario::Scenario,
+        sc: &crate::engine::Scenario,
         id: String,
         source_format: &str,
         provider: Option<String>,

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::{FinalOutcome, Header, Stop, Trace, TraceEvent};
+use crate::engine::Scenario;
 use crate::engine::events::{By, Event, Observer, TerminatedBy};
 use crate::envelope::Format;
 use crate::envelope::read::message_content;
-use crate::scenario::Scenario;
 
 /// A call's attempts at the tool so far: the latest one's status, how many, and when each
 /// reached the tool.

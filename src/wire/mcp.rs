@@ -38,13 +38,13 @@ use super::jsonrpc::{check, read_message};
 use super::reply::Reply;
 use super::schema::tool_list;
 use super::tools::{self, Called};
+use crate::engine::Scenario;
 use crate::engine::strategy::Strategy;
 use crate::engine::task::Task;
 use crate::envelope::render::{error_text, partial_text, truncated};
 use crate::envelope::{Encoding, ErrorKind, ToolError};
 use crate::error::Error;
 use crate::fault::{ErrorClass, Fault};
-use crate::scenario::Scenario;
 
 /// How the mock MCP server hands a failed call back: the encoding of one of the MCP strategies.
 pub fn encoding_of(strategy: &str) -> Result<Encoding, Error> {

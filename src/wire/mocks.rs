@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::oneshot;
 
 use super::world::{Clock, World};
+use crate::engine::Scenario;
 use crate::engine::load::{Admission, LoadFault, ProviderState, ToolState, Waiter};
-use crate::scenario::Scenario;
 
 /// What the fleet shares in one run.
 #[derive(Debug, Default)]

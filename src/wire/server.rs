@@ -28,9 +28,9 @@ use super::dispatch::{MAX_BODY_BYTES, Shared, respond, tool_call};
 use super::mocks::Mocks;
 use super::reply::Reply;
 use super::{mcp, provider, tools};
+use crate::engine::Scenario;
 use crate::envelope::{Encoding, Format};
 use crate::error::Error;
-use crate::scenario::Scenario;
 
 /// A request's head must arrive within this, and a connection idle between requests is closed
 /// after it.

@@ -7,11 +7,11 @@ use crate::wire::checks::{Check, Finding};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
+use crate::engine::Scenario;
 use crate::engine::faults::{Fired, Injector};
 use crate::engine::fleet::agent_key;
 use crate::engine::rng::{LazyStream, domain, key};
 use crate::fault::{ErrorClass, Fault};
-use crate::scenario::Scenario;
 use crate::trace::{Header, Trace};
 
 use super::conversation::Conversation;

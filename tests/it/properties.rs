@@ -10,7 +10,7 @@ use tracefault::engine::breaker::{Admit, Breaker, BreakerConfig, BreakerMode};
 use tracefault::engine::events::{By, Event, Observer};
 use tracefault::engine::strategy::Routing;
 use tracefault::fault::ErrorClass;
-use tracefault::scenario::Scenario;
+use tracefault::scenario::Loaded as Scenario;
 use tracefault::scenario::load::load_str;
 use tracefault::suite::run_one;
 

@@ -117,3 +117,55 @@ fn validate_reports_what_run_would_refuse() {
     assert!(err.contains("DIR/c.toml: name: expected a name unique within the suite"), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("3 file(s) checked: 2 problem(s)"));
 }
+
+/// Structural problems and value problems of one file come out together, in one pass: a
+/// misspelt key does not hide a bad value elsewhere, and a bad value in each of two fault rules
+/// and a gate are all listed, each with its line.
+#[test]
+fn structure_and_values_are_listed_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"name = "together"
+runs = 0
+[task]
+[[task.steps]]
+tool = "search"
+args = { q = "x" }
+[[faults]]
+target = "serch"
+at = [1]
+http = 503
+colour = "red"
+[[faults]]
+target = "search"
+at = [0]
+http = 503
+[[gates]]
+strategy = "nobody"
+metric = "loop_rate"
+max = 0.1
+[policy]
+max_stepz = 3
+"#;
+    let path = write(dir.path(), "together.toml", text);
+    let out = tracefault().arg("validate").arg(&path).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr).replace(&*dir.path().to_string_lossy(), "DIR");
+    for want in [
+        "DIR/together.toml:11: faults[0].colour: unknown key",
+        "DIR/together.toml:21: policy.max_stepz: unknown key",
+        "DIR/together.toml:8: faults[0].target: expected \"provider\", \"*\" or a tool of the task (search), got \"serch\"",
+        "DIR/together.toml:14: faults[1].at: expected a non-empty list of 1-based attempt numbers",
+        "DIR/together.toml:17: gates[0].strategy: expected one of the scenario's strategies or \"*\", got \"nobody\"",
+        "DIR/together.toml:2: runs: expected 1 to 100000000, got 0",
+    ] {
+        assert!(err.contains(want), "{want}\n{err}");
+    }
+    assert!(String::from_utf8_lossy(&out.stdout).contains("6 problem(s)"), "{err}");
+    // `run` of the same file lists its value problems at once too (its structure first).
+    let fixed =
+        write(dir.path(), "values.toml", &text.replace("colour = \"red\"\n", "").replace("max_stepz = 3\n", ""));
+    let out = tracefault().arg("run").arg(&fixed).arg("--out").arg(dir.path().join("out")).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("error: ").count(), 4, "{err}");
+}
