@@ -53,13 +53,19 @@
 //!   `output.value`, `traceloop.entity.output` or `final_result`), length → cut off, a tool
 //!   call → cut off, content_filter → error; without one the builder infers.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+use std::marker::PhantomData;
 use std::sync::LazyLock;
 
 use regex::Regex;
+use serde::Deserialize;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::conversation::{CallItem, Conversation, Ending, Item, parse_args, text_of};
+use super::lenient::List;
 use super::{ImportError, SourceFormat, anthropic, gemini, openai_chat};
 use crate::trace::{Args, FinalOutcome, ToolDef};
 
@@ -156,14 +162,9 @@ fn is_span(v: &Value) -> bool {
 fn raw_spans(v: &Value) -> Option<Vec<&Value>> {
     match v {
         Value::Object(o) => {
-            if let Some(rs) = o.get("resourceSpans").or_else(|| o.get("resource_spans")) {
+            if let Some(rs) = resource_spans(o) {
                 let mut out = Vec::new();
-                for r in rs.as_array().into_iter().flatten() {
-                    let scopes = ["scopeSpans", "scope_spans", "instrumentationLibrarySpans"];
-                    for ss in scopes.iter().filter_map(|k| r.get(*k)).filter_map(Value::as_array).flatten() {
-                        out.extend(ss.get("spans").and_then(Value::as_array).into_iter().flatten());
-                    }
-                }
+                otlp_spans(rs, &mut out);
                 return Some(out);
             }
             if let Some(data) = o.get("data") {
@@ -179,10 +180,34 @@ fn raw_spans(v: &Value) -> Option<Vec<&Value>> {
             }
             (!out.is_empty()).then_some(out)
         }
+        // OTLP/JSON JSONL (the Collector's file exporter: one request a line), or a JSON list of
+        // requests: their spans in turn.
+        Value::Array(a) if !a.is_empty() && a.iter().all(|r| r.as_object().and_then(resource_spans).is_some()) => {
+            let mut out = Vec::new();
+            a.iter().filter_map(|r| r.as_object().and_then(resource_spans)).for_each(|rs| otlp_spans(rs, &mut out));
+            Some(out)
+        }
         Value::Array(_) => list(v),
         _ => None,
     }
 }
+
+/// An OTLP/JSON request's `resourceSpans` (or `resource_spans`).
+fn resource_spans(o: &Map<String, Value>) -> Option<&Value> {
+    o.get("resourceSpans").or_else(|| o.get("resource_spans"))
+}
+
+/// The spans of every resource's scopes, in order (scope lists under each name in turn).
+fn otlp_spans<'a>(resource_spans: &'a Value, out: &mut Vec<&'a Value>) {
+    for r in resource_spans.as_array().into_iter().flatten() {
+        for ss in SCOPE_SPANS.iter().filter_map(|k| r.get(*k)).filter_map(Value::as_array).flatten() {
+            out.extend(ss.get("spans").and_then(Value::as_array).into_iter().flatten());
+        }
+    }
+}
+
+/// Where a resource keeps its scopes' spans (the last the name before OTLP 1.0).
+const SCOPE_SPANS: [&str; 3] = ["scopeSpans", "scope_spans", "instrumentationLibrarySpans"];
 
 /// A non-empty list of spans.
 fn list(l: &Value) -> Option<Vec<&Value>> {
@@ -200,13 +225,23 @@ fn field<'a>(v: &'a Value, keys: &[&str]) -> Option<&'a Value> {
 }
 
 fn id_of(v: Option<&Value>) -> Option<String> {
-    let s = match v? {
-        Value::String(s) => s.trim().to_owned(),
-        Value::Number(n) => n.to_string(),
-        _ => return None,
-    };
-    let s = s.strip_prefix("0x").unwrap_or(&s).to_ascii_lowercase();
+    match v? {
+        Value::String(s) => id_text(s),
+        Value::Number(n) => id_text(&n.to_string()),
+        _ => None,
+    }
+}
+
+/// An id as spans are matched by it: trimmed, without `0x`, lower case; `None` when empty.
+fn id_text(s: &str) -> Option<String> {
+    let s = s.trim();
+    let s = s.strip_prefix("0x").unwrap_or(s).to_ascii_lowercase();
     (!s.is_empty()).then_some(s)
+}
+
+/// A start time given as a string: nanoseconds, or an RFC 3339 time (0 when neither).
+fn start_text(s: &str) -> i128 {
+    s.parse::<i128>().ok().or_else(|| parse_time(s)).unwrap_or(0)
 }
 
 /// An OTLP `AnyValue` (camelCase or snake_case) as plain JSON.
@@ -356,7 +391,7 @@ fn span_of(v: &Value, n: usize) -> Option<Span> {
     let parent = id_of(field(v, &["parentSpanId", "parent_span_id", "parent_id", "parentSpanContext.spanId"]));
     let start = match field(v, &["startTimeUnixNano", "start_time_unix_nano", "start_time", "startTime"]) {
         Some(Value::Number(n)) => n.as_u64().map(i128::from).unwrap_or(0),
-        Some(Value::String(s)) => s.parse::<i128>().ok().or_else(|| parse_time(s)).unwrap_or(0),
+        Some(Value::String(s)) => start_text(s),
         // The JS SDK's HrTime: [seconds, nanoseconds].
         Some(Value::Array(hr)) => match (hr.first().and_then(Value::as_u64), hr.get(1).and_then(Value::as_u64)) {
             (Some(secs), Some(nanos)) => i128::from(secs) * 1_000_000_000 + i128::from(nanos),
@@ -953,12 +988,13 @@ enum Slot {
 
 /// One trace read: its steps, the signatures of its first request and of its last request and
 /// response (to chain traces), and how it ended.
-struct TraceRead<'a> {
+/// Owned, so a trace's spans can be dropped once it is read: how it ends is worked out here,
+/// both ways its conversation's last model call can have gone (`endings[failed_last]`).
+struct TraceRead {
     slots: Vec<Slot>,
     first_request: Vec<String>,
     last_exchange: Vec<String>,
-    root: Option<&'a Span>,
-    last_call: Option<(&'a Span, Option<String>)>,
+    endings: [Option<Ending>; 2],
     provider: Option<String>,
     model: Option<String>,
     tools: Vec<ToolDef>,
@@ -977,15 +1013,15 @@ fn signature(item: &Item) -> String {
     }
 }
 
-fn read_trace<'a>(spans: &[&'a Span], gaps: &mut Vec<String>) -> TraceRead<'a> {
+fn read_trace(spans: &[&Span], gaps: &mut Vec<String>) -> TraceRead {
     let ids: HashSet<&str> = spans.iter().map(|s| s.id.as_str()).collect();
     let root = spans.iter().find(|s| s.parent.as_deref().is_none_or(|p| !ids.contains(p))).copied();
+    let mut last_call: Option<(&Span, Option<String>)> = None;
     let mut t = TraceRead {
         slots: Vec::new(),
         first_request: Vec::new(),
         last_exchange: Vec::new(),
-        root,
-        last_call: None,
+        endings: [None, None],
         provider: None,
         model: None,
         tools: Vec::new(),
@@ -996,7 +1032,7 @@ fn read_trace<'a>(spans: &[&'a Span], gaps: &mut Vec<String>) -> TraceRead<'a> {
             Role::Model => {
                 let call = model_call(s, gaps);
                 let sigs: Vec<String> = call.input.iter().map(signature).collect();
-                if t.last_call.is_none() {
+                if last_call.is_none() {
                     t.first_request = sigs.clone();
                 }
                 t.last_exchange = sigs;
@@ -1010,7 +1046,7 @@ fn read_trace<'a>(spans: &[&'a Span], gaps: &mut Vec<String>) -> TraceRead<'a> {
                     gaps.push(format!("span `{}`: a tool call without a name", s.name));
                 }
                 t.slots.push(Slot::Item(call.response));
-                t.last_call = Some((s, call.finish));
+                last_call = Some((s, call.finish));
                 let provider = ["gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system"]
                     .iter()
                     .find_map(|k| s.str(k));
@@ -1033,6 +1069,7 @@ fn read_trace<'a>(spans: &[&'a Span], gaps: &mut Vec<String>) -> TraceRead<'a> {
             Role::Other => {}
         }
     }
+    t.endings = [false, true].map(|failed_last| ending(root, last_call.clone(), failed_last));
     t
 }
 
@@ -1188,23 +1225,36 @@ pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportErr
             }
         }
     }
-    // Read each trace, and chain a trace onto the previous conversation when its first request
-    // extends that conversation's last request and response.
-    let mut groups: Vec<(TraceRead, Vec<String>)> = Vec::new();
+    let mut chain = Chain::default();
     for list in &traces {
         let mut trace_gaps = Vec::new();
         let t = read_trace(list, &mut trace_gaps);
+        chain.push(t, trace_gaps);
+    }
+    Ok(chain.finish(id, gaps))
+}
+
+/// Traces read in order, each chained onto the previous conversation when its first request
+/// extends that conversation's last request and response.
+#[derive(Default)]
+struct Chain {
+    groups: Vec<(TraceRead, Vec<String>)>,
+}
+
+impl Chain {
+    /// The next trace read, and its gaps.
+    fn push(&mut self, t: TraceRead, trace_gaps: Vec<String>) {
         if t.slots.is_empty() && trace_gaps.is_empty() {
-            continue; // no model or tool span: not an LLM trace
+            return; // no model or tool span: not an LLM trace
         }
-        let extends = groups.last().is_some_and(|(g, _)| {
+        let extends = self.groups.last().is_some_and(|(g, _)| {
             let prev = &g.last_exchange;
             !prev.is_empty() && t.first_request.len() > prev.len() && t.first_request[..prev.len()] == prev[..]
         });
-        match groups.last_mut() {
+        match self.groups.last_mut() {
             Some((g, g_gaps)) if extends => {
                 g.slots.extend(t.slots);
-                (g.last_exchange, g.root, g.last_call) = (t.last_exchange, t.root, t.last_call);
+                (g.last_exchange, g.endings) = (t.last_exchange, t.endings);
                 g.provider = g.provider.take().or(t.provider);
                 g.model = g.model.take().or(t.model);
                 for d in t.tools {
@@ -1214,30 +1264,457 @@ pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportErr
                 }
                 g_gaps.extend(trace_gaps);
             }
-            _ => groups.push((t, trace_gaps)),
+            _ => self.groups.push((t, trace_gaps)),
         }
     }
-    let many = groups.len() > 1;
-    let mut out = Vec::new();
-    for (n, (g, mut g_gaps)) in groups.into_iter().enumerate() {
-        let conv_id = if many { format!("{id}#{}", n + 1) } else { id.to_owned() };
-        let mut c = Conversation::new(conv_id, SourceFormat::Otel.name());
-        c.items = resolve(g.slots, &mut g_gaps);
-        let failed_last = c.items.iter().rev().find_map(|i| match i {
-            Item::Model { status, .. } => Some(*status != 200),
-            _ => None,
+
+    /// The conversations, ids made from `id`; the file's own gaps go to the first.
+    fn finish(self, id: &str, mut gaps: Vec<String>) -> Vec<Conversation> {
+        let many = self.groups.len() > 1;
+        let mut out = Vec::new();
+        for (n, (g, mut g_gaps)) in self.groups.into_iter().enumerate() {
+            let conv_id = if many { format!("{id}#{}", n + 1) } else { id.to_owned() };
+            let mut c = Conversation::new(conv_id, SourceFormat::Otel.name());
+            c.items = resolve(g.slots, &mut g_gaps);
+            let failed_last = c.items.iter().rev().find_map(|i| match i {
+                Item::Model { status, .. } => Some(*status != 200),
+                _ => None,
+            });
+            let [ok, failed] = g.endings;
+            c.ending = if failed_last.unwrap_or(false) { failed } else { ok };
+            c.provider = g.provider.map(|p| if p == "openai" { "openai-chat".to_owned() } else { p });
+            c.model = g.model;
+            c.tools = g.tools;
+            if n == 0 {
+                g_gaps.append(&mut gaps);
+            }
+            c.gaps = g_gaps;
+            out.push(c);
+        }
+        out
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSONL, a trace at a time
+
+/// An OTel JSONL file — OTLP/JSON requests (what the Collector's file exporter writes) or flat
+/// spans (SDK `to_json()` objects, JS `ReadableSpan`s, Phoenix DataFrame rows), one a line —
+/// read as [`conversations`] reads the list of its lines, without holding the parsed file.
+///
+/// The first reading takes each line's spans' trace ids and start times alone (nothing else
+/// built, strings borrowed from the text), which orders the traces as the whole reading does
+/// (by their earliest start and place in the file) and tells which line is each trace's last.
+/// The second parses each line once, in file order, builds its spans and keeps them with their
+/// trace until that trace's last line is read; the trace is then read and its spans dropped.
+/// So memory holds the spans of the traces a line is inside of (a Collector batch's, or one
+/// trace's), not the file's. Traces are chained in order at the end, as in the whole reading.
+///
+/// `None` when a line does not fit — no JSON, requests and flat spans mixed, a line of the
+/// second reading that is not a span or not what the first read — for the whole reading,
+/// which says why.
+pub fn jsonl_conversations(lines: &[&str], id: &str) -> Option<Vec<Conversation>> {
+    let first = FirstReading::of(lines)?;
+    let count = first.names.len();
+    let mut order: Vec<usize> = (0..count).collect();
+    order.sort_by_key(|&t| first.earliest[t]);
+    let mut rank = vec![0; count];
+    for (r, &t) in order.iter().enumerate() {
+        rank[t] = r;
+    }
+    let mut closing: Vec<Vec<usize>> = vec![Vec::new(); lines.len()];
+    for (t, &n) in first.last_line.iter().enumerate() {
+        closing[n].push(t);
+    }
+    let mut open: Vec<Vec<(Span, usize)>> = (0..count).map(|_| Vec::new()).collect();
+    let mut read: Vec<Option<(TraceRead, Vec<String>)>> = (0..count).map(|_| None).collect();
+    let mut at = 0;
+    for (n, line) in lines.iter().enumerate() {
+        let v: Value = serde_json::from_str(line).ok()?;
+        let mut raw = Vec::new();
+        match v.as_object().and_then(resource_spans) {
+            Some(rs) if first.otlp => otlp_spans(rs, &mut raw),
+            None if !first.otlp && is_span(&v) => raw.push(&v),
+            _ => return None,
+        }
+        if at + raw.len() != first.line_end[n] {
+            return None;
+        }
+        for r in raw {
+            let s = span_of(r, at)?;
+            let (t, start) = first.spans[at];
+            if s.start != start || s.trace != first.names[t] {
+                return None;
+            }
+            open[t].push((s, at));
+            at += 1;
+        }
+        for &t in &closing[n] {
+            let mut spans = std::mem::take(&mut open[t]);
+            spans.sort_by_key(|(s, i)| (s.start, *i));
+            let list: Vec<&Span> = spans.iter().map(|(s, _)| s).collect();
+            let mut gaps = Vec::new();
+            let trace = read_trace(&list, &mut gaps);
+            read[rank[t]] = Some((trace, gaps));
+        }
+    }
+    let mut chain = Chain::default();
+    for r in read {
+        let (trace, gaps) = r?;
+        chain.push(trace, gaps);
+    }
+    Some(chain.finish(id, Vec::new()))
+}
+
+/// The first reading of an OTel JSONL file: each span's trace and start, in file order.
+#[derive(Debug)]
+struct FirstReading<'a> {
+    /// The lines are OTLP/JSON requests (else flat spans).
+    otlp: bool,
+    /// Each span's trace (an index into `names`) and start time, in file order.
+    spans: Vec<(usize, i128)>,
+    /// The number of spans up to the end of each line.
+    line_end: Vec<usize>,
+    /// Each trace's id as the whole reading groups by it, in order of first appearance.
+    names: Vec<Cow<'a, str>>,
+    /// Each trace's earliest (start, span index) and last line.
+    earliest: Vec<(i128, usize)>,
+    last_line: Vec<usize>,
+}
+
+impl<'a> FirstReading<'a> {
+    fn of(lines: &[&'a str]) -> Option<FirstReading<'a>> {
+        let mut r = FirstReading {
+            otlp: false,
+            spans: Vec::new(),
+            line_end: Vec::with_capacity(lines.len()),
+            names: Vec::new(),
+            earliest: Vec::new(),
+            last_line: Vec::new(),
+        };
+        let mut index: rustc_hash::FxHashMap<Cow<'a, str>, usize> = Default::default();
+        for (n, line) in lines.iter().enumerate() {
+            let head: SpanHead<'a> = serde_json::from_str(line).ok()?;
+            let otlp = head.resource_spans.is_some();
+            if n == 0 {
+                r.otlp = otlp;
+            } else if otlp != r.otlp {
+                return None;
+            }
+            match &head.resource_spans {
+                Some(rs) => {
+                    for res in rs.list().into_iter().flatten() {
+                        for scope in [&res.scope_spans, &res.scope_spans_snake, &res.library_spans] {
+                            for ss in scope.list().into_iter().flatten() {
+                                for s in ss.spans.list().into_iter().flatten() {
+                                    r.note(s, n, &mut index)?;
+                                }
+                            }
+                        }
+                    }
+                }
+                None => r.note(&head, n, &mut index)?,
+            }
+            r.line_end.push(r.spans.len());
+        }
+        Some(r)
+    }
+
+    fn note(
+        &mut self,
+        s: &SpanHead<'a>,
+        line: usize,
+        index: &mut rustc_hash::FxHashMap<Cow<'a, str>, usize>,
+    ) -> Option<()> {
+        let name = s.trace()?;
+        let start = s.start();
+        let i = self.spans.len();
+        let t = match index.get(name.as_ref()) {
+            Some(&t) => t,
+            None => {
+                let t = self.names.len();
+                index.insert(name.clone(), t);
+                self.names.push(name);
+                self.earliest.push((start, i));
+                self.last_line.push(line);
+                t
+            }
+        };
+        self.earliest[t] = self.earliest[t].min((start, i));
+        self.last_line[t] = line;
+        self.spans.push((t, start));
+        Some(())
+    }
+}
+
+/// A JSON value as the first reading sees it: what [`field`], [`id_of`] and a span's start
+/// look at; nothing else is built.
+#[derive(Debug, Default, Clone, PartialEq)]
+enum Head<'a> {
+    #[default]
+    Absent,
+    Null,
+    Str(Cow<'a, str>),
+    U64(u64),
+    /// Another number.
+    Num,
+    Bool,
+    /// A list: its first two elements when they are non-negative integers (an `HrTime`).
+    Seq(Option<u64>, Option<u64>),
+    Map,
+}
+
+impl Head<'_> {
+    fn is_set(&self) -> bool {
+        !matches!(self, Head::Absent | Head::Null)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Head<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Head<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Head<'a>, E> {
+                Ok(Head::Str(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Head<'a>, E> {
+                Ok(Head::Str(Cow::Owned(s.to_owned())))
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<Head<'a>, E> {
+                Ok(Head::U64(n))
+            }
+            fn visit_i64<E>(self, n: i64) -> Result<Head<'a>, E> {
+                Ok(u64::try_from(n).map_or(Head::Num, Head::U64))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Head<'a>, E> {
+                Ok(Head::Num)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Head<'a>, E> {
+                Ok(Head::Bool)
+            }
+            fn visit_unit<E>(self) -> Result<Head<'a>, E> {
+                Ok(Head::Null)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Head<'a>, A::Error> {
+                let u = |h: Option<Head>| match h {
+                    Some(Head::U64(n)) => Some(n),
+                    _ => None,
+                };
+                let a = u(seq.next_element::<Head>()?);
+                let b = u(seq.next_element::<Head>()?);
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Head::Seq(a, b))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Head<'a>, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Head::Map)
+            }
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+/// The keys the first reading looks at, told apart without building them.
+#[derive(Clone, Copy)]
+enum Key {
+    /// [`TRACE_ID`]'s keys, in order (dotted ones as the key itself).
+    Trace(usize),
+    Span,
+    /// `context` and `spanContext`, which hold the ids under the dotted keys' second halves.
+    Context(usize),
+    /// [`START`]'s keys, in order.
+    Start(usize),
+    ResourceSpans(usize),
+    Other,
+}
+
+/// Where a span keeps its start time, in the order [`span_of`] tries them.
+const START: [&str; 4] = ["startTimeUnixNano", "start_time_unix_nano", "start_time", "startTime"];
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E>(self, k: &str) -> Result<Key, E> {
+                let at = |keys: &[&str]| keys.iter().position(|x| *x == k);
+                Ok(if let Some(i) = at(TRACE_ID) {
+                    Key::Trace(i)
+                } else if at(SPAN_ID).is_some() {
+                    Key::Span
+                } else if let Some(i) = at(&["context", "spanContext"]) {
+                    Key::Context(i)
+                } else if let Some(i) = at(&START) {
+                    Key::Start(i)
+                } else if let Some(i) = at(&["resourceSpans", "resource_spans"]) {
+                    Key::ResourceSpans(i)
+                } else {
+                    Key::Other
+                })
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// A span's trace id and start (a flat line's or an OTLP request's span), or a line's
+/// `resourceSpans`. A key given twice counts as the last, as in a parsed `Value`.
+#[derive(Debug, Default)]
+struct SpanHead<'a> {
+    trace: [Head<'a>; 4],
+    /// `context.trace_id` and `spanContext.traceId`, nested.
+    nested_trace: [Head<'a>; 2],
+    start: [Head<'a>; 4],
+    /// `resourceSpans`, else `resource_spans`, when there (whatever its value).
+    resource_spans: Option<List<ResourceHead<'a>>>,
+}
+
+impl<'a> SpanHead<'a> {
+    /// The span's trace id as [`span_of`] makes it (empty when none); `None` when it is a
+    /// number other than a non-negative integer (not worth reading here).
+    fn trace(&self) -> Option<Cow<'a, str>> {
+        let found = (0..4usize).find_map(|k| {
+            let nested = k.checked_sub(2).map(|n| &self.nested_trace[n]);
+            std::iter::once(&self.trace[k]).chain(nested).find(|h| h.is_set())
         });
-        c.ending = ending(g.root, g.last_call, failed_last.unwrap_or(false));
-        c.provider = g.provider.map(|p| if p == "openai" { "openai-chat".to_owned() } else { p });
-        c.model = g.model;
-        c.tools = g.tools;
-        if n == 0 {
-            g_gaps.append(&mut gaps);
-        }
-        c.gaps = g_gaps;
-        out.push(c);
+        Some(match found {
+            // Most ids are already as they are matched: borrowed, not rebuilt.
+            Some(Head::Str(Cow::Borrowed(b)))
+                if !b.is_empty()
+                    && b.trim() == *b
+                    && !b.starts_with("0x")
+                    && !b.bytes().any(|c| c.is_ascii_uppercase()) =>
+            {
+                Cow::Borrowed(b)
+            }
+            Some(Head::Str(s)) => Cow::Owned(id_text(s).unwrap_or_default()),
+            Some(Head::U64(n)) => Cow::Owned(n.to_string()),
+            Some(Head::Num) => return None,
+            _ => Cow::Borrowed(""),
+        })
     }
-    Ok(out)
+
+    /// The span's start time as [`span_of`] reads it.
+    fn start(&self) -> i128 {
+        match self.start.iter().find(|h| h.is_set()) {
+            Some(Head::U64(n)) => i128::from(*n),
+            Some(Head::Str(s)) => start_text(s),
+            Some(Head::Seq(Some(secs), Some(nanos))) => i128::from(*secs) * 1_000_000_000 + i128::from(*nanos),
+            _ => 0,
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for SpanHead<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = SpanHead<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a span or an OTLP/JSON request")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SpanHead<'a>, A::Error> {
+                let mut h = SpanHead::default();
+                let mut rs: [Option<List<ResourceHead<'a>>>; 2] = [None, None];
+                while let Some(key) = map.next_key::<Key>()? {
+                    match key {
+                        Key::Trace(i) => h.trace[i] = map.next_value()?,
+                        Key::Start(i) => h.start[i] = map.next_value()?,
+                        Key::Context(i) => {
+                            let ids: ContextHead = map.next_value()?;
+                            h.nested_trace[i] = ids.0[i].clone();
+                        }
+                        Key::ResourceSpans(i) => rs[i] = Some(map.next_value()?),
+                        Key::Span | Key::Other => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                let [camel, snake] = rs;
+                h.resource_spans = camel.or(snake);
+                Ok(h)
+            }
+        }
+        d.deserialize_map(V(PhantomData))
+    }
+}
+
+/// A `context` / `spanContext` value's `trace_id` and `traceId` (unset when it is no object).
+#[derive(Default)]
+struct ContextHead<'a>([Head<'a>; 2]);
+
+impl<'de: 'a, 'a> Deserialize<'de> for ContextHead<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = ContextHead<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ContextHead<'a>, A::Error> {
+                let mut c = ContextHead::default();
+                while let Some(key) = map.next_key::<Cow<str>>()? {
+                    match key.as_ref() {
+                        "trace_id" => c.0[0] = map.next_value()?,
+                        "traceId" => c.0[1] = map.next_value()?,
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(c)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ContextHead<'a>, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(ContextHead::default())
+            }
+            fn visit_str<E>(self, _: &str) -> Result<ContextHead<'a>, E> {
+                Ok(ContextHead::default())
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<ContextHead<'a>, E> {
+                Ok(ContextHead::default())
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<ContextHead<'a>, E> {
+                Ok(ContextHead::default())
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<ContextHead<'a>, E> {
+                Ok(ContextHead::default())
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<ContextHead<'a>, E> {
+                Ok(ContextHead::default())
+            }
+            fn visit_unit<E>(self) -> Result<ContextHead<'a>, E> {
+                Ok(ContextHead::default())
+            }
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+/// A resource of an OTLP/JSON request, for its scopes' spans ([`SCOPE_SPANS`]).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ResourceHead<'a> {
+    #[serde(borrow, rename = "scopeSpans")]
+    scope_spans: List<ScopeHead<'a>>,
+    #[serde(borrow, rename = "scope_spans")]
+    scope_spans_snake: List<ScopeHead<'a>>,
+    #[serde(borrow, rename = "instrumentationLibrarySpans")]
+    library_spans: List<ScopeHead<'a>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ScopeHead<'a> {
+    #[serde(borrow)]
+    spans: List<SpanHead<'a>>,
 }
 
 #[cfg(test)]
@@ -1500,6 +1977,83 @@ mod tests {
         let s: Vec<_> = t.iter().map(stats).collect();
         assert_eq!((s[0].model_calls, s[0].tool_calls, s[0].tool_failures, s[0].ended), (2, 1, 1, "answer"));
         assert_eq!(s[1].model_calls, 1);
+    }
+
+    /// The first reading of a JSONL line finds each span's trace and start as `span_of` does:
+    /// in any key order, nested or dotted, nulls passed over for the next key, ids trimmed and
+    /// lower-cased (escaped ones too), starts as nanoseconds, text, RFC 3339 or `HrTime`.
+    #[test]
+    fn first_reading_agrees_with_span_of() {
+        let spans = [
+            r#"{"attributes": {}, "startTimeUnixNano": "17", "traceId": "ab", "spanId": "1", "name": "x"}"#,
+            r#"{"name": "x", "traceId": null, "trace_id": " 0xAB ", "start_time_unix_nano": 5, "attributes": []}"#,
+            r#"{"name": "x", "context": {"span_id": "s", "trace_id": "cAfe"}, "start_time": "2026-01-01T00:00:01.5+00:00"}"#,
+            r#"{"name": "x", "context.trace_id": null, "context": {"trace_id": "n"}, "start_time": null, "startTime": [2, 5]}"#,
+            r#"{"name": "x", "context.trace_id": "flat", "context": {"trace_id": "nested"}, "startTime": [2, -5]}"#,
+            r#"{"name": "x", "spanContext": {"traceId": "JS", "spanId": "s"}, "startTime": 1.5}"#,
+            r#"{"name": "x", "spanContext.traceId": "d", "spanContext": "odd", "context": [1], "startTime": "soon"}"#,
+            r#"{"name": "x", "traceId": 42, "startTimeUnixNano": {"a": 1}}"#,
+            r#"{"name": "x", "traceId": "", "trace_id": "skipped: an empty id is set"}"#,
+            r#"{"name": "x", "traceId": "first", "traceId": "last wins"}"#,
+            r#"{"name": "x"}"#,
+        ];
+        for (n, text) in spans.iter().enumerate() {
+            let head: SpanHead = serde_json::from_str(text).unwrap();
+            let v: Value = serde_json::from_str(text).unwrap();
+            let s = span_of(&v, n).unwrap();
+            assert_eq!((head.trace().as_deref(), head.start()), (Some(s.trace.as_str()), s.start), "{text}");
+        }
+        // A trace id that is a number other than an integer is left to the whole reading.
+        let head: SpanHead = serde_json::from_str(r#"{"traceId": -1.5}"#).unwrap();
+        assert_eq!(head.trace(), None);
+    }
+
+    /// The first reading over lines: spans of every resource and scope list (the three names,
+    /// in that order whatever the text's), global span indices, each trace's earliest span and
+    /// last line; lines that mix requests and spans, or are no JSON, or hold a span that is no
+    /// object, are not read.
+    #[test]
+    fn first_reading_of_lines() {
+        let span =
+            |t: &str, start: u64| format!(r#"{{"traceId": "{t}", "startTimeUnixNano": "{start}", "name": "n"}}"#);
+        let line1 = format!(
+            r#"{{"resourceSpans": [{{"instrumentationLibrarySpans": [{{"spans": [{}]}}], "scopeSpans": [{{"spans": [{}, {}]}}]}}]}}"#,
+            span("a", 9),
+            span("a", 3),
+            span("b", 5)
+        );
+        let line2 = format!(r#"{{"resource_spans": [{{"scope_spans": [{{"spans": [{}]}}]}}]}}"#, span("b", 1));
+        let line3 = r#"{"resourceSpans": null, "resource_spans": [{"scope_spans": [{"spans": [{"traceId": "c"}]}]}]}"#;
+        let lines = [line1.as_str(), line2.as_str(), line3];
+        let r = FirstReading::of(&lines).unwrap();
+        assert!(r.otlp);
+        assert_eq!(r.names, ["a", "b"]);
+        assert_eq!(r.spans, [(0, 3), (1, 5), (0, 9), (1, 1)]);
+        assert_eq!(r.line_end, [3, 4, 4]);
+        assert_eq!(r.earliest, [(3, 0), (1, 3)]);
+        assert_eq!(r.last_line, [0, 1]);
+        let flat = span("a", 1);
+        assert!(FirstReading::of(&[line1.as_str(), flat.as_str()]).is_none());
+        assert!(FirstReading::of(&[flat.as_str(), line1.as_str()]).is_none());
+        assert!(FirstReading::of(&[flat.as_str(), "{\"name\":"]).is_none());
+        assert!(FirstReading::of(&[r#"{"resourceSpans": [{"scopeSpans": [{"spans": [null]}]}]}"#]).is_none());
+        let upper = span("B", 0);
+        let r = FirstReading::of(&[flat.as_str(), upper.as_str()]).unwrap();
+        assert!(!r.otlp);
+        assert_eq!(r.names, ["a", "b"]);
+    }
+
+    /// A JSON list of OTLP/JSON requests (JSONL read whole) holds their spans in turn.
+    #[test]
+    fn a_list_of_requests_is_their_spans() {
+        let req = |t: &str| {
+            json!({"resourceSpans": [{"scopeSpans": [{"spans": [
+            {"traceId": t, "spanId": "1", "name": "chat", "attributes": [kv("gen_ai.operation.name", "chat")]}]}]}]})
+        };
+        let list = json!([req("a"), {"resource_spans": []}, req("b")]);
+        let spans = raw_spans(&list).unwrap();
+        assert_eq!(spans.iter().map(|s| s["traceId"].as_str().unwrap()).collect::<Vec<_>>(), ["a", "b"]);
+        assert!(raw_spans(&json!([req("a"), {"name": "x"}])).is_none());
     }
 
     #[test]

@@ -15,7 +15,7 @@ use super::claude_code::{self, Session};
 use super::codex::{self, Rollout};
 use super::conversation::{Conversation, to_trace};
 use super::{ImportOptions, Imported, SourceFormat, gaps, kept};
-use super::{agents_sdk, openhands};
+use super::{agents_sdk, openhands, otel, readers};
 use crate::error::Error;
 
 /// The non-empty lines of `text`, as the whole-file reading numbers them (0-based).
@@ -34,6 +34,7 @@ pub fn import(text: &str, path: &Path, opts: &ImportOptions) -> Option<Result<Im
                 | SourceFormat::ClaudeCode
                 | SourceFormat::OpenHands
                 | SourceFormat::AgentsSdk
+                | SourceFormat::Otel
         )
     {
         return None;
@@ -43,6 +44,10 @@ pub fn import(text: &str, path: &Path, opts: &ImportOptions) -> Option<Result<Im
     // A file of one line is a JSON document, read whole.
     all.next()?;
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("trace");
+    if opts.format == SourceFormat::Otel || (opts.format == SourceFormat::Auto && otel_first(&first)) {
+        let convs = otel::jsonl_conversations(&lines(text).collect::<Vec<_>>(), stem)?;
+        return finish(SourceFormat::Otel, convs, path, opts);
+    }
     let eval_output = first.get("history").is_some() && openhands::line_fits(&first, "/0").is_ok();
     let sdk_export = agents_sdk::line_fits(&first, "/0").is_ok();
     let (format, convs) = if sdk_export {
@@ -66,6 +71,16 @@ pub fn import(text: &str, path: &Path, opts: &ImportOptions) -> Option<Result<Im
             _ => return None,
         }
     };
+    finish(format, convs, path, opts)
+}
+
+/// The conversations read as traces, as the whole-file reading makes them.
+fn finish(
+    format: SourceFormat,
+    convs: Vec<Conversation>,
+    path: &Path,
+    opts: &ImportOptions,
+) -> Option<Result<Imported, Error>> {
     // The whole-file reading's refusals (no conversation, nothing read) are its own to word.
     if convs.iter().all(|c| c.items.is_empty()) {
         return None;
@@ -73,6 +88,19 @@ pub fn import(text: &str, path: &Path, opts: &ImportOptions) -> Option<Result<Im
     let traces: Result<Vec<_>, Error> =
         convs.into_iter().map(|c| gaps::checked(to_trace(c, &opts.rules), path, opts.lenient)).collect();
     Some(traces.map(|traces| Imported { format, traces }))
+}
+
+/// Whether `--format auto` reads a JSONL file whose first line is `first` as OTel spans: what
+/// the whole reading's detection makes of the list of lines depends on its first line alone
+/// (every reader of a list looks at its first element, or at every element: a first line that
+/// fails one fails the list), save a legacy Codex rollout, whose first line is recognised by
+/// later ones and is no span.
+fn otel_first(first: &Value) -> bool {
+    let legacy_codex = first.get("id").is_some_and(Value::is_string)
+        && first.get("timestamp").is_some()
+        && first.get("type").is_none();
+    let one = Value::Array(vec![first.clone()]);
+    !legacy_codex && readers::detect(&one).is_none() && super::detect(&one) == Some(SourceFormat::Otel)
 }
 
 /// An OpenAI Agents SDK JSONL export, read in two passes: the first reads each line's items'
@@ -242,6 +270,158 @@ mod tests {
             }
             assert!(by_line >= 8, "{dir}: {by_line} readings by line");
         }
+    }
+
+    /// A span's trace id field, wherever the layout keeps it, with `suffix` appended.
+    fn suffix_trace(span: &mut Value, suffix: &str) {
+        let o = span.as_object_mut().unwrap();
+        for k in ["traceId", "trace_id", "context.trace_id"] {
+            if let Some(Value::String(t)) = o.get_mut(k) {
+                t.push_str(suffix);
+            }
+        }
+        for (k, inner) in [("context", "trace_id"), ("spanContext", "traceId")] {
+            if let Some(Value::String(t)) = o.get_mut(k).and_then(|c| c.get_mut(inner)) {
+                t.push_str(suffix);
+            }
+        }
+    }
+
+    fn trace_key(span: &Value) -> String {
+        ["/traceId", "/trace_id", "/context.trace_id", "/context/trace_id", "/spanContext/traceId"]
+            .iter()
+            .find_map(|p| span.pointer(p))
+            .map(Value::to_string)
+            .unwrap_or_default()
+    }
+
+    /// Spans taken a trace at a time in turn (the first span of each, then the second…).
+    fn round_robin(spans: &[Value]) -> Vec<Value> {
+        let mut by_trace: Vec<(String, Vec<&Value>)> = Vec::new();
+        for s in spans {
+            let k = trace_key(s);
+            match by_trace.iter_mut().find(|(t, _)| *t == k) {
+                Some((_, l)) => l.push(s),
+                None => by_trace.push((k, vec![s])),
+            }
+        }
+        let longest = by_trace.iter().map(|(_, l)| l.len()).max().unwrap_or(0);
+        (0..longest).flat_map(|i| by_trace.iter().filter_map(move |(_, l)| l.get(i).map(|s| (*s).clone()))).collect()
+    }
+
+    fn jsonl(lines: impl IntoIterator<Item = Value>) -> String {
+        lines.into_iter().map(|l| l.to_string() + "\n").collect()
+    }
+
+    fn request(spans: &[Value]) -> Value {
+        serde_json::json!({"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {"name": "s"}, "spans": spans}]}]})
+    }
+
+    /// An OTel fixture's spans (OTLP's across resources and scopes, a list's, Phoenix's `data`)
+    /// and the JSONL forms of it: OTLP requests a resource and scope a line, flat spans a line
+    /// (in order, reversed, traces interleaved), OTLP requests of one span and of three spans a
+    /// line (traces interleaved), and two copies of the file with the second's trace ids
+    /// suffixed, their lines alternating.
+    fn otel_forms(v: &Value) -> Vec<(&'static str, String)> {
+        let mut forms = Vec::new();
+        let mut spans: Vec<Value> = Vec::new();
+        if let Some(rs) = v.get("resourceSpans").and_then(Value::as_array) {
+            let mut requests = Vec::new();
+            for r in rs {
+                for scope in r["scopeSpans"].as_array().unwrap() {
+                    spans.extend(scope["spans"].as_array().unwrap().iter().cloned());
+                    requests.push(
+                        serde_json::json!({"resourceSpans": [{"resource": r["resource"], "scopeSpans": [scope]}]}),
+                    );
+                }
+            }
+            // A file of one line is a JSON document, read whole.
+            if requests.len() >= 2 {
+                forms.push(("otlp requests", jsonl(requests)));
+            }
+        } else if let Some(list) = v.get("data").unwrap_or(v).as_array() {
+            spans = list.clone();
+        }
+        assert!(spans.len() >= 3, "{v:.200}");
+        forms.push(("flat", jsonl(spans.iter().cloned())));
+        forms.push(("flat reversed", jsonl(spans.iter().rev().cloned())));
+        forms.push(("flat interleaved", jsonl(round_robin(&spans))));
+        let mut copies = Vec::new();
+        for s in &spans {
+            let mut b = s.clone();
+            suffix_trace(&mut b, "b");
+            copies.extend([s.clone(), b]);
+        }
+        forms.push(("otlp span a line", jsonl(round_robin(&copies).iter().map(|s| request(std::slice::from_ref(s))))));
+        let mixed: Vec<Value> = round_robin(&copies).into_iter().rev().collect();
+        forms.push(("otlp three a line", jsonl(mixed.chunks(3).map(request))));
+        forms.push(("two copies alternating", jsonl(copies)));
+        forms
+    }
+
+    /// Every OTel fixture, as OTLP/JSON JSONL and as flat-span JSONL in several orders, reads a
+    /// trace at a time exactly as it reads whole (the same traces, ids, gaps and endings),
+    /// under auto and --format otel; the Phoenix DataFrame JSONL as it is too.
+    #[test]
+    fn otel_jsonl_reads_by_trace_as_whole() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/otel");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).collect();
+        files.push(root.join("vercel-ai/ai-sdk-6-openai-chat.spans.json"));
+        files.retain(|p| p.extension().is_some_and(|e| e == "json" || e == "jsonl"));
+        files.sort();
+        let mut read = 0;
+        for path in &files {
+            let text = std::fs::read_to_string(path).unwrap();
+            let v: Value = match serde_json::from_str(&text) {
+                Ok(v) => v,
+                Err(_) => Value::Array(text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()),
+            };
+            let mut forms = otel_forms(&v);
+            if path.extension().is_some_and(|e| e == "jsonl") {
+                forms.push(("as it is", text.clone()));
+            }
+            let jsonl_path = path.with_extension("jsonl");
+            for (form, text) in &forms {
+                for format in [SourceFormat::Auto, SourceFormat::Otel] {
+                    let opts = ImportOptions { format, ..Default::default() };
+                    let by_trace = import(text, &jsonl_path, &opts)
+                        .unwrap_or_else(|| panic!("{}: {form} ({format:?}) read whole", path.display()));
+                    let whole = import_parsed(text, &jsonl_path, &opts);
+                    assert!(whole.is_ok(), "{}: {form}: {:?}", path.display(), whole.err());
+                    assert_eq!(outcome(by_trace), outcome(whole), "{}: {form} ({format:?})", path.display());
+                    read += 1;
+                }
+            }
+        }
+        assert!(read >= 150, "{read} readings");
+    }
+
+    /// OTLP/JSON JSONL, a request a line, reads as the one request it was split from; a line
+    /// that does not fit (not JSON, a flat span among requests, a span no object) sends the
+    /// file to the whole reading, which says why or reads it.
+    #[test]
+    fn otlp_jsonl_reads_as_its_document() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/otel/openinference-openai.otlp.json");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let forms = otel_forms(&serde_json::from_str(&text).unwrap());
+        let (_, requests) = forms.iter().find(|(f, _)| *f == "otlp requests").unwrap();
+        assert!(requests.lines().count() >= 2);
+        let opts = ImportOptions::default();
+        let by_trace = outcome(import(requests, &path, &opts).unwrap()).unwrap();
+        let whole = outcome(import_parsed(&text, &path, &opts)).unwrap();
+        assert_eq!(by_trace, whole);
+        assert!(whole.1.len() >= 2, "several conversations");
+
+        let flat_span = r#"{"name": "x", "traceId": "t", "spanId": "s", "attributes": {}}"#;
+        let no_object = r#"{"resourceSpans": [{"scopeSpans": [{"spans": [3]}]}]}"#;
+        for bad in ["{\"resourceSpans\": [", flat_span, no_object] {
+            let text = format!("{requests}{bad}\n");
+            assert!(import(&text, &path, &opts).is_none(), "{bad}");
+        }
+        // A span that is not an object is a gap of the whole reading, not a refusal.
+        let text = format!("{requests}{no_object}\n");
+        let lenient = ImportOptions { lenient: true, ..Default::default() };
+        assert!(import_parsed(&text, &path, &lenient).is_ok());
     }
 
     /// OpenHands eval output reads a line at a time exactly as it reads whole, and a line that
