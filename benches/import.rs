@@ -2,8 +2,10 @@
 //! per second, on the tau-bench file in `tests/fixtures/corpus` — in memory, and streamed from a
 //! large file of its conversations repeated (`TRACEFAULT_BENCH_COPIES`, default 25 ≈ 100 MB) —
 //! and the JSONL session logs of agent tools (a Claude Code transcript, a Codex rollout), each
-//! one long session made of a fixture's lines repeated with fresh ids (about 32 MB) — and an OpenAI
-//! Agents SDK JSONL export, its traces repeated with fresh ids to about 32 MB.
+//! one long session made of a fixture's lines repeated with fresh ids (about 32 MB) — an OpenAI
+//! Agents SDK JSONL export, its traces repeated with fresh ids to about 32 MB, and an OTLP/JSON
+//! JSONL file (a request a line, as the OpenTelemetry Collector's file exporter writes), an
+//! OpenInference fixture's traces repeated with fresh ids to about 32 MB.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -101,6 +103,22 @@ fn repeated(lines: &[serde_json::Value], keys: &[&str], bytes: usize, keep_first
     out
 }
 
+/// The ids of an OTLP/JSON span, suffixed in each copy.
+const OTLP_IDS: [&str; 3] = ["traceId", "spanId", "parentSpanId"];
+
+/// An OTLP/JSON file as the Collector's file exporter writes it: a request a line, here one
+/// for each resource's scope.
+fn otlp_requests(path: &Path) -> Vec<serde_json::Value> {
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut out = Vec::new();
+    for r in doc["resourceSpans"].as_array().unwrap() {
+        for scope in r["scopeSpans"].as_array().unwrap() {
+            out.push(serde_json::json!({"resourceSpans": [{"resource": r["resource"], "scopeSpans": [scope]}]}));
+        }
+    }
+    out
+}
+
 /// `inspect`'s reading of agent tools' JSONL session logs, from disk.
 fn session_logs(c: &mut Criterion) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
@@ -126,6 +144,10 @@ fn session_logs(c: &mut Criterion) {
         (
             "agents_sdk_export",
             repeated(&read("agents-sdk/agents-sdk-spans.jsonl"), &["id", "trace_id", "parent_id"], 32 << 20, false),
+        ),
+        (
+            "otel_otlp_jsonl",
+            repeated(&otlp_requests(&root.join("otel/openinference-openai.otlp.json")), &OTLP_IDS, 32 << 20, false),
         ),
     ];
     let mut group = c.benchmark_group("import_session_logs");

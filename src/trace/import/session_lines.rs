@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::claude_code::{self, Session};
 use super::codex::{self, Rollout};
 use super::conversation::{Conversation, to_trace};
+use super::elements::{Elements, Layout};
 use super::{ImportOptions, Imported, SourceFormat, gaps, kept};
 use super::{agents_sdk, openhands, otel, readers};
 use crate::error::Error;
@@ -38,6 +39,9 @@ pub fn import(text: &str, path: &Path, opts: &ImportOptions) -> Option<Result<Im
         )
     {
         return None;
+    }
+    if text.trim_start().starts_with('[') {
+        return otel_array(text, path, opts);
     }
     let mut all = lines(text);
     let first: Value = serde_json::from_str(all.next()?).ok()?;
@@ -72,6 +76,27 @@ pub fn import(text: &str, path: &Path, opts: &ImportOptions) -> Option<Result<Im
         }
     };
     finish(format, convs, path, opts)
+}
+
+/// A JSON array of flat OTel spans, split into its elements by their places in the text
+/// (nothing parsed) and read as the same spans a line would be, a trace at a time; `None` when
+/// it is another format's array, or does not fit.
+fn otel_array(text: &str, path: &Path, opts: &ImportOptions) -> Option<Result<Imported, Error>> {
+    if !matches!(opts.format, SourceFormat::Auto | SourceFormat::Otel) {
+        return None;
+    }
+    let mut split = Elements::new(text.as_bytes(), Layout::Array, usize::MAX).keep_at_most(0);
+    let mut spans: Vec<&str> = Vec::new();
+    while let Some(e) = split.next() {
+        let at = e.ok()?.far?;
+        let span = text.get(usize::try_from(at.start).ok()?..usize::try_from(at.end).ok()?)?;
+        if spans.is_empty() && opts.format == SourceFormat::Auto && !otel_first(&serde_json::from_str(span).ok()?) {
+            return None;
+        }
+        spans.push(span);
+    }
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("trace");
+    finish(SourceFormat::Otel, otel::jsonl_conversations(&spans, stem)?, path, opts)
 }
 
 /// The conversations read as traces, as the whole-file reading makes them.
@@ -361,7 +386,8 @@ mod tests {
 
     /// Every OTel fixture, as OTLP/JSON JSONL and as flat-span JSONL in several orders, reads a
     /// trace at a time exactly as it reads whole (the same traces, ids, gaps and endings),
-    /// under auto and --format otel; the Phoenix DataFrame JSONL as it is too.
+    /// under auto and --format otel; the Phoenix DataFrame JSONL as it is too, and the flat
+    /// forms and the span-list fixtures as JSON arrays.
     #[test]
     fn otel_jsonl_reads_by_trace_as_whole() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/otel");
@@ -381,6 +407,15 @@ mod tests {
                 forms.push(("as it is", text.clone()));
             }
             let jsonl_path = path.with_extension("jsonl");
+            let arrays: Vec<(&str, String)> = forms
+                .iter()
+                .filter(|(f, _)| f.starts_with("flat"))
+                .map(|(_, t)| ("flat as a JSON array", format!("[\n{}]", t.trim_end().replace('\n', ",\n  "))))
+                .collect();
+            if v.is_array() {
+                forms.push(("the JSON array as it is", text.clone()));
+            }
+            forms.extend(arrays);
             for (form, text) in &forms {
                 for format in [SourceFormat::Auto, SourceFormat::Otel] {
                     let opts = ImportOptions { format, ..Default::default() };
@@ -393,7 +428,7 @@ mod tests {
                 }
             }
         }
-        assert!(read >= 150, "{read} readings");
+        assert!(read >= 200, "{read} readings");
     }
 
     /// OTLP/JSON JSONL, a request a line, reads as the one request it was split from; a line
