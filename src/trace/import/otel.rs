@@ -9,9 +9,17 @@
 //!   `parentSpanContext`, `startTime` as `[seconds, nanoseconds]`, `status.code`),
 //!   Phoenix `get_spans` (`span_kind`, `status_code`, flat attributes; also under `data`, or as
 //!   an object of named lists), Phoenix DataFrame JSONL rows (`context.span_id`,
-//!   `attributes.<key>` columns). Every container becomes a list of spans whose attributes are
-//!   flattened to dotted keys, so flat (`llm.input_messages.0.message.role`), half-nested and
-//!   nested attributes read alike. Spans are ordered by start time.
+//!   `attributes.<key>` columns), and OTLP/JSON JSONL (a request a line, as the Collector's
+//!   file exporter writes; read whole, a list of requests is their spans in turn). Every
+//!   container becomes a list of spans whose attributes are flattened to dotted keys, so flat
+//!   (`llm.input_messages.0.message.role`), half-nested and nested attributes read alike.
+//!   Spans are ordered by start time.
+//! - **Large files.** JSONL (OTLP requests or flat spans a line) and JSON arrays of flat spans
+//!   are read a trace at a time ([`jsonl_conversations`], from `session_lines.rs`): a first
+//!   reading of each span's trace id and start alone, then each line parsed once and each
+//!   trace read as soon as its last line is passed, so memory holds the spans of the traces
+//!   open at a line, not the file's; the result is the whole reading's, and a line that does
+//!   not fit sends the file to the whole reading.
 //! - **Conversations.** One per trace id; a trace whose first model call's request extends the
 //!   previous trace's last request and response continues that conversation (bare
 //!   instrumentation makes one trace per call).

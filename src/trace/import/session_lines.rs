@@ -1,6 +1,9 @@
 //! Agent tools' JSONL session logs (Codex CLI rollouts, Claude Code transcripts and stream-json
 //! output, OpenHands eval output, OpenAI Agents SDK JSONL exports) read a line at a time: each line is parsed, handed to its reader and dropped, so
 //! memory holds the file's text and the conversations read from it, never the parsed file.
+//! OpenTelemetry span files — JSONL of OTLP/JSON requests or of flat spans, and JSON arrays of
+//! flat spans (split into elements by place, `elements.rs`) — are read a trace at a time the
+//! same way (`otel::jsonl_conversations`).
 //!
 //! This is the whole-file reading made cheaper, not a second reading: the readers are the same
 //! (their whole-file entry points feed the same line readers), and a file that does not fit as
