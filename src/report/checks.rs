@@ -55,3 +55,27 @@ impl Checklist {
         self.checks.iter().all(|c| !matches!(c.status, CheckStatus::Fail(_)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::testing::checklist;
+
+    #[test]
+    fn each_status_has_its_word_and_details() {
+        assert_eq!((CheckStatus::Pass.word(), CheckStatus::Pass.details()), ("PASS", Vec::<&str>::new()));
+        let fail = CheckStatus::Fail(vec!["a".into(), "b".into()]);
+        assert_eq!((fail.word(), fail.details()), ("FAIL", vec!["a", "b"]));
+        let na = CheckStatus::NotApplicable("why".into());
+        assert_eq!((na.word(), na.details()), ("N/A", vec!["why"]));
+    }
+
+    #[test]
+    fn a_list_passes_unless_a_check_failed() {
+        let mut c = checklist();
+        assert!(!c.passed(), "one check failed");
+        c.checks.retain(|r| !matches!(r.status, CheckStatus::Fail(_)));
+        assert!(c.passed(), "passed and not applicable");
+        assert!(Checklist::default().passed(), "no checks");
+    }
+}

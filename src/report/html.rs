@@ -410,3 +410,103 @@ impl Exporter for ReportHtml {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::testing::{HOSTILE, checklist, render, sample};
+
+    /// The `data-expected-marks` of each chart box, in page order.
+    fn expected_marks(html: &str) -> Vec<usize> {
+        html.split("data-expected-marks=\"").skip(1).map(|s| s[..s.find('"').unwrap()].parse().unwrap()).collect()
+    }
+
+    #[test]
+    fn the_page_has_each_section_in_order() {
+        let results = [sample("checkout")];
+        let html = render(&ReportHtml, &Report::new(&results));
+        assert!(html.starts_with("<!DOCTYPE html>\n<html lang=\"en\">\n"), "{}", &html[..200]);
+        assert!(html.ends_with("</body>\n</html>\n"));
+        let sections = [
+            "<title>tracefault report</title>",
+            "<h1>tracefault report</h1>",
+            "<span class=\"fail\">FAIL</span> · tracefault ",
+            "<pre id=\"errors\"></pre>",
+            "<details><summary><b>Summary table</b> (2 rows; click a column to sort)</summary>",
+            "<h2>checkout</h2>",
+            "<p>seed 7 · 4 runs per strategy</p>",
+            "<div class=\"charts\">",
+            "<h3>Success and loop rate</h3>",
+            "<h3>Calls to termination</h3>",
+            "<h3>Calls against five-field</h3>",
+            "<h3>Worst runs</h3>",
+            "<script>",
+        ];
+        let mut at = 0;
+        for s in sections {
+            let found = html[at..].find(s).unwrap_or_else(|| panic!("{s:?} after byte {at}"));
+            at += found + s.len();
+        }
+        // Without a checklist or a baseline, neither of their sections.
+        assert!(!html.contains("<h2>Agent</h2>"));
+        assert!(!html.contains("Against the baseline"));
+    }
+
+    #[test]
+    fn the_summary_table_holds_each_strategys_figures() {
+        let results = [sample("checkout")];
+        let html = render(&ReportHtml, &Report::new(&results));
+        assert!(
+            html.contains(
+                "<th>scenario</th><th>strategy</th><th>runs</th><th>success</th><th>loops</th><th>calls</th>"
+            )
+        );
+        // error-string: 4 runs, 3/4 answered, 1/4 looped, 19/4 calls, 275 tokens a run, Δ +1.5.
+        let row = html.lines().find(|l| l.starts_with("<tr><td>checkout</td><td>error-string</td>")).unwrap();
+        for cell in ["4", "0.7500", "0.2500", "4.750", "275.0", "1.500"] {
+            assert!(row.contains(&format!("<td data-v=\"{cell}\">{cell}</td>")), "{cell} in {row}");
+        }
+    }
+
+    #[test]
+    fn each_chart_says_how_many_marks_it_draws() {
+        let results = [sample("checkout")];
+        let html = render(&ReportHtml, &Report::new(&results));
+        // Rates: 2 strategies × 2 rates × (bar + rule) = 8. Calls: a bar per (strategy, calls)
+        // seen: five-field 3 and 4, error-string 3, 5 and 8 = 5. Δ: 2 × (rule + point) + zero = 5.
+        assert_eq!(expected_marks(&html), [8, 5, 5]);
+        for n in 1..=3 {
+            assert!(html.contains(&format!("id=\"chart-{n}\" data-spec=\"spec-{n}\"")), "chart {n}");
+            assert!(html.contains(&format!("<script type=\"application/json\" id=\"spec-{n}\">")), "spec {n}");
+        }
+    }
+
+    #[test]
+    fn a_hostile_name_is_text_in_the_page_and_data_in_the_specs() {
+        let results = [sample(HOSTILE)];
+        let html = render(&ReportHtml, &Report::new(&results));
+        let escaped = "1. *a* | &lt;b&gt; &amp; &quot;q&quot;";
+        assert!(html.contains(&format!("<h2>{escaped}</h2>")), "heading");
+        assert!(html.contains(&format!("<tr><td>{escaped}</td><td>five-field</td>")), "table cell");
+        assert!(!html.contains("<b> &"), "the raw name is nowhere in the page");
+        // The repro line in the worst runs names the scenario's file, escaped as text.
+        assert!(html.contains(
+            "<li>error-string: <code>tracefault run scenarios/checkout.toml --strategy error-string --run 0 --seed 7</code></li>"
+        ));
+    }
+
+    #[test]
+    fn a_checklist_gets_its_agent_section_escaped() {
+        let results = [sample("checkout")];
+        let c = checklist();
+        let html = render(&ReportHtml, &Report { checks: Some(&c), ..Report::new(&results) });
+        assert!(html.contains("<h2>Agent</h2>\n<p><code>python agent.py --key [REDACTED]</code></p>"));
+        assert!(html.contains(
+            "<tr><td>retries honour retry-after</td><td><span class=\"fail\">FAIL</span> run 2: retried after 1 s &lt; 5 s; run 3: &lt;again&gt; &amp; &quot;again&quot;</td></tr>"
+        ));
+        assert!(html.contains(
+            "<tr><td>streams end cleanly</td><td><span class=\"pass\">N/A</span> the agent never streams</td></tr>"
+        ));
+        assert!(html.contains("<p>Request to another host: <code>api.example.com /v1/x</code></p>"));
+    }
+}

@@ -133,3 +133,111 @@ impl Exporter for ReportJson {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+    use crate::report::testing::{checklist, quiet, render, sample};
+
+    fn doc(report: &Report<'_>) -> Value {
+        let text = render(&ReportJson, report);
+        assert!(text.ends_with("}\n"), "one document and a line end");
+        serde_json::from_str(&text).unwrap()
+    }
+
+    #[test]
+    fn the_top_level_keys_and_the_verdict() {
+        let results = [sample("checkout")];
+        let v = doc(&Report::new(&results));
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        for k in ["schema_version", "tracefault_version", "passed", "scenarios", "gates", "silent_scenarios"] {
+            assert!(keys.contains(&k), "{k} in {keys:?}");
+        }
+        assert!(!keys.contains(&"agent"), "no `agent` without a checklist");
+        assert_eq!(v["schema_version"], 1);
+        assert_eq!(v["tracefault_version"], env!("CARGO_PKG_VERSION"));
+        // error-string's loop-rate gate fails: 0.25 > 0.1.
+        assert_eq!(v["passed"], false);
+        assert_eq!(v["silent_scenarios"], serde_json::json!([]));
+    }
+
+    #[test]
+    fn a_scenario_holds_its_settings_strategies_and_rules() {
+        let results = [sample("checkout")];
+        let v = doc(&Report::new(&results));
+        let sc = &v["scenarios"][0];
+        assert_eq!(sc["name"], "checkout");
+        assert_eq!(sc["file"], "scenarios/checkout.toml");
+        assert_eq!(sc["seed"], 7);
+        assert_eq!(sc["runs"], 4);
+        assert_eq!(sc["baseline"], "five-field");
+        assert_eq!(sc["fault_rules"], serde_json::json!([{"rule": "search at [1]: http 503", "fired": 4}]));
+        assert_eq!(sc["recorded"], Value::Null);
+        let names: Vec<&str> =
+            sc["strategies"].as_array().unwrap().iter().map(|s| s["strategy"].as_str().unwrap()).collect();
+        assert_eq!(names, ["five-field", "error-string"]);
+        let es = &sc["strategies"][1];
+        // Summary values are numbers at the CSV's precision; all 36 numeric columns are there.
+        assert_eq!(es["summary"].as_object().unwrap().len(), 36);
+        assert_eq!(es["summary"]["success_rate"], 0.75);
+        assert_eq!(es["summary"]["loop_rate"], 0.25);
+        assert_eq!(es["summary"]["calls_mean"], 4.75);
+        assert_eq!(es["summary"]["calls_delta_vs_baseline"], 1.5);
+        // No pricing: the cost is null, not 0.
+        assert_eq!(es["summary"]["cost_usd_mean"], Value::Null);
+        assert_eq!(es["terminated_by"]["answer"], 3);
+        assert_eq!(es["terminated_by"]["step_cap"], 1);
+        assert_eq!(es["terminated_by"]["gave_up"], 0);
+        assert_eq!(es["terminated_by"].as_object().unwrap().len(), 8);
+        assert_eq!(es["faults_injected"], 2);
+        assert_eq!(es["worst_run"]["run"], 0);
+        assert_eq!(es["worst_run"]["calls"], 8);
+        assert_eq!(
+            es["worst_run"]["repro"],
+            "tracefault run scenarios/checkout.toml --strategy error-string --run 0 --seed 7"
+        );
+    }
+
+    #[test]
+    fn gates_list_value_bounds_and_result() {
+        let results = [sample("checkout")];
+        let v = doc(&Report::new(&results));
+        assert_eq!(
+            v["gates"],
+            serde_json::json!([
+                {"scenario": "checkout", "strategy": "five-field", "metric": "success_rate",
+                 "value": 0.75, "min": 0.5, "max": null, "passed": true},
+                {"scenario": "checkout", "strategy": "error-string", "metric": "loop_rate",
+                 "value": 0.25, "min": null, "max": 0.1, "passed": false},
+            ])
+        );
+    }
+
+    #[test]
+    fn a_scenario_where_no_fault_fired_is_listed_as_silent() {
+        let results = [quiet("quiet")];
+        let v = doc(&Report::new(&results));
+        assert_eq!(v["silent_scenarios"], serde_json::json!(["quiet"]));
+        assert_eq!(v["passed"], false);
+    }
+
+    #[test]
+    fn an_exec_checklist_adds_the_agent() {
+        let results = [quiet("quiet")];
+        let c = checklist();
+        let v = doc(&Report { checks: Some(&c), ..Report::new(&results) });
+        let agent = &v["agent"];
+        assert_eq!(agent["command"], "python agent.py --key [REDACTED]");
+        assert_eq!(agent["outcome"], "answered 3/4 · gave up 1");
+        let results: Vec<&str> =
+            agent["checks"].as_array().unwrap().iter().map(|c| c["result"].as_str().unwrap()).collect();
+        assert_eq!(results, ["PASS", "FAIL", "N/A"]);
+        assert_eq!(agent["checks"][1]["details"][1], "run 3: <again> & \"again\"");
+        assert_eq!(agent["checks"][2]["details"], serde_json::json!(["the agent never streams"]));
+        assert_eq!(agent["requests_elsewhere"], serde_json::json!(["api.example.com /v1/x"]));
+        // With a checklist a run where no fault fired is not silent.
+        assert_eq!(v["silent_scenarios"], serde_json::json!([]));
+    }
+}

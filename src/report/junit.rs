@@ -146,3 +146,122 @@ fn baseline_suite(body: &mut String, c: &Comparison, fail_on_regression: bool) -
     body.push_str("  </testsuite>\n");
     (n, failures, errors)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::testing::{HOSTILE, checklist, quiet, render, sample};
+
+    /// Each test case of `suite` as (name, the child's tag and message, if any).
+    fn cases(doc: &roxmltree::Document<'_>, suite: &str) -> Vec<(String, Option<(String, String)>)> {
+        let suite = doc
+            .descendants()
+            .find(|n| n.has_tag_name("testsuite") && n.attribute("name") == Some(suite))
+            .unwrap_or_else(|| panic!("no suite {suite}"));
+        suite
+            .children()
+            .filter(|n| n.has_tag_name("testcase"))
+            .map(|c| {
+                let child = c.children().find(|n| n.is_element());
+                let outcome =
+                    child.map(|n| (n.tag_name().name().to_owned(), n.attribute("message").unwrap().to_owned()));
+                (c.attribute("name").unwrap().to_owned(), outcome)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_failed_gate_is_a_failure_and_a_passed_one_a_bare_case() {
+        let results = [sample("checkout")];
+        let xml = render(&Junit, &Report::new(&results));
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let root = doc.root_element();
+        // 2 gates + "faults fired" = 3 cases; only error-string's loop-rate gate fails.
+        assert_eq!(root.tag_name().name(), "testsuites");
+        assert_eq!(
+            (root.attribute("tests"), root.attribute("failures"), root.attribute("errors")),
+            (Some("3"), Some("1"), Some("0"))
+        );
+        let suite = root.children().find(|n| n.has_tag_name("testsuite")).unwrap();
+        assert_eq!((suite.attribute("tests"), suite.attribute("failures")), (Some("3"), Some("1")));
+        let props: Vec<(&str, &str)> = suite
+            .descendants()
+            .filter(|n| n.has_tag_name("property"))
+            .map(|p| (p.attribute("name").unwrap(), p.attribute("value").unwrap()))
+            .collect();
+        assert_eq!(props, [("seed", "7"), ("runs", "4"), ("profile", "default")]);
+        assert_eq!(
+            cases(&doc, "checkout"),
+            [
+                ("faults fired".to_owned(), None),
+                ("five-field: success_rate >= 0.5".to_owned(), None),
+                (
+                    "error-string: loop_rate <= 0.1".to_owned(),
+                    Some(("failure".to_owned(), "loop_rate = 0.25 is not <= 0.1".to_owned()))
+                ),
+            ]
+        );
+        assert!(
+            suite
+                .children()
+                .filter(|n| n.has_tag_name("testcase"))
+                .all(|c| c.attribute("classname") == Some("tracefault.checkout"))
+        );
+    }
+
+    #[test]
+    fn a_scenario_where_no_fault_fired_fails_its_faults_fired_case() {
+        let results = [quiet("quiet")];
+        let xml = render(&Junit, &Report::new(&results));
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        assert_eq!(doc.root_element().attribute("failures"), Some("1"));
+        assert_eq!(
+            cases(&doc, "quiet")[0],
+            (
+                "faults fired".to_owned(),
+                Some(("failure".to_owned(), "no fault fired in any run: the scenario tested nothing".to_owned()))
+            )
+        );
+    }
+
+    #[test]
+    fn a_hostile_name_is_escaped_and_reads_back_as_itself() {
+        let results = [sample(HOSTILE)];
+        let xml = render(&Junit, &Report::new(&results));
+        assert!(xml.contains(r#"<testsuite name="1. *a* | &lt;b&gt; &amp; &quot;q&quot;" tests="3""#), "{xml}");
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let suite = doc.descendants().find(|n| n.has_tag_name("testsuite")).unwrap();
+        assert_eq!(suite.attribute("name"), Some(HOSTILE));
+        let classname = format!("tracefault.{HOSTILE}");
+        assert!(
+            doc.descendants()
+                .filter(|n| n.has_tag_name("testcase"))
+                .all(|c| c.attribute("classname") == Some(classname.as_str()))
+        );
+    }
+
+    #[test]
+    fn the_checklist_is_a_suite_of_its_own() {
+        let results = [sample("checkout")];
+        let c = checklist();
+        let xml = render(&Junit, &Report { checks: Some(&c), ..Report::new(&results) });
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        // 3 scenario cases (1 failure) + 3 checks (1 failure; the one that did not apply is skipped).
+        let root = doc.root_element();
+        assert_eq!((root.attribute("tests"), root.attribute("failures")), (Some("6"), Some("2")));
+        assert_eq!(
+            cases(&doc, "checks"),
+            [
+                ("every tool call got one result".to_owned(), None),
+                (
+                    "retries honour retry-after".to_owned(),
+                    Some((
+                        "failure".to_owned(),
+                        "run 2: retried after 1 s < 5 s; run 3: <again> & \"again\"".to_owned()
+                    ))
+                ),
+                ("streams end cleanly".to_owned(), Some(("skipped".to_owned(), "the agent never streams".to_owned()))),
+            ]
+        );
+    }
+}

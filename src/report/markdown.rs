@@ -192,3 +192,136 @@ pub fn checklist(s: &mut String, c: &super::checks::Checklist) {
     }
     s.push('\n');
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::report::testing::{HOSTILE, checklist, quiet, render, sample};
+
+    /// A Markdown table row's cells, split at every `|` not escaped as `\|`.
+    fn cells(line: &str) -> Vec<String> {
+        let inner = line.trim().strip_prefix('|').and_then(|l| l.strip_suffix('|')).expect("a table row");
+        let (mut out, mut cell, mut escaped) = (Vec::new(), String::new(), false);
+        for c in inner.chars() {
+            if c == '|' && !escaped {
+                out.push(cell.trim().to_owned());
+                cell.clear();
+            } else {
+                cell.push(c);
+            }
+            escaped = c == '\\' && !escaped;
+        }
+        out.push(cell.trim().to_owned());
+        out
+    }
+
+    /// The rows of the table whose header starts with `first`, keyed by the header's names.
+    fn table(md: &str, first: &str) -> Vec<BTreeMap<String, String>> {
+        let mut lines = md.lines().skip_while(|l| !l.starts_with(&format!("| {first} |")));
+        let header = cells(lines.next().expect("the table"));
+        assert!(lines.next().is_some_and(|l| l.starts_with("|---")), "the alignment row");
+        lines
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| {
+                let row = cells(l);
+                assert_eq!(row.len(), header.len(), "{l}");
+                header.iter().cloned().zip(row).collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_summary_table_has_a_row_per_strategy_with_its_figures() {
+        let results = [sample("checkout")];
+        let md = render(&ReportMd, &Report::new(&results));
+        let rows = table(&md, "strategy");
+        assert_eq!(rows.len(), 2);
+        let ff = &rows[0];
+        assert_eq!(ff["strategy"], "five-field");
+        assert_eq!(ff["success"], "0.7500");
+        // 0 of 4 looped: Wilson's interval [0, 0.9604 / 1.9604].
+        assert_eq!(ff["loop rate (95% CI)"], "0.0000 (0.0000 – 0.4899)");
+        assert_eq!(ff["gave up"], "0.2500");
+        assert_eq!(ff["calls mean"], "3.250");
+        assert_eq!(ff["calls p95"], "4");
+        let es = &rows[1];
+        assert_eq!(es["strategy"], "error-string");
+        assert_eq!(es["loop rate (95% CI)"].split(' ').next(), Some("0.2500"));
+        assert_eq!(es["calls mean"], "4.750");
+        assert_eq!(es["calls p95"], "8");
+        assert!(es["Δ calls vs baseline (95% CI)"].starts_with("1.500 ("), "{}", es["Δ calls vs baseline (95% CI)"]);
+    }
+
+    #[test]
+    fn the_scenario_section_names_its_settings_rules_worst_runs_and_gates() {
+        let results = [sample("checkout")];
+        let md = render(&ReportMd, &Report::new(&results));
+        assert!(md.starts_with("# tracefault report\n"), "{md}");
+        assert!(md.contains("Result: **FAILED**."), "{md}");
+        assert!(md.contains("## checkout\n"), "{md}");
+        assert!(
+            md.contains("Seed 7 · 4 runs per strategy · provider format `openai-chat` · profile `default` · baseline `five-field`"),
+            "{md}"
+        );
+        assert!(md.contains("- `search at [1]: http 503`: 4\n"), "{md}");
+        assert!(
+            md.contains("- error-string (8 calls): `tracefault run scenarios/checkout.toml --strategy error-string --run 0 --seed 7`"),
+            "{md}"
+        );
+        let gates = table(&md, "gate");
+        assert_eq!(gates.len(), 2);
+        assert_eq!(gates[0]["gate"], "five-field `success_rate`");
+        assert_eq!((gates[0]["value"].as_str(), gates[0]["bound"].as_str()), ("0.75", ">= 0.5"));
+        assert_eq!(gates[0]["result"], "pass");
+        assert_eq!(gates[1]["gate"], "error-string `loop_rate`");
+        assert_eq!((gates[1]["value"].as_str(), gates[1]["bound"].as_str()), ("0.25", "<= 0.1"));
+        assert_eq!(gates[1]["result"], "**FAIL**");
+    }
+
+    #[test]
+    fn a_hostile_scenario_name_stays_text_on_its_heading() {
+        let results = [sample(HOSTILE)];
+        let md = render(&ReportMd, &Report::new(&results));
+        // `1.` would start a list, `*` emphasis, `|` a cell; `<b>` would be HTML, `&` an entity.
+        assert!(md.contains("\n## 1\\. \\*a\\* \\| &lt;b&gt; &amp; \"q\"\n"), "{md}");
+        assert!(!md.contains("<b>"), "{md}");
+        // The tables keep their shape: every row has as many cells as its header.
+        assert_eq!(table(&md, "strategy").len(), 2);
+    }
+
+    #[test]
+    fn a_scenario_where_no_fault_fired_warns_and_fails() {
+        let results = [quiet("quiet")];
+        let md = render(&ReportMd, &Report::new(&results));
+        assert!(md.contains("Result: **FAILED**."), "{md}");
+        assert!(md.contains("- `search at [1]: http 503`: 0\n"), "{md}");
+        // A warning is text: its backticks and brackets are escaped, not code or a link.
+        assert!(md.contains("- ⚠ fault rule \\`search at \\[1\\]: http 503\\` never fired in any run\n"), "{md}");
+        assert!(md.contains("- ⚠ no fault fired at all: this scenario tested nothing\n"), "{md}");
+    }
+
+    #[test]
+    fn the_checklist_marks_failures_and_says_why_a_check_did_not_apply() {
+        let results = [quiet("quiet")];
+        let c = checklist();
+        let md = render(&ReportMd, &Report { checks: Some(&c), ..Report::new(&results) });
+        assert!(
+            md.contains("## Agent\n\n`python agent.py --key [REDACTED]`\n\nOutcome: answered 3/4 · gave up 1\n"),
+            "{md}"
+        );
+        let checks = table(&md, "check");
+        let results: Vec<&str> = checks.iter().map(|r| r["result"].as_str()).collect();
+        assert_eq!(
+            results,
+            [
+                "PASS",
+                "**FAIL: run 2: retried after 1 s &lt; 5 s; run 3: &lt;again&gt; &amp; \"again\"**",
+                "N/A: the agent never streams"
+            ]
+        );
+        assert!(md.contains("- `api.example.com /v1/x`\n"), "{md}");
+        assert!(md.contains("Notes:\n\n- a \\*note\\*\n"), "{md}");
+    }
+}

@@ -8,6 +8,8 @@ pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+#[cfg(test)]
+mod testing;
 
 pub use escape::xml_escape;
 
@@ -100,5 +102,52 @@ pub fn gate_bounds(min: Option<f64>, max: Option<f64>) -> String {
         (Some(lo), None) => format!(">= {lo}"),
         (None, Some(hi)) => format!("<= {hi}"),
         (None, None) => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::testing::{checklist, quiet, sample};
+
+    #[test]
+    fn a_failed_gate_or_a_silent_scenario_fails_the_report() {
+        let failing = [sample("checkout")];
+        let r = Report::new(&failing);
+        assert!(!r.gates_passed() && r.silent_scenarios().is_empty() && !r.passed());
+        let silent = [quiet("quiet")];
+        let r = Report::new(&silent);
+        assert!(r.gates_passed(), "success 1 >= 0.5, loops 0 <= 0.1");
+        assert_eq!(r.silent_scenarios(), ["quiet"]);
+        assert!(!r.passed());
+    }
+
+    #[test]
+    fn with_a_checklist_a_run_without_faults_is_not_silent_and_the_checks_decide() {
+        let silent = [quiet("quiet")];
+        let mut c = checklist();
+        let r = Report { checks: Some(&c), ..Report::new(&silent) };
+        assert!(r.silent_scenarios().is_empty());
+        assert!(!r.passed(), "a check failed");
+        c.checks.retain(|row| !matches!(row.status, checks::CheckStatus::Fail(_)));
+        let r = Report { checks: Some(&c), ..Report::new(&silent) };
+        assert!(r.passed());
+    }
+
+    #[test]
+    fn gate_bounds_read_as_written() {
+        assert_eq!(gate_bounds(Some(0.5), None), ">= 0.5");
+        assert_eq!(gate_bounds(None, Some(0.01)), "<= 0.01");
+        assert_eq!(gate_bounds(Some(1.0), Some(2.5)), "in [1, 2.5]");
+        assert_eq!(gate_bounds(None, None), "");
+    }
+
+    #[test]
+    fn render_all_writes_each_exporters_file_once_in_order() {
+        let results = [sample("checkout")];
+        let files = render_all(&Report::new(&results)).unwrap();
+        let names: Vec<&str> = files.iter().map(|f| f.0).collect();
+        assert_eq!(names, ["summary.csv", "report.json", "report.md", "junit.xml", "report.html"]);
+        assert!(files.iter().all(|f| !f.1.is_empty()));
     }
 }
