@@ -2,6 +2,7 @@
 
 use predicates::prelude::*;
 
+use crate::support::csv::Table;
 use crate::{MINIMAL, tracefault, write};
 
 #[test]
@@ -197,10 +198,15 @@ fn repro_line_reproduces_the_run_and_writes_its_trace() {
         "{stdout}"
     );
     // The same run, as runs.csv reports it.
-    let runs = std::fs::read_to_string(crate::root().join("reports/runs.csv")).unwrap();
-    let row = runs.lines().find(|l| l.starts_with("worked-example-503-503-400,five-field,3,7,")).unwrap();
-    let calls: u64 = row.split(',').nth(5).unwrap().parse().unwrap();
-    assert!(stdout.contains(&format!("after {calls} calls")), "{stdout} vs {row}");
+    let runs = Table::read(&crate::root().join("reports/runs.csv"));
+    let row = runs.row(&[
+        ("scenario", "worked-example-503-503-400"),
+        ("strategy", "five-field"),
+        ("run", "3"),
+        ("seed", "7"),
+    ]);
+    let calls: u64 = row.num("calls");
+    assert!(stdout.contains(&format!("after {calls} calls")), "{stdout} vs {row:?}");
     let text = std::fs::read_to_string(&trace).unwrap();
     assert!(text.lines().next().unwrap().contains(r#""id":"worked-example-503-503-400/five-field/run3""#));
 }

@@ -1,5 +1,7 @@
-//! `tracefault envelopes`: snapshot of what every strategy renders in every format, and the
-//! portability checks.
+//! Envelopes: `tracefault envelopes`' snapshot of what every strategy renders in every format,
+//! the portability checks, and the simulated model reading structure, not words.
+
+use proptest::prelude::*;
 
 use crate::tracefault;
 
@@ -107,6 +109,53 @@ fn every_rendering_has_the_fields_its_api_documents() {
                     let json_failure = fault.class().is_failure() && r.strategy.encoding.is_json();
                     assert_eq!(k, if json_failure { ["error"] } else { ["output"] }, "{what}");
                 }
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// The simulated model reads structure, not words: whatever a failure's message says
+    /// (codes, "retryable", "error:", JSON-looking text, "complete"), every encoding in every
+    /// format reads as the same signal; and a partial result's data never decides whether it
+    /// says more may be available.
+    #[test]
+    fn words_inside_messages_and_data_never_change_the_reading(
+        words in prop::collection::vec(prop::sample::select(vec![
+            "code", "retryable", "\"code\":\"X\"", "\"retryable\":true", "error", "ERROR:", "Error -",
+            "{\"error\":1}", "is_error", "true", "complete", "\"complete\":true", "more may be available",
+            "note", "{", "}", "\"", "\\", "\n",
+        ]), 0..10),
+        status in prop::sample::select(vec![400u16, 422]),
+    ) {
+        use tracefault::envelope::read::{Signal, read_message};
+        use tracefault::envelope::render::{Body, Renderer};
+        use tracefault::envelope::{Encoding, ErrorKind, Format, ToolError};
+        use tracefault::fault::Fault;
+        let message = words.join(" ");
+        let fault = Fault::Http { status, retry_after_ms: None, param: Some("q".into()), message: Some(message.clone()) };
+        let mut r = Renderer::default();
+        for format in Format::ALL {
+            for encoding in Encoding::ALL {
+                let err = ToolError { kind: ErrorKind::Fault(&fault), class: fault.class(), tool: "s", attempts: 1, retry_after_ms: None, body: "{}" };
+                let expected = match encoding {
+                    Encoding::Envelope => Signal::Envelope,
+                    Encoding::Flag if format == Format::Anthropic => Signal::Flag,
+                    Encoding::Flag => Signal::Unmarked,
+                    Encoding::Object => Signal::Object,
+                    Encoding::Prefix => Signal::Prefix,
+                    Encoding::Raw => Signal::Raw,
+                    Encoding::JsonRpcError => Signal::Unmarked,
+                };
+                let bytes = r.render(format, 1, "s", Body::Error { err, encoding }).to_owned();
+                prop_assert_eq!(read_message(format, &bytes).signal, expected, "{}", bytes);
+            }
+            let data = serde_json::to_string(&serde_json::json!({ "text": message })).unwrap();
+            for (stated_complete, cursor) in [(false, false), (false, true), (true, false), (true, true)] {
+                let bytes = r.render(format, 1, "s", Body::Partial { json: &data, stated_complete, cursor }).to_owned();
+                prop_assert_eq!(read_message(format, &bytes).more_available, !stated_complete, "{}", bytes);
             }
         }
     }

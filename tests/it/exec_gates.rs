@@ -8,6 +8,7 @@ use std::path::Path;
 use predicates::prelude::PredicateBooleanExt;
 use serde_json::Value;
 
+use crate::support::csv::{Row, Table};
 use crate::wire::{exec, reference_agent};
 use crate::{tracefault, write};
 
@@ -41,10 +42,8 @@ fn refs(v: &[String]) -> Vec<&str> {
 }
 
 /// The rows of a CSV file as maps from column to value.
-fn csv_rows(path: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
-    let mut r = csv::Reader::from_path(path).unwrap();
-    let head: Vec<String> = r.headers().unwrap().iter().map(str::to_owned).collect();
-    r.records().map(|rec| head.iter().cloned().zip(rec.unwrap().iter().map(str::to_owned)).collect()).collect()
+fn csv_rows(path: &Path) -> Vec<Row> {
+    Table::read(path).rows
 }
 
 #[test]

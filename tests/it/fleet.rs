@@ -1,10 +1,21 @@
 //! Fleets through the real binary: a fleet of one is today's run byte for byte, the AWS backoff
 //! experiment comes out in the orders the post reports, and fleet keys that make no sense are
-//! exit 2 naming the file and key.
+//! exit 2 naming the file and key. Properties over random fleets: every agent keeps the engine's
+//! invariants and every limit holds, agents that share nothing keep their own draws, a fleet
+//! breaker opens for everyone, a fleet retry budget bounds the whole fleet, and a recorded trace
+//! re-adds to its run.
 
 use std::collections::BTreeMap;
 
+use proptest::prelude::*;
+use tracefault::engine::events::{By, Event, Observer};
+use tracefault::engine::strategy::Routing;
+use tracefault::suite::run_one;
+
 use crate::cli::broken;
+use crate::support::arbitrary::{fleet_scenario, load, scenario};
+use crate::support::csv::Table;
+use crate::support::invariants::Invariants;
 use crate::{MINIMAL, root, tracefault, write};
 
 fn run_to(scenarios: &std::path::Path, out: &std::path::Path) {
@@ -38,15 +49,7 @@ fn a_fleet_of_one_gives_the_reports_of_a_lone_agent() {
 
 /// `summary.csv` as (scenario, strategy) → column → value.
 fn summary(out: &std::path::Path) -> BTreeMap<(String, String), BTreeMap<String, f64>> {
-    let mut r = csv::Reader::from_path(out.join("summary.csv")).unwrap();
-    let head: Vec<String> = r.headers().unwrap().iter().map(str::to_owned).collect();
-    r.records()
-        .map(|rec| {
-            let rec = rec.unwrap();
-            let cols = head.iter().zip(rec.iter()).skip(2).filter_map(|(h, v)| Some((h.clone(), v.parse().ok()?)));
-            ((rec[0].to_owned(), rec[1].to_owned()), cols.collect())
-        })
-        .collect()
+    Table::read(&out.join("summary.csv")).numbers()
 }
 
 /// Brooker (2015), "Exponential Backoff And Jitter": the orders the post reports, at every N of
@@ -375,15 +378,283 @@ fn a_fleet_breakers_trace_re_adds_to_its_run() {
     // The same run in runs.csv.
     let out = dir.path().join("full");
     tracefault().args(["run", "scenarios/20-seeds-fleet-outage.toml", "--out"]).arg(&out).assert().code(0);
-    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
-    let mut lines = runs.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let col = |h: &str| header.iter().position(|x| *x == h).unwrap();
-    let row: Vec<&str> = lines
-        .map(|l| l.split(',').collect::<Vec<_>>())
-        .find(|r| r[col("strategy")] == strategy && r[col("run")] == "3")
-        .unwrap();
-    let num = |h: &str| row[col(h)].parse::<u64>().unwrap();
+    let runs = Table::read(&out.join("runs.csv"));
+    let row = runs.row(&[("strategy", strategy), ("run", "3")]);
+    let num = |h: &str| row.num::<u64>(h);
     assert_eq!((models, tools, trips), (num("model_calls"), num("tool_calls"), num("breaker_trips")));
     assert_eq!(end, num("makespan_ms"));
+}
+
+/// Every agent's events through its own [`Invariants`]; the times of the attempts the shared
+/// rate limit let through at `tool`.
+struct FleetWatch {
+    agents: Vec<Invariants>,
+    agent: usize,
+    tool: u16,
+    passed_rate: Vec<u64>,
+}
+
+impl Observer for FleetWatch {
+    fn agent(&mut self, agent: u32) {
+        self.agent = agent as usize;
+    }
+
+    fn event(&mut self, e: &Event<'_>) {
+        if let Event::Attempt { tool, t_ms, load, status, .. } = *e
+            && tool == self.tool
+            && !(load && status == Some(429))
+        {
+            self.passed_rate.push(t_ms);
+        }
+        self.agents[self.agent].event(e);
+    }
+}
+
+/// Each agent's events, in order, as text.
+#[derive(Default)]
+struct PerAgent(Vec<Vec<String>>, usize);
+
+impl Observer for PerAgent {
+    fn agent(&mut self, agent: u32) {
+        self.1 = agent as usize;
+    }
+
+    fn event(&mut self, e: &Event<'_>) {
+        if matches!(e, Event::Done { .. }) {
+            return; // the run's, not an agent's
+        }
+        if self.0.len() <= self.1 {
+            self.0.resize(self.1 + 1, Vec::new());
+        }
+        self.0[self.1].push(format!("{e:?}"));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 120, ..ProptestConfig::default() })]
+
+    /// In a fleet every agent keeps the engine's invariants; no tool ever serves more calls at
+    /// once than its concurrency; the shared bucket never lets more than `burst + per_s × t`
+    /// through by time t; every agent ends.
+    #[test]
+    fn a_fleet_keeps_every_agent_and_every_limit(
+        (src, concurrency, rate) in fleet_scenario(),
+        run in 0u64..20,
+    ) {
+        let sc = load(&src);
+        let alpha = sc.task.tools.iter().position(|t| t == "alpha").unwrap() as u16;
+        for (i, s) in sc.strategies.iter().enumerate() {
+            let cap = match s.routing {
+                Routing::Orchestrator => sc.policy.retry.max_attempts,
+                Routing::Model => 1,
+            };
+            let agents = (0..sc.fleet.agents).map(|_| Invariants { max_attempts: cap, ..Invariants::default() }).collect();
+            let mut w = FleetWatch { agents, agent: 0, tool: alpha, passed_rate: Vec::new() };
+            let m = run_one(&sc, i, run, &mut w);
+            for (k, inv) in w.agents.iter().enumerate() {
+                prop_assert!(inv.broken.is_empty(), "{} agent {k}: {:?}\n{}", s.name, inv.broken, src);
+            }
+            prop_assert_eq!(m.agents, u64::from(sc.fleet.agents));
+            if let Some(c) = concurrency {
+                prop_assert!(m.peak_in_flight <= u64::from(c), "{}: peak {} > {c}\n{}", s.name, m.peak_in_flight, src);
+            }
+            if let Some((per_s, burst)) = rate {
+                w.passed_rate.sort_unstable();
+                for (n, &t) in w.passed_rate.iter().enumerate() {
+                    let bound = f64::from(burst) + per_s * t as f64 / 1000.0;
+                    prop_assert!((n + 1) as f64 <= bound + 1e-9, "{}: {} through by {t} ms > {bound}\n{}", s.name, n + 1, src);
+                }
+            }
+        }
+    }
+
+    /// Agents that share nothing never meet: agent 0 of a fleet runs exactly as a lone agent
+    /// does, adding agents changes nothing for the others, and under every strategy agent k
+    /// meets the same fault at the same attempt (common random numbers across strategies).
+    #[test]
+    fn agents_that_share_nothing_keep_their_own_draws(src in scenario(), agents in 2u32..6, run in 0u64..20) {
+        let lone = load(&src);
+        let fleet = |n: u32| load(&format!("{src}[fleet]\nagents = {n}\nstart = {{ poisson_per_s = 3 }}\n"));
+        let (small, large) = (fleet(agents), fleet(agents + 3));
+        // Per strategy, per agent: (tool, attempt) → the rule it met.
+        type Met = Vec<BTreeMap<(u16, u32), Option<u16>>>;
+        let mut firsts: Vec<Met> = Vec::new();
+        for i in 0..lone.strategies.len() {
+            let mut alone = PerAgent::default();
+            run_one(&lone, i, run, &mut alone);
+            let (mut a, mut b) = (PerAgent::default(), PerAgent::default());
+            run_one(&small, i, run, &mut a);
+            run_one(&large, i, run, &mut b);
+            prop_assert_eq!(&a.0[0], &alone.0[0], "agent 0 is the lone agent\n{}", src);
+            prop_assert_eq!(&a.0[..], &b.0[..agents as usize], "more agents changed the first ones\n{}", src);
+            // (tool, attempt) → rule, per agent, for the cross-strategy comparison.
+            struct Faults(Vec<BTreeMap<(u16, u32), Option<u16>>>, usize);
+            impl Observer for Faults {
+                fn agent(&mut self, agent: u32) { self.1 = agent as usize; }
+                fn event(&mut self, e: &Event<'_>) {
+                    if let Event::Attempt { tool, attempt, rule, .. } = *e {
+                        if self.0.len() <= self.1 { self.0.resize(self.1 + 1, BTreeMap::new()); }
+                        self.0[self.1].insert((tool, attempt), rule);
+                    }
+                }
+            }
+            let mut f = Faults(Vec::new(), 0);
+            run_one(&small, i, run, &mut f);
+            firsts.push(f.0);
+        }
+        // Rules with memory (a terminal fault sticks) can differ in what later attempts meet,
+        // so compare only the first attempt on each tool of each agent.
+        for a in &firsts {
+            for b in &firsts {
+                for (k, (ma, mb)) in a.iter().zip(b).enumerate() {
+                    for (key, r) in ma.iter().filter(|((_, n), _)| *n == 1) {
+                        if let Some(r2) = mb.get(key) {
+                            prop_assert_eq!(r, r2, "agent {} attempt {:?}", k, key);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Breaker trips (tool, time, agent) and attempts (tool, time, agent) of a fleet's run.
+#[derive(Default)]
+struct BreakerWatch {
+    agent: u32,
+    trips: Vec<(u16, u64, u32)>,
+    attempts: Vec<(u16, u64, u32)>,
+}
+
+impl Observer for BreakerWatch {
+    fn agent(&mut self, agent: u32) {
+        self.agent = agent;
+    }
+
+    fn event(&mut self, e: &Event<'_>) {
+        match *e {
+            Event::BreakerTrip { tool, t_ms } => self.trips.push((tool, t_ms, self.agent)),
+            Event::Attempt { tool, t_ms, .. } => self.attempts.push((tool, t_ms, self.agent)),
+            _ => {}
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 150, ..ProptestConfig::default() })]
+
+    /// A fleet breaker opens for every agent at once: after it trips, no agent's call reaches
+    /// the tool until it has been open `open_ms`, but for the agents that have not heard yet
+    /// (`sync_ms` after the trip, all but the one that tripped it).
+    #[test]
+    fn a_fleet_breaker_opens_for_everyone(
+        agents in 2u32..20,
+        sync_ms in prop_oneof![Just(0u64), 0u64..800],
+        failures in 1u32..4,
+        p in 0.2f64..0.9,
+        seed in any::<u64>(),
+        run in 0u64..10,
+    ) {
+        let open_ms = 2000;
+        let src = format!(
+            "name = \"fb\"\nseed = {seed}\nruns = 1\n[strategies.shared]\nencoding = \"envelope\"\nrouting = \"orchestrator\"\nbreaker = \"fleet\"\n\
+             [policy]\nbreaker = {{ failures = {failures}, open_ms = {open_ms}, sync_ms = {sync_ms} }}\n\
+             [fleet]\nagents = {agents}\nstart = {{ poisson_per_s = 20 }}\n[tools.search]\nservice_ms = {{ dist = \"uniform\", min = 5, max = 60 }}\n\
+             [task]\n[[task.steps]]\ntool = \"search\"\n[[task.steps]]\ntool = \"search\"\nargs = {{ q = 2 }}\n\
+             [[faults]]\ntarget = \"search\"\nprobability = {p}\nhttp = 503\n"
+        );
+        let sc = load(&src);
+        let mut w = BreakerWatch::default();
+        run_one(&sc, 0, run, &mut w);
+        for &(tool, t, by) in &w.trips {
+            for &(tool2, t2, agent) in &w.attempts {
+                let open = tool2 == tool && t < t2 && t2 < t + open_ms;
+                let unheard = agent != by && t2 < t + sync_ms;
+                prop_assert!(!open || unheard, "agent {} reached the tool at {} ms, tripped at {} ms by agent {}\n{}", agent, t2, t, by, src);
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
+
+    /// A fleet's retry budget is the fleet's: over a window longer than the run, the whole
+    /// fleet's retries (tools and provider) stay within `ratio` × its calls' first attempts
+    /// (or one retry), however many agents fail at once.
+    #[test]
+    fn a_fleet_retry_budget_bounds_the_whole_fleets_retries(
+        agents in 2u32..30,
+        ratio_pct in 5u32..80,
+        p in 0.2f64..0.95,
+        seed in any::<u64>(),
+        run in 0u64..10,
+    ) {
+        let ratio = f64::from(ratio_pct) / 100.0;
+        let src = format!(
+            "name = \"rb\"\nseed = {seed}\nruns = 1\nstrategies = [\"five-field\"]\n\
+             [policy]\nretry = {{ max_attempts = 6, backoff = \"full-jitter\", base_ms = 50, cap_ms = 800, budget_ratio = {ratio}, budget_window_ms = 86400000 }}\n\
+             [fleet]\nagents = {agents}\n\
+             [task]\n[[task.steps]]\ncalls = [{{ tool = \"search\" }}, {{ tool = \"fetch\" }}]\n[[task.steps]]\ntool = \"search\"\nargs = {{ q = 2 }}\n\
+             [[faults]]\ntarget = \"*\"\nprobability = {p}\nhttp = 503\n\
+             [[faults]]\ntarget = \"provider\"\nprobability = {}\nhttp = 529\n",
+            p / 3.0
+        );
+        let sc = load(&src);
+        #[derive(Default)]
+        struct Firsts(u64);
+        impl Observer for Firsts {
+            fn event(&mut self, e: &Event<'_>) {
+                if let Event::Attempt { by: By::Model, .. } = *e {
+                    self.0 += 1;
+                }
+            }
+        }
+        let mut f = Firsts::default();
+        let m = run_one(&sc, 0, run, &mut f);
+        let bound = (ratio * f.0 as f64).max(1.0);
+        prop_assert!(m.orchestrator_retries as f64 <= bound + 1e-9, "{} retries > {bound} ({} first attempts)\n{}", m.orchestrator_retries, f.0, src);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 120, ..ProptestConfig::default() })]
+
+    /// A recorded trace re-adds to its run's row: over every agent's trace, the model calls and
+    /// the attempts behind the results are the run's `model_calls` and `tool_calls`, for every
+    /// strategy of a random fleet, a fleet-wide breaker among them (a retry the open breaker
+    /// answers keeps the attempts that reached the tool; a call still in flight when a budget
+    /// ends the run has its attempts in the `final` event).
+    #[test]
+    fn a_trace_re_adds_to_its_run(fleet in fleet_scenario(), run in 0u64..5, sync_ms in 0u64..400) {
+        use tracefault::trace::TraceEvent;
+        use tracefault::trace::record::Recorder;
+        let (mut src, _, _) = fleet;
+        src.push_str(
+            "[strategies.shared-breaker]\nencoding = \"envelope\"\nrouting = \"orchestrator\"\nbreaker = \"fleet\"\n\
+             [strategies.own-breaker]\nencoding = \"envelope\"\nrouting = \"orchestrator\"\nbreaker = true\n",
+        );
+        src = src.replace("[policy]\n", &format!("[policy]\nbreaker = {{ failures = 2, open_ms = 300, sync_ms = {sync_ms} }}\n"));
+        let sc = load(&src);
+        for (k, strategy) in sc.strategies.iter().enumerate() {
+            let mut rec = Recorder::new(&sc, &strategy.name, run);
+            let m = run_one(&sc, k, run, &mut rec);
+            let (mut models, mut attempts) = (0u64, 0u64);
+            for t in &rec.traces {
+                for e in &t.events {
+                    match e {
+                        TraceEvent::ModelCall { .. } => models += 1,
+                        TraceEvent::ToolResult { attempts: a, attempt_ms, .. } => {
+                            attempts += u64::from(a.unwrap_or(0));
+                            prop_assert_eq!(attempt_ms.len() as u32, a.unwrap_or(0));
+                        }
+                        TraceEvent::Final { in_flight_attempts: a, .. } => attempts += u64::from(a.unwrap_or(0)),
+                        _ => {}
+                    }
+                }
+            }
+            prop_assert_eq!(models, m.model_calls, "{}: model calls\n{}", strategy.name, src);
+            prop_assert_eq!(attempts, m.tool_calls, "{}: tool calls\n{}", strategy.name, src);
+        }
+    }
 }

@@ -5,6 +5,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use predicates::prelude::*;
+use proptest::prelude::*;
+use tracefault::scenario::load::load_str;
 
 use crate::{MINIMAL, corpus, tracefault, write};
 
@@ -301,4 +303,15 @@ fn stale_temporaries_of_killed_runs_are_removed() {
         .code(0)
         .stdout(predicate::str::contains("reports written"));
     assert!(!d.join(".o.tracefault-0-0").exists());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn scenario_and_trace_parsers_never_panic(text in "[ -~\n]{0,200}") {
+        let _ = load_str(&text, Path::new("x.toml"));
+        let _ = load_str(&text, Path::new("x.json"));
+        let _ = tracefault::trace::Trace::parse_many(&text, Path::new("x.jsonl"));
+    }
 }

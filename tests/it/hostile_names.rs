@@ -8,6 +8,7 @@ use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
+use crate::support::csv::Table;
 use crate::{root, tracefault, write};
 
 /// A scenario (JSON) named `name` whose strategies are named `strategies`, every one failing
@@ -121,7 +122,7 @@ fn item_5_replay_repro_lines_name_a_scenario_file_that_repeats_the_run() {
     assert!(code == 0 || code == 1, "{stdout}{err}");
     let out = d.join("replay-reports");
     let report: Value = serde_json::from_str(&read(out.join("report.json"))).unwrap();
-    let runs = read(out.join("runs.csv"));
+    let runs = Table::read(&out.join("runs.csv"));
     for (i, (strategy, line)) in repro_lines(&report).iter().enumerate() {
         let words = sh_words(line);
         assert_eq!(words[..2], ["tracefault", "run"]);
@@ -134,9 +135,9 @@ fn item_5_replay_repro_lines_name_a_scenario_file_that_repeats_the_run() {
         let worst = &report["scenarios"][0]["strategies"][i]["worst_run"];
         let calls = worst["calls"].as_u64().unwrap();
         assert!(printed.contains(&format!(" after {calls} calls")), "{printed} vs {worst}");
-        let row = format!("search-503-503-400,{strategy},{},1,", worst["run"]);
-        let row = runs.lines().find(|l| l.starts_with(&row)).unwrap_or_else(|| panic!("{row}"));
-        assert_eq!(row.split(',').nth(5), Some(calls.to_string().as_str()), "{row}");
+        let run = worst["run"].to_string();
+        let row = runs.row(&[("scenario", "search-503-503-400"), ("strategy", strategy), ("run", &run), ("seed", "1")]);
+        assert_eq!(row["calls"], calls.to_string(), "{row:?}");
     }
 }
 

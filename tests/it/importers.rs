@@ -1,9 +1,12 @@
 //! Importers against the corpus of real traces in `tests/fixtures/corpus`: every format imports, and `inspect`
 //! gives counts checked by hand (from the raw files, independently of tracefault) for at least
-//! one conversation per format.
+//! one conversation per format; arbitrary JSON and real files with a node replaced at random get
+//! an error or a trace, never a panic; a file read a conversation at a time gives what reading
+//! it whole gives.
 
 use std::path::Path;
 
+use proptest::prelude::*;
 use serde_json::Value;
 
 use crate::{corpus, tracefault, write};
@@ -352,4 +355,296 @@ fn every_format_is_listed_under_format() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("claude-code") && err.contains("mini-swe-agent"), "{err}");
+}
+
+/// Arbitrary JSON (shaped like the formats, so the importers get past detection).
+fn arb_json() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::{Value, json};
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        "[a-z_ {}\":,\\[\\]]{0,12}".prop_map(Value::from),
+        prop::sample::select(vec![
+            "user",
+            "assistant",
+            "tool",
+            "model",
+            "function_call",
+            "tool_use",
+            "tool_result",
+            "Error: x",
+            "{}"
+        ])
+        .prop_map(Value::from),
+    ];
+    leaf.prop_recursive(4, 48, 6, |inner| {
+        let keys = prop::sample::select(vec![
+            "role",
+            "content",
+            "tool_calls",
+            "id",
+            "function",
+            "name",
+            "arguments",
+            "messages",
+            "type",
+            "input",
+            "call_id",
+            "output",
+            "contents",
+            "parts",
+            "functionCall",
+            "functionResponse",
+            "response",
+            "error",
+            "is_error",
+            "tool_use_id",
+            "interactions",
+            "request",
+            "response",
+            "resourceSpans",
+            "traj",
+            "choices",
+        ]);
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+            prop::collection::vec((keys, inner), 0..5).prop_map(|kv| {
+                let mut m = serde_json::Map::new();
+                for (k, v) in kv {
+                    m.insert(k.to_owned(), v);
+                }
+                Value::Object(m)
+            }),
+        ]
+    })
+    .prop_map(|v| json!(v))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    /// Bad input gets an error, never a panic: every importer, every format, arbitrary JSON.
+    #[test]
+    fn importers_never_panic(v in arb_json(), format in 0usize..tracefault::trace::import::SourceFormat::NAMES.len()) {
+        use tracefault::trace::import::{ImportOptions, SourceFormat, import_str};
+        let f = SourceFormat::parse(SourceFormat::NAMES[format]).unwrap();
+        let opts = ImportOptions { format: f, ..ImportOptions::default() };
+        let text = v.to_string();
+        if let Ok(imported) = import_str(&text, Path::new("x.json"), &opts) {
+            for t in &imported.traces {
+                // And whatever imports can be inspected, compiled and replayed as recorded.
+                let _ = tracefault::trace::inspect::stats(t);
+                let _ = tracefault::trace::compile::compile(t);
+                let _ = tracefault::replay::replay_as_recorded(t.clone());
+            }
+        }
+    }
+}
+
+/// Replaces the node reached by `path` (indices taken modulo each level's size) with `with`.
+fn mutate(v: &mut serde_json::Value, path: &[usize], with: serde_json::Value) {
+    use serde_json::Value;
+    let Some((&step, rest)) = path.split_first() else {
+        *v = with;
+        return;
+    };
+    match v {
+        Value::Array(a) if !a.is_empty() => {
+            let n = a.len();
+            mutate(&mut a[step % n], rest, with);
+        }
+        Value::Object(m) if !m.is_empty() => {
+            let key = m.keys().nth(step % m.len()).cloned().expect("in range");
+            mutate(m.get_mut(&key).expect("present"), rest, with);
+        }
+        other => *other = with,
+    }
+}
+
+/// Small real traces of every format, parsed once.
+fn corpus_values() -> &'static Vec<(String, serde_json::Value)> {
+    static CORPUS: std::sync::OnceLock<Vec<(String, serde_json::Value)>> = std::sync::OnceLock::new();
+    CORPUS.get_or_init(|| {
+        let dir = crate::root().join("traces");
+        let mut out = Vec::new();
+        for name in [
+            "openai-chat_model-retry.cassette.yaml",
+            "openai-responses_model-retry.cassette.yaml",
+            "anthropic_tool-search.cassette.yaml",
+            "gemini_model-retry.cassette.yaml",
+            "otel_model-retry.otlp.json",
+            "openai-chat_tau-bench-airline-13.json",
+        ] {
+            let text = std::fs::read_to_string(dir.join(name)).unwrap();
+            let v: serde_json::Value = if name.ends_with(".yaml") {
+                serde_norway::from_str(&text).unwrap()
+            } else {
+                serde_json::from_str(&text).unwrap()
+            };
+            out.push((name.to_owned(), v));
+        }
+        out
+    })
+}
+
+/// The fixtures of the readers of agent tools' own logs, parsed once (a JSONL file as the list of
+/// its lines, as the readers get it).
+fn session_log_values() -> &'static Vec<(String, serde_json::Value)> {
+    static LOGS: std::sync::OnceLock<Vec<(String, serde_json::Value)>> = std::sync::OnceLock::new();
+    LOGS.get_or_init(|| {
+        let mut out = Vec::new();
+        for folder in [
+            "codex",
+            "claude-code",
+            "agents-sdk",
+            "inspect",
+            "tau2",
+            "swe-agent",
+            "mini-swe-agent",
+            "openhands",
+            "otel",
+        ] {
+            let dir = crate::root().join("tests/fixtures").join(folder);
+            let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+            names.sort();
+            for path in names {
+                let ext = path.extension().and_then(|e| e.to_str()).unwrap_or_default().to_owned();
+                if !["json", "jsonl", "traj"].contains(&ext.as_str()) {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                let v = serde_json::from_str(&text).unwrap_or_else(|_| {
+                    serde_json::Value::Array(
+                        text.lines()
+                            .filter(|l| !l.trim().is_empty())
+                            .filter_map(|l| serde_json::from_str(l).ok())
+                            .collect(),
+                    )
+                });
+                out.push((path.file_name().unwrap().to_string_lossy().into_owned(), v));
+            }
+        }
+        out
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+    /// Real traces with one node replaced at random: still an error or a trace, never a panic.
+    #[test]
+    fn mutated_corpus_traces_never_panic(
+        which in 0usize..6,
+        path in prop::collection::vec(any::<usize>(), 0..9),
+        with in prop_oneof![
+            Just(serde_json::Value::Null),
+            Just(serde_json::json!(7)),
+            Just(serde_json::json!("Error: x")),
+            Just(serde_json::json!([])),
+            Just(serde_json::json!({})),
+            Just(serde_json::json!([{"role": "tool"}])),
+        ],
+    ) {
+        use tracefault::trace::import::{ImportOptions, import_str};
+        let (name, v) = &corpus_values()[which];
+        let mut v = v.clone();
+        mutate(&mut v, &path, with);
+        let text = v.to_string();
+        let file = if name.ends_with(".yaml") { "x.json" } else { name.as_str() };
+        if let Ok(imported) = import_str(&text, Path::new(file), &ImportOptions::default()) {
+            for t in &imported.traces {
+                let _ = tracefault::trace::compile::compile(t);
+                let _ = tracefault::replay::replay_as_recorded(t.clone());
+            }
+        }
+    }
+
+    /// Agent tools' logs with one node replaced at random: still an error or a trace, never a
+    /// panic, and whatever imports can be inspected, compiled and replayed as recorded.
+    #[test]
+    fn mutated_session_logs_never_panic(
+        which in any::<prop::sample::Index>(),
+        path in prop::collection::vec(any::<usize>(), 0..10),
+        with in prop_oneof![
+            Just(serde_json::Value::Null),
+            Just(serde_json::json!(-1)),
+            Just(serde_json::json!("Exit code: 1")),
+            Just(serde_json::json!([])),
+            Just(serde_json::json!({})),
+            Just(serde_json::json!({"type": "tool_result", "is_error": true})),
+            Just(serde_json::json!(1e300)),
+        ],
+    ) {
+        use tracefault::trace::import::{ImportOptions, import_str};
+        let logs = session_log_values();
+        let (name, v) = &logs[which.index(logs.len())];
+        let mut v = v.clone();
+        mutate(&mut v, &path, with);
+        if let Ok(imported) = import_str(&v.to_string(), Path::new(name), &ImportOptions::default()) {
+            for t in &imported.traces {
+                let _ = tracefault::trace::inspect::stats(t);
+                let _ = tracefault::trace::compile::compile(t);
+                let _ = tracefault::replay::replay_as_recorded(t.clone());
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// A file of wrapped conversations read one element at a time (`import_path`) gives what
+    /// reading it whole (`import_str`) gives, whatever the conversations hold: the same traces
+    /// when both read it, an error from both when one fails.
+    #[test]
+    fn streamed_import_equals_whole_file_import(
+        conversations in prop::collection::vec(
+            (0usize..3, prop::collection::vec(any::<usize>(), 0..5), prop_oneof![
+                Just(serde_json::Value::Null),
+                Just(serde_json::json!("Error: x ] } \" [")),
+                Just(serde_json::json!([])),
+                Just(serde_json::json!({"role": "tool", "content": "a\nb"})),
+                arb_json(),
+            ], any::<bool>()),
+            1..4,
+        ),
+        jsonl in any::<bool>(),
+        pretty in any::<bool>(),
+    ) {
+        use tracefault::trace::import::{ImportOptions, import_path, import_str};
+        let (_, tau) = &corpus_values()[5];
+        let keys = ["traj", "conversation", "trajectory"];
+        let elements: Vec<serde_json::Value> = conversations
+            .into_iter()
+            .map(|(key, path, with, mutated)| {
+                let mut messages = tau.clone();
+                if mutated {
+                    mutate(&mut messages, &path, with);
+                }
+                serde_json::json!({ keys[key]: messages, "reward": 1 })
+            })
+            .collect();
+        let text = if jsonl {
+            elements.iter().map(|e| e.to_string() + "\n").collect::<String>()
+        } else if pretty {
+            serde_json::to_string_pretty(&elements).unwrap()
+        } else {
+            serde_json::Value::Array(elements).to_string()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(if jsonl { "c.jsonl" } else { "c.json" });
+        std::fs::write(&path, &text).unwrap();
+        let opts = ImportOptions::default();
+        let streamed = import_path(&path, &opts);
+        let whole = import_str(&text, &path, &opts);
+        match (streamed, whole) {
+            (Ok(s), Ok(w)) => {
+                prop_assert_eq!(s.format, w.format);
+                prop_assert_eq!(s.traces, w.traces);
+            }
+            (Err(_), Err(_)) => {}
+            (s, w) => prop_assert!(false, "streamed {:?} but whole-file {:?}", s.map(|i| i.traces.len()), w.map(|i| i.traces.len())),
+        }
+    }
 }

@@ -1,6 +1,6 @@
-//! Integration tests: one binary, one module per concern. CLI tests drive the real binary.
+//! Integration tests: one binary, one module per feature (`support` holds what they share). CLI
+//! tests drive the real binary.
 
-mod analytic;
 mod baseline;
 mod cli;
 mod compile;
@@ -9,6 +9,7 @@ mod docs;
 mod envelopes;
 mod exec_gates;
 mod explain;
+mod faults;
 mod fleet;
 mod frameworks;
 mod golden;
@@ -28,11 +29,11 @@ mod import_swe_agent;
 mod import_tau2;
 mod importers;
 mod mcp;
-mod oracles;
 mod order;
-mod properties;
 mod replay;
+mod resilience;
 mod scenarios;
+mod support;
 mod sweep;
 mod trace_schema;
 mod traces;

@@ -5,20 +5,12 @@
 
 use std::collections::BTreeMap;
 
+use crate::support::csv::{Row, Table};
 use crate::{tracefault, write};
 
-/// The rows of `summary.csv` by (scenario, strategy), in file order, with the header.
-fn summary(dir: &std::path::Path) -> (Vec<String>, Vec<(String, Vec<String>)>) {
-    let text = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<String> = lines.next().unwrap().split(',').map(str::to_owned).collect();
-    let rows = lines
-        .map(|l| {
-            let cells: Vec<String> = l.split(',').map(str::to_owned).collect();
-            (cells[1].clone(), cells)
-        })
-        .collect();
-    (header, rows)
+/// The rows of `summary.csv`, in file order.
+fn summary(dir: &std::path::Path) -> Table {
+    Table::read(&dir.join("summary.csv"))
 }
 
 fn run(dir: &std::path::Path, scenario: &std::path::Path) {
@@ -54,7 +46,7 @@ fn reordering_rules_tools_and_strategies_moves_no_number() {
     let rows = |name: &str, text: String| {
         let out = dir.path().join(name);
         run(&out, &write(dir.path(), &format!("{name}.toml"), &text));
-        summary(&out).1.into_iter().collect::<BTreeMap<_, _>>()
+        summary(&out).rows.into_iter().map(|r| (r["strategy"].clone(), r)).collect::<BTreeMap<_, _>>()
     };
     let first = rows("a", scenario(&[0, 1, 2], &[0, 1], &[0, 1]));
     assert_eq!(first.len(), 2);
@@ -75,9 +67,8 @@ fn an_explicit_key_gives_two_identical_rules_draws_of_their_own() {
     let faults_of = |name: &str, text: String| {
         let out = dir.path().join(name);
         run(&out, &write(dir.path(), &format!("{name}.toml"), &text));
-        let (_, mut rows) = summary(&out);
-        let mut row = rows.remove(0).1;
-        row.remove(0); // the scenario's name
+        let mut row = summary(&out).rows[0].cells().clone();
+        row.remove("scenario");
         row
     };
     let once = faults_of("once", format!("{base}{rule}"));
@@ -109,15 +100,14 @@ fn the_default_baseline_is_the_first_strategy_the_file_lists() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     run(&out, &write(dir.path(), "s.toml", &text));
-    let (header, rows) = summary(&out);
-    let names: Vec<&str> = rows.iter().map(|(n, _)| n.as_str()).collect();
+    let rows = summary(&out).rows;
+    let names: Vec<&str> = rows.iter().map(|r| r["strategy"].as_str()).collect();
     assert_eq!(names, ["zeta", "alpha"], "strategies in the file's order");
-    let col = |h: &str| header.iter().position(|x| x == h).unwrap();
-    let mean = |r: &[String]| r[col("calls_mean")].parse::<f64>().unwrap();
-    let delta = |r: &[String]| r[col("calls_delta_vs_baseline")].parse::<f64>().unwrap();
+    let mean = |r: &Row| r.num::<f64>("calls_mean");
+    let delta = |r: &Row| r.num::<f64>("calls_delta_vs_baseline");
     // By its definition: the strategy's mean calls minus the baseline's, the baseline "zeta".
-    assert_eq!(delta(&rows[0].1), 0.0);
-    assert!((delta(&rows[1].1) - (mean(&rows[1].1) - mean(&rows[0].1))).abs() < 0.0015, "{rows:?}");
+    assert_eq!(delta(&rows[0]), 0.0);
+    assert!((delta(&rows[1]) - (mean(&rows[1]) - mean(&rows[0]))).abs() < 0.0015, "{rows:?}");
     let report = std::fs::read_to_string(out.join("report.json")).unwrap();
     assert!(report.contains("\"baseline\":\"zeta\"") || report.contains("\"baseline\": \"zeta\""), "{report}");
 }

@@ -2,6 +2,7 @@
 
 use predicates::prelude::*;
 
+use crate::support::csv::Table;
 use crate::{corpus, tracefault, write};
 
 #[test]
@@ -210,11 +211,13 @@ http = 400
     // recorded: 1 run, answered; 5 model calls + 4 tool calls; no wasted retries (the 400 was
     // never repeated identically); the delta columns are empty (it is not paired).
     assert_eq!(recorded.len(), 1);
-    let r: Vec<&str> = recorded[0].split(',').collect();
-    assert_eq!(&r[2..5], ["1", "1.0000", "0.0000"], "{}", recorded[0]);
-    assert_eq!(r[9], "9.000", "calls_mean: {}", recorded[0]);
-    assert_eq!(r[15], "0", "wasted_retries: {}", recorded[0]);
-    assert_eq!(&r[25..28], ["", "", ""], "{}", recorded[0]);
+    let table = Table::parse(&a);
+    let r = table.row(&[("scenario", "w"), ("strategy", "recorded")]);
+    let cells = |columns: &[&str]| columns.iter().map(|c| r[*c].as_str()).collect::<Vec<_>>();
+    assert_eq!(cells(&["runs", "success_rate", "loop_rate"]), ["1", "1.0000", "0.0000"], "{r:?}");
+    assert_eq!(r["calls_mean"], "9.000", "{r:?}");
+    assert_eq!(r["wasted_retries"], "0", "{r:?}");
+    assert_eq!(cells(&["calls_delta_vs_baseline", "calls_delta_lo", "calls_delta_hi"]), ["", "", ""], "{r:?}");
     // One agent, which answered.
-    assert_eq!(&r[28..30], ["1", "1.0000"], "{}", recorded[0]);
+    assert_eq!(cells(&["agents", "agents_succeeded_rate"]), ["1", "1.0000"], "{r:?}");
 }

@@ -4,23 +4,11 @@
 use std::collections::BTreeMap;
 
 use crate::root;
+use crate::support::csv::Table;
 
 /// summary.csv as (scenario, strategy) → column → value (empty cells are absent).
 fn summary() -> BTreeMap<(String, String), BTreeMap<String, f64>> {
-    let text = std::fs::read_to_string(root().join("reports/summary.csv")).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    lines
-        .map(|l| {
-            let c: Vec<&str> = l.split(',').collect();
-            let values = header[2..]
-                .iter()
-                .zip(&c[2..])
-                .filter_map(|(h, v)| v.parse().ok().map(|v| ((*h).to_owned(), v)))
-                .collect();
-            ((c[0].to_owned(), c[1].to_owned()), values)
-        })
-        .collect()
+    Table::read(&root().join("reports/summary.csv")).numbers()
 }
 
 struct Scenario {
@@ -139,11 +127,12 @@ fn s07_token_budget() {
     assert!(s.get("error-string", "loop_rate") > 0.5);
     assert_eq!(s.get("error-string-budgeted", "loop_rate"), 0.0);
     // Never past the ceiling, in any run.
-    let runs = std::fs::read_to_string(root().join("reports/runs.csv")).unwrap();
+    let runs = Table::read(&root().join("reports/runs.csv"));
     let max = runs
-        .lines()
-        .filter(|l| l.starts_with("token-budget-runs-out,error-string-budgeted,"))
-        .map(|l| l.split(',').nth(13).unwrap().parse::<u64>().unwrap())
+        .rows
+        .iter()
+        .filter(|r| r["scenario"] == "token-budget-runs-out" && r["strategy"] == "error-string-budgeted")
+        .map(|r| r.num::<u64>("tokens"))
         .max()
         .unwrap();
     assert!(max <= 20_000, "{max}");

@@ -1,6 +1,7 @@
 //! `tracefault sweep`: profiles drawn over the probabilities' ranges; checked against `run`,
 //! across `--jobs`, and on bad parameters.
 
+use crate::support::csv::{Row, Table};
 use crate::{root, tracefault};
 
 /// Every probability pinned at the bundled default (`KEY=V..V`).
@@ -35,23 +36,19 @@ fn a_sweep_with_every_range_collapsed_is_run_with_that_profile() {
         .assert()
         .code(0);
     tracefault().arg("run").arg(&sc).args(["--runs", "200", "--out"]).arg(dir.path().join("r")).assert().code(0);
-    let summary = std::fs::read_to_string(dir.path().join("r/summary.csv")).unwrap();
-    let sweep = std::fs::read_to_string(dir.path().join("s/sweep.csv")).unwrap();
-    let head: Vec<&str> = summary.lines().next().unwrap().split(',').collect();
-    let col = |name: &str| head.iter().position(|c| *c == name).unwrap();
-    for line in summary.lines().skip(1) {
-        let c: Vec<&str> = line.split(',').collect();
-        let strategy = c[1];
+    let summary = Table::read(&dir.path().join("r/summary.csv"));
+    let sweep = Table::read(&dir.path().join("s/sweep.csv"));
+    for c in &summary.rows {
+        let strategy = c["strategy"].as_str();
         if strategy == "recorded" {
             continue; // what the recorded model did is not a strategy: a sweep has no row for it
         }
-        let rows: Vec<Vec<&str>> =
-            sweep.lines().map(|l| l.split(',').collect::<Vec<_>>()).filter(|r| r[1] == strategy).collect();
+        let rows: Vec<&Row> = sweep.rows.iter().filter(|r| r["strategy"] == strategy).collect();
         assert_eq!(rows.len(), 3, "{strategy}: one row per sample");
         for r in rows {
-            // The metrics follow the ten parameters: success, loop rate, calls, wasted retries.
-            for (i, m) in ["success_rate", "loop_rate", "calls_mean", "wasted_retries_per_run"].iter().enumerate() {
-                let (a, b): (f64, f64) = (r[13 + i].parse().unwrap(), c[col(m)].parse().unwrap());
+            // The metrics after the ten parameters: success, loop rate, calls, wasted retries.
+            for m in ["success_rate", "loop_rate", "calls_mean", "wasted_retries_per_run"] {
+                let (a, b): (f64, f64) = (r.num(m), c.num(m));
                 assert!((a - b).abs() < 1e-3, "{strategy} {m}: sweep {a}, run {b}");
             }
         }
