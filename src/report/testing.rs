@@ -10,7 +10,7 @@ use super::checks::{CheckRow, CheckStatus, Checklist};
 use crate::engine::events::TerminatedBy;
 use crate::metrics::aggregate::Aggregate;
 use crate::metrics::run::RunMetrics;
-use crate::scenario::Scenario;
+use crate::scenario::Loaded;
 use crate::scenario::load::load_str;
 use crate::suite::{ScenarioResult, finish_scenario};
 
@@ -42,7 +42,7 @@ pub fn run(end: TerminatedBy, model_calls: u64, tool_calls: u64, fired: u64) -> 
 /// A scenario named `name`: 4 runs, seed 7, strategies `five-field` (the baseline) and
 /// `error-string`, one tool `search` with one rule (a 503 on its first attempt), and two gates:
 /// five-field's success rate at least 0.5, error-string's loop rate at most 0.1.
-pub fn scenario(name: &str) -> Scenario {
+pub fn scenario(name: &str) -> Loaded {
     let name = serde_json::to_string(name).expect("a string");
     let src = format!(
         "name = {name}\nseed = 7\nruns = 4\nstrategies = [\"five-field\", \"error-string\"]\nbaseline = \"five-field\"\n\
@@ -56,7 +56,7 @@ pub fn scenario(name: &str) -> Scenario {
 
 /// `sc`'s result from its runs, one list per strategy, the baseline's runs paired with each
 /// strategy's by index (as the suite pairs runs of the same number).
-pub fn result(sc: &Scenario, runs: &[Vec<RunMetrics>]) -> ScenarioResult {
+pub fn result(sc: &Loaded, runs: &[Vec<RunMetrics>]) -> ScenarioResult {
     assert_eq!(runs.len(), sc.strategies.len(), "one list of runs per strategy");
     let base: Vec<u64> = runs[sc.baseline].iter().map(RunMetrics::calls).collect();
     let aggregates = runs

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use proptest::prelude::*;
-use tracefault::scenario::Scenario;
+use tracefault::scenario::Loaded;
 use tracefault::scenario::load::load_str;
 
 pub const TOOLS: [&str; 3] = ["alpha", "beta", "gamma"];
@@ -144,6 +144,6 @@ pub fn fleet_scenario() -> impl Strategy<Value = (String, Option<u32>, Option<(f
 }
 
 /// `src` as a scenario; a failure names the text.
-pub fn load(src: &str) -> Scenario {
+pub fn load(src: &str) -> Loaded {
     load_str(src, Path::new("prop.toml")).unwrap_or_else(|e| panic!("{e}\n{src}"))
 }
