@@ -12,10 +12,9 @@ use serde_json::Value;
 
 use crate::engine::events::TerminatedBy;
 use crate::error::{Error, Result};
+use crate::escape::{csv_text_read, md_text};
 use crate::metrics::stats::{newcombe, paired_mean_ci, welch};
 use crate::metrics::summary::SUMMARY_COLUMNS;
-use crate::report::escape::{csv_text_read, md_text};
-use crate::report::json::SCHEMA_VERSION;
 use crate::scenario::Gate;
 use crate::suite::ScenarioResult;
 
@@ -25,6 +24,10 @@ enum Better {
     Higher,
     Lower,
 }
+
+/// The version of `report.json`'s layout (written by the report, read back here): a baseline
+/// with another version is not compared.
+pub const SCHEMA_VERSION: u64 = 1;
 
 /// The metrics compared (summary column names), and which way is better.
 const COMPARED: [(&str, Better); 5] = [

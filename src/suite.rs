@@ -82,7 +82,7 @@ impl ScenarioResult {
         let path = self.scenario.path.to_string_lossy();
         let (run, seed) = (run.to_string(), self.seed.to_string());
         let name = &self.scenario.strategies[strategy].name;
-        Some(crate::report::escape::shell_line([
+        Some(crate::escape::shell_line([
             "tracefault",
             "run",
             &path,
@@ -401,7 +401,7 @@ pub fn finish_scenario(sc: &Loaded, aggregates: Vec<Aggregate>) -> ScenarioResul
 /// `scenario,strategy,` as CSV (quoted where needed, a formula kept from being one):
 /// computed once per scenario and strategy.
 pub fn csv_prefix(scenario: &str, strategy: &str) -> Vec<u8> {
-    crate::report::escape::csv_names(&[scenario, strategy])
+    crate::escape::csv_names(&[scenario, strategy])
 }
 
 /// Appends one `runs.csv` row without allocating.

@@ -9,11 +9,11 @@ use super::import::SourceArgs;
 use crate::engine::Scenario;
 use crate::engine::strategy::Strategy;
 use crate::error::{Error, Result, exit};
+use crate::escape::printable;
 use crate::output::FolderWriter;
 use crate::replay::{AS_RECORDED, Counts, divergence, replay_as_recorded, whatif_scenario};
 use crate::report::{self, Report};
 use crate::suite::{self, RunOptions};
-use crate::trace::inspect::printable;
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {

@@ -9,16 +9,16 @@ use std::collections::BTreeMap;
 use crate::baseline;
 use crate::engine::rng::fnv1a64;
 use crate::error::{Error, Result, exit};
+use crate::escape::printable;
+use crate::escape::{md_code_in_table, md_text, shell_line};
 use crate::metrics::summary::SUMMARY_COLUMNS;
 use crate::output::{self, FolderWriter};
-use crate::report::escape::{md_code_in_table, md_text, shell_line};
 use crate::report::{self, Report};
 use crate::scenario::load::load_suite;
 use crate::scenario::{Loaded, Scenario};
 use crate::shard::{self, ShardSource};
 use crate::suite::{self, RunOptions, RunsSink, ScenarioResult};
 use crate::trace::Trace;
-use crate::trace::inspect::printable;
 use crate::trace::record::Recorder;
 
 pub fn execute(args: RunArgs) -> Result<i32> {

@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use crate::error::{Error, Result, exit};
+use crate::escape::printable;
 use crate::scenario::load::load_suite;
 use crate::shard::Shard;
 use crate::suite::{self, RunOptions};
 use crate::sweep::{self, ParamRange, Plan, Sensitivity, Sweep};
-use crate::trace::inspect::printable;
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {

@@ -667,11 +667,11 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
     for row in &checklist.checks {
         println!("{:<4} {}", row.status.word(), row.title);
         for d in row.status.details().iter().take(5) {
-            println!("       {}", crate::trace::inspect::printable(d));
+            println!("       {}", crate::escape::printable(d));
         }
     }
     for e in &checklist.elsewhere {
-        println!("request to another host: {}", crate::trace::inspect::printable(e));
+        println!("request to another host: {}", crate::escape::printable(e));
     }
     super::run::publish(&rep, set)?;
     if let Some(cmp) = &cmp {

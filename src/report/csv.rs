@@ -1,7 +1,7 @@
 //! `summary.csv`: one row per (scenario, strategy), columns as the book's CSV reference lists them.
 
-use super::escape::csv_text;
 use super::{Exporter, Report};
+use crate::escape::csv_text;
 use crate::metrics::summary::SUMMARY_COLUMNS;
 
 pub struct SummaryCsv;

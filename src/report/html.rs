@@ -9,9 +9,9 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use super::escape::script_json;
 use super::{Exporter, Report, VERSION, xml_escape};
 use crate::engine::events::TerminatedBy;
+use crate::escape::script_json;
 use crate::metrics::stats::wilson;
 use crate::suite::ScenarioResult;
 

@@ -8,8 +8,7 @@ use crate::metrics::summary::SUMMARY_COLUMNS;
 
 pub struct ReportJson;
 
-/// The version of `report.json`'s layout: a baseline with another version is not compared.
-pub const SCHEMA_VERSION: u64 = 1;
+pub use crate::baseline::SCHEMA_VERSION;
 
 /// A spread, to 4 decimals, as JSON.
 fn fixed(v: f64) -> Value {

@@ -2,8 +2,8 @@
 
 use std::fmt::Write as _;
 
-use super::escape::{md_code, md_text};
 use super::{Exporter, Report, VERSION, gate_bounds};
+use crate::escape::{md_code, md_text};
 
 pub struct ReportMd;
 

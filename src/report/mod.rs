@@ -3,7 +3,6 @@
 
 pub mod checks;
 pub mod csv;
-pub mod escape;
 pub mod html;
 pub mod json;
 pub mod junit;
@@ -11,7 +10,7 @@ pub mod markdown;
 #[cfg(test)]
 mod testing;
 
-pub use escape::xml_escape;
+pub use crate::escape::xml_escape;
 
 use crate::baseline::Comparison;
 use crate::suite::ScenarioResult;

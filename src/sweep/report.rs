@@ -9,7 +9,7 @@ use super::analysis::{Cut, FLIP_AGREEMENT, FLIP_MIN_PROFILES, Flip};
 use super::{Sensitivity, Sweep, SweptScenario};
 use crate::calibrate::wilson;
 use crate::engine::profile::PROBABILITIES;
-use crate::report::escape::{csv_names, md_text};
+use crate::escape::{csv_names, md_text};
 use crate::report::html::{self, Chart};
 use crate::report::xml_escape;
 use crate::scenario::{RANK_FIRST_SHARE, RANKED};

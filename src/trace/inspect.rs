@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 
 use super::{FinalOutcome, Trace, TraceEvent};
+use crate::escape::printable;
 
 /// One tool call and its outcome, borrowed from the trace.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -243,17 +244,6 @@ pub fn stats(trace: &Trace) -> Stats<'_> {
         gaps: &trace.header.gaps,
         rows,
     }
-}
-
-/// Text from a trace made safe for a terminal: control characters (escape sequences that could
-/// move the cursor, clear the screen or set the title included) are shown as `\u{..}`.
-pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.chars().any(char::is_control) {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    std::borrow::Cow::Owned(
-        s.chars().map(|c| if c.is_control() { c.escape_unicode().to_string() } else { c.to_string() }).collect(),
-    )
 }
 
 /// The table `inspect` prints.

@@ -262,7 +262,7 @@ fn truth(world: &mut World, tool: &str, args: &Value, content: &str, format: For
         (None, Some(last)) => (*last, "taken from the tool's last real outcome".to_owned()),
         (None, None) => (None, "no call of the tool reached the mock; read as a success".to_owned()),
     };
-    let args = crate::trace::inspect::printable(&crate::trace::inspect::one_line(&args.to_string(), 200)).into_owned();
+    let args = crate::escape::printable(&crate::trace::inspect::one_line(&args.to_string(), 200)).into_owned();
     world.note(format!("the result for {tool} {args} matched no call the mock tool saw: {why}"));
     class
 }

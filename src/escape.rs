@@ -1,10 +1,17 @@
 //! Names the user controls (scenario and strategy names, trace ids, tool names, paths) made
 //! safe for each output they land in: a POSIX shell line, Markdown, CSV cells, XML and JSON
-//! inlined in HTML. A terminal gets [`crate::trace::inspect::printable`].
+//! inlined in HTML, and a terminal.
 
 use std::borrow::Cow;
 
-use crate::trace::inspect::printable;
+/// Text made safe for a terminal: control characters (escape sequences that could move the
+/// cursor, clear the screen or set the title included) are shown as `\u{..}`.
+pub fn printable(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return Cow::Borrowed(s);
+    }
+    Cow::Owned(s.chars().map(|c| if c.is_control() { c.escape_unicode().to_string() } else { c.to_string() }).collect())
+}
 
 /// Words as one POSIX shell command line: plain words (`--run`, `42`, `scenarios/01-x.toml`)
 /// as they are, every other one quoted so the shell reads it back as the same single word. A
