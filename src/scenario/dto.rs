@@ -12,6 +12,9 @@ use crate::engine::profile::Figure;
 /// terminal table pads to the longest.
 pub const MAX_NAME_CHARS: usize = 200;
 
+/// `profile = "calibrated"`: fitted from the scenario's own trace (no file).
+pub const CALIBRATED: &str = "calibrated";
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioDto {

@@ -5,9 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::dto::{ProfileRefDto, ScenarioDto};
+use super::dto::{CALIBRATED, ProfileRefDto, ScenarioDto};
 use super::locate::Ctx;
-use super::validate::CALIBRATED;
 use crate::engine::profile::Profile;
 use crate::error::{Error, Result};
 use crate::trace::Trace;

@@ -26,9 +26,6 @@ use crate::metrics::recorded::recorded_metrics;
 use crate::metrics::summary::SUMMARY_COLUMNS;
 use crate::trace::Trace;
 
-/// `profile = "calibrated"`: fitted from the scenario's own trace.
-pub const CALIBRATED: &str = "calibrated";
-
 pub const DEFAULT_SEED: u64 = 1;
 pub const DEFAULT_RUNS: u64 = 200;
 pub const MAX_RUNS: u64 = 100_000_000;
