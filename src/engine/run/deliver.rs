@@ -1,0 +1,100 @@
+//! Delivery to the model: a call's one result rendered in the strategy's envelope and read
+//! back as the model reads it (cached by what it says).
+
+use super::*;
+
+impl<O: Observer, J: Judge, const SHARED: bool> Sim<'_, O, J, SHARED> {
+    /// Hands the call's one result to the model, rendered as the model will see it.
+    pub(super) fn deliver(&mut self, i: usize) {
+        let now = self.now;
+        let sc = self.sc;
+        let strat = self.strat;
+        let Agent { slots, guard, context_tokens, .. } = &mut *self.ag;
+        let Shared { renderer, seen, .. } = &mut *self.sh;
+        let s = &mut slots[i];
+        let o = s.outcome;
+        let spec = &sc.task.calls[s.call as usize];
+        let tool_name = &sc.task.tools[usize::from(spec.tool)];
+        let error = o.class.filter(|&c| c != ErrorClass::Partial);
+        let body = match o.class {
+            None => Body::Ok { json: &spec.result_json, text_literal: spec.result_literal() },
+            Some(ErrorClass::Partial) => Body::Partial {
+                json: &spec.result_json,
+                stated_complete: strat.partials == Partials::Terminal,
+                cursor: o
+                    .rule
+                    .is_some_and(|r| sc.faults.rules[usize::from(r)].fault == Fault::Ambiguous { cursor: true }),
+            },
+            Some(class) => {
+                let kind = match (o.load, o.rule) {
+                    (Some(l), _) => ErrorKind::Fault(l.fault()),
+                    (None, Some(r)) if !o.circuit => ErrorKind::Fault(&sc.faults.rules[usize::from(r)].fault),
+                    _ => ErrorKind::CircuitOpen,
+                };
+                let err = ToolError {
+                    kind,
+                    class,
+                    tool: tool_name,
+                    attempts: s.chain,
+                    retry_after_ms: o.retry_after_ms,
+                    body: &spec.result_json,
+                };
+                Body::Error { err, encoding: strat.encoding }
+            }
+        };
+        let read = |bytes: &str| Seen { len: bytes.len(), reading: o.class.map(|_| read_message(sc.format, bytes)) };
+        let (content, seen) = if O::READS_CONTENT {
+            let bytes = renderer.render(sc.format, s.call_id, tool_name, body);
+            (bytes, read(bytes))
+        } else {
+            let key = ResultKey {
+                call: s.call,
+                class: o.class,
+                rule: o.class.and(o.rule.filter(|_| !o.circuit)),
+                load: error.and(o.load),
+                attempts: if error.is_some() { s.chain } else { 0 },
+                retry_after_s: error.and(o.retry_after_ms).map(stated_seconds),
+                encoding: error.map(|_| strat.encoding),
+                stated_complete: o.class == Some(ErrorClass::Partial) && strat.partials == Partials::Terminal,
+            };
+            let cached = seen.get_or_make(key, || {
+                let bytes = renderer.render(sc.format, 0, tool_name, body);
+                Seen { len: bytes.len() - 1, ..read(bytes) }
+            });
+            ("", Seen { len: cached.len + digits(s.call_id), ..cached })
+        };
+        let failed = o.class.is_some_and(ErrorClass::is_failure);
+        let reading = seen.reading;
+        s.signal = reading.filter(|_| failed).map_or(Signal::Unmarked, |r| r.signal);
+        s.more_available = o.class == Some(ErrorClass::Partial) && reading.is_some_and(|r| r.more_available);
+        let raw_leak = failed && reading.is_some_and(|r| r.stack_trace);
+        *context_tokens += seen.len as u64 / 4;
+        self.obs.event(&Event::ToolResult {
+            call_id: s.call_id,
+            class: o.class,
+            content,
+            raw_leak,
+            latency_ms: now - s.chain_start_ms,
+        });
+        debug_assert_eq!(s.delivered, 0, "a call's result is delivered at most once");
+        s.delivered += 1;
+        s.last_class = o.class;
+        s.last_variant = s.variant;
+        if self.strat.loop_guard
+            && let Some(c) = o.class
+            && guard.hit(spec.tool, spec.args_id, s.variant, c) >= sc.policy.loop_guard_k
+        {
+            return self.finish(TerminatedBy::LoopGuard);
+        }
+        debug_assert!(self.ag.pending > 0, "a result delivered with no call pending");
+        self.ag.pending -= 1;
+        debug_assert_eq!(
+            self.ag.pending as usize,
+            self.ag.slots.iter().filter(|s| s.active && s.delivered == 0).count(),
+            "the pending count agrees with the active calls awaiting their result"
+        );
+        if self.ag.pending == 0 {
+            self.schedule(now, Ev::TurnStart);
+        }
+    }
+}

@@ -1,0 +1,269 @@
+//! A tool call's attempts: admission (breakers, the tool's limits and queue, the retry
+//! budget), the fault the attempt meets, and its completion with the orchestrator's retries.
+
+use super::*;
+
+impl<O: Observer, J: Judge, const SHARED: bool> Sim<'_, O, J, SHARED> {
+    /// A re-issue that cannot help: identical to a call whose failure repeating does not fix.
+    #[inline(always)]
+    pub(super) fn hopeless(&self, i: usize) -> bool {
+        let s = &self.ag.slots[i];
+        match s.by {
+            By::Model => false,
+            By::Orchestrator => s.outcome.class.is_some_and(|c| !c.retryable()),
+            By::ModelReissue => {
+                s.variant == s.last_variant
+                    && matches!(s.last_class, Some(ErrorClass::BadArgs | ErrorClass::Terminal | ErrorClass::Partial))
+            }
+        }
+    }
+
+    /// An attempt leaves for the tool: the breaker may answer instead; a tool under load may
+    /// refuse it or keep it waiting; else it is served.
+    pub(super) fn tool_attempt(&mut self, i: usize) {
+        let now = self.now;
+        let sc = self.sc;
+        let spec = &sc.task.calls[self.ag.slots[i].call as usize];
+        let tool = usize::from(spec.tool);
+        let mut probe = false;
+        if self.strat.breaker {
+            let shared = SHARED && self.shared_breaker;
+            let cfg = &sc.policy.breaker;
+            let admit = if shared {
+                self.sh.fleet_breakers[tool].admit(cfg, now, self.a)
+            } else {
+                self.ag.breakers[tool].admit(cfg, now)
+            };
+            match admit {
+                Admit::Yes => {}
+                Admit::Probe => probe = true,
+                Admit::Reject { remaining_ms } => {
+                    let s = &mut self.ag.slots[i];
+                    s.outcome = Outcome {
+                        class: Some(ErrorClass::Transient),
+                        retry_after_ms: Some(remaining_ms),
+                        circuit: true,
+                        ..Outcome::default()
+                    };
+                    let call_id = s.call_id;
+                    self.obs.event(&Event::Rejected { call_id, tool: spec.tool });
+                    let told = self.ag.told_open[tool];
+                    // A fleet breaker that opened again since this agent was told is news.
+                    let same_opening =
+                        !shared || self.ag.told_opened_at[tool] == self.sh.fleet_breakers[tool].opened_at;
+                    if told != NEVER && told < self.ag.turn && same_opening {
+                        return self.finish(TerminatedBy::BreakerAbort);
+                    }
+                    self.ag.told_open[tool] = self.ag.turn;
+                    if shared {
+                        self.ag.told_opened_at[tool] = self.sh.fleet_breakers[tool].opened_at;
+                    }
+                    return self.schedule(now, Ev::ToolDone(i as u32));
+                }
+            }
+        }
+        if self.ag.slots[i].by == By::Model {
+            self.ag.first_attempts += 1;
+            if let (true, Some(b)) = (SHARED, self.sh.budget.as_mut()) {
+                b.first(now);
+            }
+        }
+        self.ag.attempts[tool] += 1;
+        let fleet_attempt = self.count_fleet_attempt(tool);
+        // A retry before the wait the tool's shared rate limit announced is refused again.
+        let early = SHARED && sc.loaded && self.ag.slots[i].by != By::Model && now < self.ag.load_until[tool];
+        let wasted = self.hopeless(i) || early;
+        let s = &mut self.ag.slots[i];
+        s.attempt = self.ag.attempts[tool];
+        if SHARED {
+            s.fleet_attempt = fleet_attempt;
+        }
+        s.probe = probe;
+        s.wasted = wasted;
+        if SHARED && sc.loaded {
+            match self.sh.tools[tool].admit(now, (self.a, i as u32)) {
+                Admission::Served { place } => s.place = place,
+                Admission::Queued => return,
+                Admission::Refused(load, wait) => {
+                    if let Some(w) = wait {
+                        self.ag.load_until[tool] = now.saturating_add(w);
+                    }
+                    s.outcome = Outcome {
+                        class: Some(load.class()),
+                        load: Some(load),
+                        retry_after_ms: wait,
+                        probe,
+                        ..Outcome::default()
+                    };
+                    s.served_ms = now;
+                    self.attempt_event(i);
+                    return self.schedule(now, Ev::ToolDone(i as u32));
+                }
+            }
+        }
+        self.serve(i);
+    }
+
+    /// A call that waited for a place at its tool has one now.
+    #[inline(always)]
+    pub(super) fn tool_serve(&mut self, i: usize) {
+        self.ag.slots[i].place = true;
+        self.serve(i);
+    }
+
+    /// The tool serves the attempt: a scheduled fault, or the tool's answer after its latency.
+    #[inline(always)]
+    pub(super) fn serve(&mut self, i: usize) {
+        let now = self.now;
+        let sc = self.sc;
+        let plan = &sc.faults;
+        let spec = &sc.task.calls[self.ag.slots[i].call as usize];
+        let tool = usize::from(spec.tool);
+        let Agent { slots, successes, terminal, refusals, injector, service, service_times, .. } = &mut *self.ag;
+        let s = &mut slots[i];
+        let attempt = s.attempt;
+        let memory = sc.task.script.is_none();
+        let refused = memory && now < refusals[tool].until_ms;
+        // (rule, whether its trigger fired now, the wait it announces, whether the server sent it now)
+        let (rule, fired, retry_after_ms, announced) = if refused {
+            (Some(refusals[tool].rule), false, Some(refusals[tool].until_ms - now), false)
+        } else if let (true, Some(r)) = (memory, terminal[tool]) {
+            let ra = plan.rules[usize::from(r)].fault.retry_after_ms();
+            (Some(r), false, ra, ra.is_some())
+        } else if memory && s.bad_variant == Some(s.variant) {
+            (Some(s.bad_rule), false, None, false)
+        } else if let (true, Some(r)) = (memory, s.partial_rule) {
+            (Some(r), false, None, false)
+        } else {
+            let at = Attempt { target: tool, attempt, fleet_attempt: s.fleet_attempt, successes: successes[tool] };
+            match decide_fault::<SHARED>(plan, self.sh, injector, at, now) {
+                Some(f) => (Some(f.rule), true, f.retry_after_ms, f.retry_after_ms.is_some()),
+                None => (None, false, None, false),
+            }
+        };
+        let fault = rule.map(|r| &plan.rules[usize::from(r)].fault);
+        let class = fault.map(Fault::class);
+        if let (true, Some(r), Some(c)) = (fired, rule, class) {
+            match c {
+                ErrorClass::Terminal => terminal[tool] = Some(r),
+                ErrorClass::BadArgs => {
+                    s.bad_variant = Some(s.variant);
+                    s.bad_rule = r;
+                }
+                ErrorClass::Partial => s.partial_rule = Some(r),
+                ErrorClass::Transient | ErrorClass::RateLimited => {}
+            }
+        }
+        // A retry refused because it came back before the server's announced wait is wasted
+        // on either path, like a re-issue that repeating cannot fix.
+        s.wasted |= refused && s.by != By::Model;
+        s.outcome = Outcome { class, rule, fired, retry_after_ms, announced, probe: s.probe, ..Outcome::default() };
+        let latency = match (fault, if SHARED { sc.loads[tool].service } else { None }) {
+            (Some(Fault::Timeout { after_ms }), _) if !refused => *after_ms,
+            (_, Some(dist)) => service_times.get(tool, attempt, dist, || {
+                let slot = (tool as u64) << 40 | u64::from(attempt) << 1;
+                dist.sample(service.unit(slot), service.unit(slot + 1))
+            }),
+            _ => spec.latency_ms.unwrap_or(sc.profile.tool_latency_ms),
+        };
+        s.served_ms = now;
+        if SHARED {
+            s.serving = true;
+            s.read = self.sh.tools[tool].start();
+        }
+        if !(SHARED && sc.loads[tool].occ) {
+            self.attempt_event(i);
+        }
+        self.schedule(now.saturating_add(latency), Ev::ToolDone(i as u32));
+    }
+
+    /// Reports the latest attempt of slot `i` (a write under optimistic concurrency once it
+    /// ends, when its outcome is known).
+    #[inline(always)]
+    pub(super) fn attempt_event(&mut self, i: usize) {
+        let s = &self.ag.slots[i];
+        let o = s.outcome;
+        let fault = match (o.load, o.rule) {
+            (Some(l), _) => Some(l.fault()),
+            (None, r) => r.map(|r| &self.sc.faults.rules[usize::from(r)].fault),
+        };
+        self.obs.event(&Event::Attempt {
+            call_id: s.call_id,
+            tool: self.sc.task.calls[s.call as usize].tool,
+            attempt: s.attempt,
+            by: s.by,
+            t_ms: s.served_ms,
+            class: o.class,
+            status: fault.and_then(Fault::status),
+            rule: o.rule,
+            fired: o.fired,
+            wasted: s.wasted,
+            load: o.load.is_some(),
+        });
+    }
+
+    pub(super) fn tool_done(&mut self, i: usize) {
+        let now = self.now;
+        let spec = &self.sc.task.calls[self.ag.slots[i].call as usize];
+        let tool = usize::from(spec.tool);
+        let s = &mut self.ag.slots[i];
+        if SHARED && std::mem::take(&mut s.serving) {
+            let occ = self.sc.loads[tool].occ;
+            let write = (occ && s.outcome.class.is_none()).then_some(s.read);
+            if !self.sh.tools[tool].end(write) {
+                s.outcome =
+                    Outcome { class: Some(ErrorClass::Transient), load: Some(LoadFault::Conflict), ..s.outcome };
+            }
+            if occ {
+                self.attempt_event(i);
+            }
+        }
+        if SHARED && std::mem::take(&mut self.ag.slots[i].place) {
+            hand_on(&mut self.sh.queue, &mut self.sh.tools[tool], now);
+        }
+        let s = self.ag.slots[i];
+        let o = s.outcome;
+        if let (true, Some(ms), Some(rule)) = (o.announced, o.retry_after_ms, o.rule) {
+            self.ag.refusals[tool] = Refusal { until_ms: now.saturating_add(ms), rule };
+        }
+        if self.strat.breaker && !o.circuit {
+            let failed =
+                matches!(o.class, Some(ErrorClass::Transient | ErrorClass::RateLimited | ErrorClass::Terminal));
+            let cfg = &self.sc.policy.breaker;
+            let tripped = if SHARED && self.shared_breaker {
+                self.sh.fleet_breakers[tool].record(cfg, now, failed, o.probe, self.a)
+            } else {
+                self.ag.breakers[tool].record(cfg, now, failed, o.probe)
+            };
+            if tripped {
+                self.ag.told_open[tool] = NEVER;
+                self.obs.event(&Event::BreakerTrip { tool: tool as u16, t_ms: now });
+            }
+        }
+        if !o.class.is_some_and(ErrorClass::is_failure) && !o.circuit {
+            self.ag.successes[tool] += 1;
+            self.count_fleet_success(tool);
+        }
+        if let Some(c) = o.class
+            && !o.circuit
+            && self.strat.routing == Routing::Orchestrator
+            && self.retry.may_retry(c, s.chain, o.retry_after_ms)
+            && self.budget_allows(self.ag.first_attempts)
+        {
+            let u = self.ag.jitter.unit(jitter_slot(0, u64::from(s.call_id), s.chain));
+            let delay = self.retry.delay_ms(s.chain - 1, s.prev_delay_ms, u, o.retry_after_ms);
+            let next_at = now.saturating_add(delay);
+            let nominal = spec.latency_ms.unwrap_or(self.sc.profile.tool_latency_ms);
+            if self.past_time_budget(next_at.saturating_add(nominal)) {
+                return self.finish(TerminatedBy::TimeBudget);
+            }
+            let s = &mut self.ag.slots[i];
+            s.prev_delay_ms = delay;
+            s.chain += 1;
+            s.by = By::Orchestrator;
+            self.ag.orchestrator_retries += 1;
+            return self.schedule(next_at, Ev::ToolAttempt(i as u32));
+        }
+        self.deliver(i);
+    }
+}
