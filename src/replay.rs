@@ -8,9 +8,9 @@ use serde::Serialize;
 
 use crate::engine::Scenario;
 use crate::engine::events::{By, Event, Observer, TerminatedBy};
-use crate::engine::faults::{FaultPlan, FaultRule, Target, Trigger};
+use crate::engine::fault_plan::{FaultPlan, FaultRule, Target, Trigger};
 use crate::engine::fleet::Fleet;
-use crate::engine::load::{ProviderLoad, ToolLoad};
+use crate::engine::limits::{ProviderLoad, ToolLoad};
 use crate::engine::profile::Profile;
 use crate::engine::rng::fnv1a64;
 use crate::engine::strategy::{Partials, Routing, Strategy};

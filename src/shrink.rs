@@ -5,7 +5,7 @@
 
 use crate::engine::Scenario;
 use crate::engine::events::{Event, Observer, TerminatedBy};
-use crate::engine::faults::{FaultPlan, FaultRule, Target, Trigger};
+use crate::engine::fault_plan::{FaultPlan, FaultRule, Target, Trigger};
 use crate::fault::Fault;
 use crate::suite::run_one;
 

@@ -4,20 +4,20 @@
 pub mod breaker;
 pub mod capacity;
 pub mod events;
-pub mod faults;
+pub mod fault_plan;
 pub mod fleet;
 pub mod judge;
-pub mod load;
+pub mod limits;
 pub mod loop_guard;
 pub mod model;
 pub mod profile;
 mod queue;
+pub mod result_cache;
 pub mod retry;
 pub mod retry_budget;
 pub mod rng;
 pub mod run;
 pub mod scenario;
-pub mod seen;
 pub mod strategy;
 pub mod task;
 

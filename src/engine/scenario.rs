@@ -4,9 +4,9 @@
 
 use std::path::PathBuf;
 
-use super::faults::FaultPlan;
+use super::fault_plan::FaultPlan;
 use super::fleet::Fleet;
-use super::load::{ProviderLoad, ToolLoad};
+use super::limits::{ProviderLoad, ToolLoad};
 use super::profile::Profile;
 use super::strategy::Strategy;
 use super::task::{Policy, Task};

@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use super::{Trace, TraceEvent};
-use crate::engine::faults::{FaultRule, Target, Trigger};
+use crate::engine::fault_plan::{FaultRule, Target, Trigger};
 use crate::engine::task::Task;
 use crate::fault::{ErrorClass, Fault, http_class};
 

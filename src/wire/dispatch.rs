@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::mocks::{Door, Mocks};
 use super::reply::{Body, Reply};
 use super::tools;
-use crate::engine::load::LoadFault;
+use crate::engine::limits::LoadFault;
 use crate::fault::Fault;
 
 /// Requests larger than this are refused with 413, while they stream in.

@@ -9,7 +9,7 @@ use tokio::sync::oneshot;
 
 use super::world::{Clock, World};
 use crate::engine::Scenario;
-use crate::engine::load::{Admission, LoadFault, ProviderState, ToolState, Waiter};
+use crate::engine::limits::{Admission, LoadFault, ProviderState, ToolState, Waiter};
 
 /// What the fleet shares in one run.
 #[derive(Debug, Default)]

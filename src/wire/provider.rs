@@ -14,7 +14,7 @@ use super::respond::{Shape, provider_error, reply};
 use super::schema::declared_tools;
 use super::validate::{not_json, validate};
 use super::world::World;
-use crate::engine::load::ProviderState;
+use crate::engine::limits::ProviderState;
 use crate::envelope::Format;
 use crate::trace::import::conversation::Item;
 use crate::trace::import::{anthropic, gemini, openai_chat, openai_responses};

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::reply::Reply;
 use super::schema::{args_key, canonical_args, tool_list};
 use super::world::World;
-use crate::engine::load::LoadFault;
+use crate::engine::limits::LoadFault;
 use crate::envelope::render::{partial_text, sentence, truncated};
 use crate::envelope::{ErrorKind, ToolError};
 use crate::fault::{ErrorClass, Fault};

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use crate::engine::Scenario;
-use crate::engine::faults::{Fired, Injector};
+use crate::engine::fault_plan::{Fired, Injector};
 use crate::engine::fleet::agent_key;
 use crate::engine::rng::{LazyStream, domain, key};
 use crate::fault::{ErrorClass, Fault};

@@ -109,13 +109,13 @@ pub struct Workspace {
     /// The arrivals key and fleet `starts` were drawn for.
     pub(super) starts_for: Option<(u64, Fleet)>,
     pub(super) arrivals: LazyStream,
-    pub(super) sh: Shared,
+    pub(super) sh: Fleetwide,
 }
 
 /// What every agent of a run shares: the event queue, the tools' state, the fleet's breakers
 /// and retry budget, and the rendering of results.
 #[derive(Default)]
-pub(super) struct Shared {
+pub(super) struct Fleetwide {
     pub(super) queue: Queue<Ev>,
     pub(super) tools: Vec<ToolState>,
     pub(super) fleet_breakers: Vec<FleetBreaker>,

@@ -3,14 +3,14 @@
 
 use super::*;
 
-impl<O: Observer, J: Judge, const SHARED: bool> Sim<'_, O, J, SHARED> {
+impl<O: Observer, J: Judge, const SHARED: bool> Handler<'_, O, J, SHARED> {
     /// Hands the call's one result to the model, rendered as the model will see it.
     pub(super) fn deliver(&mut self, i: usize) {
         let now = self.now;
         let sc = self.sc;
         let strat = self.strat;
         let Agent { slots, guard, context_tokens, .. } = &mut *self.ag;
-        let Shared { renderer, seen, .. } = &mut *self.sh;
+        let Fleetwide { renderer, seen, .. } = &mut *self.sh;
         let s = &mut slots[i];
         let o = s.outcome;
         let spec = &sc.task.calls[s.call as usize];

@@ -13,17 +13,17 @@
 
 use super::breaker::{Admit, Breaker, FleetBreaker};
 use super::events::{By, Event, Observer, TerminatedBy};
-use super::faults::{FaultPlan, Fired, Injector};
+use super::fault_plan::{FaultPlan, Fired, Injector};
 use super::fleet::{Fleet, MAX_AGENTS, agent_key};
 use super::judge::{Judge, Prob};
-use super::load::{Admission, LoadFault, ProviderState, ServiceTimes, ToolState};
+use super::limits::{Admission, LoadFault, ProviderState, ServiceTimes, ToolState};
 use super::loop_guard::LoopGuard;
 use super::model::{Action, CallHistory, Perceived, act, perceive_failure};
 use super::queue::{AGENT_BITS, Queue};
+use super::result_cache::{ResultCache, ResultKey, Seen, digits};
 use super::retry::{MAX_ATTEMPTS_LIMIT, RetryPolicy};
 use super::retry_budget::RetryBudget;
 use super::rng::{LazyStream, domain, key};
-use super::seen::{ResultCache, ResultKey, Seen, digits};
 use super::strategy::{Partials, Routing, Strategy};
 use super::task::Ending;
 use crate::engine::Scenario;
@@ -39,7 +39,7 @@ mod tools;
 mod turn;
 
 pub use agent::Workspace;
-use agent::{Agent, Outcome, Refusal, Shared, Slot};
+use agent::{Agent, Fleetwide, Outcome, Refusal, Slot};
 
 /// Model-decision draws per call per turn. Slots are laid out by call index, then turn, so a
 /// one-call step's consecutive turns read neighbouring slots of one ChaCha block.
@@ -196,7 +196,7 @@ fn drive<O: Observer, J: Judge, const SHARED: bool>(
     // One event of agent `a` at `now`, over what the fleet shares.
     macro_rules! sim {
         ($ag:expr, $a:expr, $now:expr) => {
-            Sim::<O, J, SHARED> {
+            Handler::<O, J, SHARED> {
                 sc,
                 strat,
                 retry,
@@ -211,9 +211,9 @@ fn drive<O: Observer, J: Judge, const SHARED: bool>(
         };
     }
     if !SHARED {
-        // A lone agent keeps one `Sim` for its whole run. Built anew for every event, as a
+        // A lone agent keeps one `Handler` for its whole run. Built anew for every event, as a
         // fleet's must be, it was 2% of the lone agent's instructions in the criterion bench
-        // (whose crate keeps the handlers out of line, so a `Sim` lives in memory).
+        // (whose crate keeps the handlers out of line, so a `Handler` lives in memory).
         let mut sim = sim!(&mut agents[0], 0, 0);
         let mut events = 0;
         while sim.ag.end.is_none() {
@@ -274,8 +274,8 @@ fn drive<O: Observer, J: Judge, const SHARED: bool>(
 
 /// An event of an agent that has ended: a call it left at a tool still ends there, giving its
 /// place to the next waiting call (and committing its write, which reached the tool).
-fn abandon(sc: &Scenario, sh: &mut Shared, ag: &mut Agent, t: u64, ev: Ev) {
-    let Shared { queue, tools, .. } = sh;
+fn abandon(sc: &Scenario, sh: &mut Fleetwide, ag: &mut Agent, t: u64, ev: Ev) {
+    let Fleetwide { queue, tools, .. } = sh;
     let i = match ev {
         Ev::ToolServe(i) | Ev::ToolDone(i) => i as usize,
         _ => return,
@@ -306,7 +306,7 @@ struct Attempt {
 #[inline(always)]
 fn decide_fault<const SHARED: bool>(
     plan: &FaultPlan,
-    sh: &mut Shared,
+    sh: &mut Fleetwide,
     inj: &mut Injector,
     at: Attempt,
     now: u64,
@@ -328,23 +328,24 @@ fn hand_on(queue: &mut Queue<Ev>, tool: &mut ToolState, t: u64) {
     }
 }
 
-/// One event of one agent: the agent, what it shares with the fleet, and the time.
-struct Sim<'a, O, J, const SHARED: bool> {
+/// What handles one event of one agent: the agent, what it shares with the fleet, and the
+/// time (each handler is a method, in the room of its kind).
+struct Handler<'a, O, J, const SHARED: bool> {
     sc: &'a Scenario,
     strat: &'a Strategy,
     retry: &'a RetryPolicy,
     obs: &'a mut O,
     /// Where the model's probabilities are read.
     judge: &'a mut J,
-    sh: &'a mut Shared,
-    /// The strategy's breaker is the fleet's (one per tool, `Shared::fleet_breakers`).
+    sh: &'a mut Fleetwide,
+    /// The strategy's breaker is the fleet's (one per tool, `Fleetwide::fleet_breakers`).
     shared_breaker: bool,
     ag: &'a mut Agent,
     a: u32,
     now: u64,
 }
 
-impl<O: Observer, J: Judge, const SHARED: bool> Sim<'_, O, J, SHARED> {
+impl<O: Observer, J: Judge, const SHARED: bool> Handler<'_, O, J, SHARED> {
     /// Handles `ev` at `self.now`. Past the agent's time budget (`time_budget` after its
     /// start, when the strategy keeps one), the budget ends its run instead.
     #[inline(always)]

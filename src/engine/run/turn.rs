@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<O: Observer, J: Judge, const SHARED: bool> Sim<'_, O, J, SHARED> {
+impl<O: Observer, J: Judge, const SHARED: bool> Handler<'_, O, J, SHARED> {
     /// The model reads every result of its last turn and decides the next one: `Some` ends
     /// the run that way; `None` leaves the calls to send in the active slots.
     pub(super) fn decide(&mut self) -> Option<TerminatedBy> {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::{Ctx, MAX_MS, ms};
 use crate::engine::fleet::{Fleet, MAX_AGENTS, Start};
-use crate::engine::load::{ProviderLoad, Service, ToolLoad};
+use crate::engine::limits::{ProviderLoad, Service, ToolLoad};
 use crate::error::Result;
 use crate::scenario::dto::{FleetDto, ProviderDto, ServiceDistDto, ServiceDto, StartDto, ToolDto};
 

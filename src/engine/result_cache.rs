@@ -6,7 +6,7 @@ use std::hash::{Hash, Hasher};
 
 use rustc_hash::FxHashMap;
 
-use super::load::LoadFault;
+use super::limits::LoadFault;
 use crate::envelope::Encoding;
 use crate::envelope::read::Reading;
 #[cfg(doc)]
