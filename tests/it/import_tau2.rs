@@ -85,3 +85,24 @@ fn tau_bench_v1_results_are_not_tau2() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("termination_reason"), "{stderr}");
 }
+
+/// A real results file (WhissleAI's retail run): counts from the file's own fields
+/// (tests/fixtures/tau2/README.md), the reward deciding each verdict.
+#[test]
+fn a_real_results_file() {
+    let (v, stderr) = inspect(&fixture("whissle-hd-retail-n5.json"), &[]);
+    assert!(stderr.contains("read as tau2 (5 conversation(s))"), "{stderr}");
+    let id = |k: usize| format!("whissle-hd-retail-n5#{k}");
+    let got: Vec<_> = v.iter().map(counts).collect();
+    let want = [
+        (id(1), 6, 2, 1, "answer", Some("user_stop"), Some(false)),
+        (id(2), 12, 5, 1, "answer", Some("user_stop"), Some(true)),
+        (id(3), 6, 2, 1, "answer", Some("user_stop"), Some(false)),
+        (id(4), 16, 10, 1, "answer", Some("user_stop"), Some(false)),
+        (id(5), 9, 4, 1, "answer", Some("user_stop"), Some(false)),
+    ];
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!((g.0, g.1, g.2, g.3, g.4, g.5, g.6), (w.0.as_str(), w.1, w.2, w.3, w.4, w.5, w.6));
+    }
+}
