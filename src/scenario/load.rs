@@ -205,3 +205,20 @@ pub fn load_suite(paths: &[PathBuf]) -> Result<Vec<Loaded>> {
     }
     Ok(suite)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// A key at the top, in a table, inside a list's entry, and paths that name nothing.
+    #[test]
+    fn remove_field_takes_out_exactly_the_key_named() {
+        let mut v = json!({"a": 1, "p": {"r": {"m": 2, "k": 3}}, "faults": [{"x": 1, "y": 2}, {"x": 3}]});
+        for field in ["a", "p.r.m", "faults[1].x", "nope", "p.nope.deeper", "faults[9].x", "faults[0]"] {
+            remove_field(&mut v, field);
+        }
+        assert_eq!(v, json!({"p": {"r": {"k": 3}}, "faults": [{"x": 1, "y": 2}, {}]}));
+    }
+}
