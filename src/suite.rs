@@ -454,21 +454,21 @@ pub fn push_run_row(buf: &mut Vec<u8>, prefix: &[u8], run: u64, seed: u64, m: &R
 
 /// Runs one run of one strategy with extra observers (for `--run` and `--trace-out`).
 pub fn run_one<O: Observer>(sc: &Scenario, strategy: usize, run: u64, obs: &mut O) -> RunMetrics {
-    run_one_judged(sc, strategy, run, obs, &mut &sc.profile)
+    run_one_with(sc, strategy, run, obs, &mut &sc.profile)
 }
 
-/// [`run_one`] with the model's probabilities read from `judge` (an explaining one keeps the
+/// [`run_one`] with the model's probabilities read from `probs` (an explaining one keeps the
 /// draws it answers).
-pub fn run_one_judged<O: Observer, J: crate::engine::judge::Judge>(
+pub fn run_one_with<O: Observer, J: crate::engine::probabilities::Probabilities>(
     sc: &Scenario,
     strategy: usize,
     run: u64,
     obs: &mut O,
-    judge: &mut J,
+    probs: &mut J,
 ) -> RunMetrics {
     let mut m = RunMetrics::default();
     m.reset(sc.faults.rules.len());
     let mut ws = Workspace::default();
-    crate::engine::run::simulate_judged(sc, &sc.strategies[strategy], run, sc.seed, &mut ws, &mut (&mut m, obs), judge);
+    crate::engine::run::simulate_with(sc, &sc.strategies[strategy], run, sc.seed, &mut ws, &mut (&mut m, obs), probs);
     m
 }

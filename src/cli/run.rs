@@ -423,7 +423,7 @@ fn single_run(suite: &[Loaded], run: u64, trace_out: Option<&Path>, explain: boo
         let mut rec = Recorder::new(sc, &sc.strategies[s].name, run);
         rec.explain = explain;
         let m = if explain {
-            suite::run_one_judged(sc, s, run, &mut rec, &mut crate::engine::judge::Explaining::new(&sc.profile))
+            suite::run_one_with(sc, s, run, &mut rec, &mut crate::engine::probabilities::Explaining::new(&sc.profile))
         } else {
             suite::run_one(sc, s, run, &mut rec)
         };

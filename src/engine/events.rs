@@ -1,8 +1,8 @@
 //! What a run emits. Metrics, the trace writer and tests consume these events; adding a kind
 //! fails to compile until every consumer decides what to do with it.
 
-use super::judge::Draw;
 use super::model::{Action, Perceived};
+use super::probabilities::Draw;
 use crate::envelope::read::Signal;
 use crate::fault::ErrorClass;
 
@@ -127,7 +127,7 @@ pub enum Event<'a> {
     /// The model read a result that was not plainly a success and decided about its call (said
     /// only to observers that ask, [`Observer::EXPLAINS`]): the signal the result carried, what
     /// it really was, what the model perceived, what it did, and each seeded comparison with its
-    /// probability (when the judge keeps them).
+    /// probability (when the source of probabilities keeps them).
     Decision {
         call_id: u32,
         signal: Signal,

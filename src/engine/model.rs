@@ -1,6 +1,6 @@
 //! The simulated model's two decisions per tool result: what it perceives, then what it does.
 
-use super::judge::{Judge, Prob};
+use super::probabilities::{Prob, Probabilities};
 use super::profile::Profile;
 use crate::envelope::read::Signal;
 use crate::fault::ErrorClass;
@@ -53,14 +53,20 @@ impl Action {
 
 /// Reads a failed result: right with the signal's accuracy; a misread goes to transient or
 /// terminal, whichever is not the truth (50/50 for bad arguments). `u` and `v` are uniform draws.
-pub fn perceive_failure(judge: &mut impl Judge, signal: Signal, truth: ErrorClass, u: f64, v: f64) -> Perceived {
+pub fn perceive_failure(
+    probs: &mut impl Probabilities,
+    signal: Signal,
+    truth: ErrorClass,
+    u: f64,
+    v: f64,
+) -> Perceived {
     let right = match truth {
         ErrorClass::Transient | ErrorClass::RateLimited => Perceived::Transient,
         ErrorClass::BadArgs => Perceived::BadArgs,
         ErrorClass::Terminal => Perceived::Terminal,
         ErrorClass::Partial => return Perceived::Partial,
     };
-    if judge.below(Prob::Perception(signal), u) {
+    if probs.below(Prob::Perception(signal), u) {
         return right;
     }
     match right {
@@ -80,19 +86,19 @@ pub struct CallHistory {
 }
 
 /// Decides what to do after perceiving `p`; `u` is a uniform draw. The caps come from
-/// `profile`, the probabilities from `judge`.
-pub fn act(profile: &Profile, judge: &mut impl Judge, p: Perceived, h: &CallHistory, u: f64) -> Action {
+/// `profile`, the probabilities from `probs`.
+pub fn act(profile: &Profile, probs: &mut impl Probabilities, p: Perceived, h: &CallHistory, u: f64) -> Action {
     match p {
         Perceived::Ok => Action::Accept,
         Perceived::Partial => {
-            if judge.below(Prob::Continue, u) {
+            if probs.below(Prob::Continue, u) {
                 Action::Repeat
             } else {
                 Action::Accept
             }
         }
         Perceived::Transient => {
-            if h.model_retries < profile.max_model_retries && judge.below(Prob::RetryTransient, u) {
+            if h.model_retries < profile.max_model_retries && probs.below(Prob::RetryTransient, u) {
                 Action::Repeat
             } else {
                 Action::GiveUp
@@ -106,7 +112,7 @@ pub fn act(profile: &Profile, judge: &mut impl Judge, p: Perceived, h: &CallHist
             }
         }
         Perceived::Terminal => {
-            if h.model_retries < profile.max_model_retries && !judge.below(Prob::GiveUpTerminal, u) {
+            if h.model_retries < profile.max_model_retries && !probs.below(Prob::GiveUpTerminal, u) {
                 Action::Repeat
             } else {
                 Action::GiveUp

@@ -5,9 +5,9 @@
 //! folded into the same exact integer sums.
 
 use crate::engine::Scenario;
-use crate::engine::judge::ProfileSet;
+use crate::engine::probabilities::ProfileSet;
 use crate::engine::profile::Profile;
-use crate::engine::run::{Workspace, simulate_judged};
+use crate::engine::run::{Workspace, simulate_with};
 use crate::metrics::aggregate::Aggregate;
 use crate::metrics::run::RunMetrics;
 use crate::scenario::{Loaded, RANKED};
@@ -98,7 +98,7 @@ fn evaluate_unit(sc: &Scenario, unit: Unit, set: &ProfileSet, ws: &mut Workspace
                 set.start();
                 while set.take_next() {
                     m.reset(sc.faults.rules.len());
-                    simulate_judged(sc, strat, run, sc.seed, ws, &mut m, &mut set);
+                    simulate_with(sc, strat, run, sc.seed, ws, &mut m, &mut set);
                     if set.members().len() == set.profiles() {
                         split.common[s].add(&m, run);
                     } else {

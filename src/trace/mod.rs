@@ -252,7 +252,7 @@ pub enum TraceEvent {
         perceived: String,
         action: String,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        draws: Vec<crate::engine::judge::Draw>,
+        draws: Vec<crate::engine::probabilities::Draw>,
     },
     /// An MCP JSON-RPC message as it crossed a mock MCP server (`exec`): a `tools/call` request
     /// or its answer (an answer of the endpoint's own under `http_status`), or a notification.

@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<O: Observer, J: Judge, const SHARED: bool> Handler<'_, O, J, SHARED> {
+impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED> {
     /// Hands the call's one result to the model, rendered as the model will see it.
     pub(super) fn deliver(&mut self, i: usize) {
         let now = self.now;

@@ -15,10 +15,10 @@ use super::breaker::{Admit, Breaker, FleetBreaker};
 use super::events::{By, Event, Observer, TerminatedBy};
 use super::fault_plan::{FaultPlan, Fired, Injector};
 use super::fleet::{Fleet, MAX_AGENTS, agent_key};
-use super::judge::{Judge, Prob};
 use super::limits::{Admission, LoadFault, ProviderState, ServiceTimes, ToolState};
 use super::loop_guard::LoopGuard;
 use super::model::{Action, CallHistory, Perceived, act, perceive_failure};
+use super::probabilities::{Prob, Probabilities};
 use super::queue::{AGENT_BITS, Queue};
 use super::result_cache::{ResultCache, ResultKey, Seen, digits};
 use super::retry::{MAX_ATTEMPTS_LIMIT, RetryPolicy};
@@ -88,26 +88,26 @@ pub fn simulate<O: Observer>(
     ws: &mut Workspace,
     obs: &mut O,
 ) -> TerminatedBy {
-    simulate_judged(sc, strat, run, root, ws, obs, &mut &sc.profile)
+    simulate_with(sc, strat, run, root, ws, obs, &mut &sc.profile)
 }
 
-/// [`simulate`] with the model's probabilities read from `judge` rather than the scenario's
+/// [`simulate`] with the model's probabilities read from `probs` rather than the scenario's
 /// profile (its caps and latencies still come from the profile).
 #[inline(always)]
-pub fn simulate_judged<O: Observer, J: Judge>(
+pub fn simulate_with<O: Observer, J: Probabilities>(
     sc: &Scenario,
     strat: &Strategy,
     run: u64,
     root: u64,
     ws: &mut Workspace,
     obs: &mut O,
-    judge: &mut J,
+    probs: &mut J,
 ) -> TerminatedBy {
     let what = RunOf { sc, strat, run, root };
     if sc.fleet.agents > 1 || sc.loaded {
-        drive_shared(what, ws, obs, judge)
+        drive_shared(what, ws, obs, probs)
     } else {
-        drive::<O, J, false>(what, ws, obs, judge)
+        drive::<O, J, false>(what, ws, obs, probs)
     }
 }
 
@@ -123,23 +123,23 @@ struct RunOf<'a> {
 /// The shared loop, kept out of line: inlined beside the lone agent's, its copy of the engine
 /// would crowd the lone agent's hot loop out of the instruction cache.
 #[inline(never)]
-fn drive_shared<O: Observer, J: Judge>(
+fn drive_shared<O: Observer, J: Probabilities>(
     what: RunOf<'_>,
     ws: &mut Workspace,
     obs: &mut O,
-    judge: &mut J,
+    probs: &mut J,
 ) -> TerminatedBy {
-    drive::<O, J, true>(what, ws, obs, judge)
+    drive::<O, J, true>(what, ws, obs, probs)
 }
 
 /// [`simulate`], compiled apart for runs where agents share something (`SHARED`: several
 /// agents, or tools with limits) and for a lone agent, whose loop then carries nothing of it.
 #[inline(always)]
-fn drive<O: Observer, J: Judge, const SHARED: bool>(
+fn drive<O: Observer, J: Probabilities, const SHARED: bool>(
     what: RunOf<'_>,
     ws: &mut Workspace,
     obs: &mut O,
-    judge: &mut J,
+    probs: &mut J,
 ) -> TerminatedBy {
     let RunOf { sc, strat, run, root } = what;
     // A lone agent's loop knows it has one agent (the constant folds through it).
@@ -201,7 +201,7 @@ fn drive<O: Observer, J: Judge, const SHARED: bool>(
                 strat,
                 retry,
                 obs,
-                judge,
+                probs,
                 sh: &mut *sh,
                 shared_breaker,
                 ag: $ag,
@@ -336,7 +336,7 @@ struct Handler<'a, O, J, const SHARED: bool> {
     retry: &'a RetryPolicy,
     obs: &'a mut O,
     /// Where the model's probabilities are read.
-    judge: &'a mut J,
+    probs: &'a mut J,
     sh: &'a mut Fleetwide,
     /// The strategy's breaker is the fleet's (one per tool, `Fleetwide::fleet_breakers`).
     shared_breaker: bool,
@@ -345,7 +345,7 @@ struct Handler<'a, O, J, const SHARED: bool> {
     now: u64,
 }
 
-impl<O: Observer, J: Judge, const SHARED: bool> Handler<'_, O, J, SHARED> {
+impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED> {
     /// Handles `ev` at `self.now`. Past the agent's time budget (`time_budget` after its
     /// start, when the strategy keeps one), the budget ends its run instead.
     #[inline(always)]

@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<O: Observer, J: Judge, const SHARED: bool> Handler<'_, O, J, SHARED> {
+impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED> {
     pub(super) fn turn_start(&mut self) {
         for s in self.ag.slots.iter().filter(|s| s.active && s.delivered != 1) {
             self.obs.event(&Event::ProtocolViolation { call_id: s.call_id });

@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<O: Observer, J: Judge, const SHARED: bool> Handler<'_, O, J, SHARED> {
+impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED> {
     /// A re-issue that cannot help: identical to a call whose failure repeating does not fix.
     #[inline(always)]
     pub(super) fn hopeless(&self, i: usize) -> bool {

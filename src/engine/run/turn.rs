@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<O: Observer, J: Judge, const SHARED: bool> Handler<'_, O, J, SHARED> {
+impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED> {
     /// The model reads every result of its last turn and decides the next one: `Some` ends
     /// the run that way; `None` leaves the calls to send in the active slots.
     pub(super) fn decide(&mut self) -> Option<TerminatedBy> {
@@ -24,10 +24,10 @@ impl<O: Observer, J: Judge, const SHARED: bool> Handler<'_, O, J, SHARED> {
                 None => Perceived::Ok,
                 Some(ErrorClass::Partial) if s.more_available => Perceived::Partial,
                 Some(ErrorClass::Partial) => Perceived::Ok,
-                Some(c) => perceive_failure(&mut *self.judge, s.signal, c, model.unit(slot), model.unit(slot + 1)),
+                Some(c) => perceive_failure(&mut *self.probs, s.signal, c, model.unit(slot), model.unit(slot + 1)),
             };
             let u = if perceived == Perceived::Ok { 0.0 } else { model.unit(slot + 2) };
-            let action = act(profile, &mut *self.judge, perceived, &s.hist, u);
+            let action = act(profile, &mut *self.probs, perceived, &s.hist, u);
             match action {
                 Action::Accept => s.active = false,
                 Action::Repeat => {
@@ -42,7 +42,7 @@ impl<O: Observer, J: Judge, const SHARED: bool> Handler<'_, O, J, SHARED> {
                     let old = s.variant;
                     s.variant += 1;
                     if s.bad_variant == Some(old) {
-                        let fixed = self.judge.below(Prob::FixArgs, model.unit(slot + 3));
+                        let fixed = self.probs.below(Prob::FixArgs, model.unit(slot + 3));
                         s.bad_variant = if fixed { None } else { Some(s.variant) };
                     }
                     s.by = By::ModelReissue;
@@ -54,7 +54,7 @@ impl<O: Observer, J: Judge, const SHARED: bool> Handler<'_, O, J, SHARED> {
                 && perceived != Perceived::Ok
                 && let Some(truth) = s.last_class
             {
-                let draws = self.judge.take_draws();
+                let draws = self.probs.take_draws();
                 let (call_id, signal) = (s.call_id, s.signal);
                 self.obs.event(&Event::Decision { call_id, signal, truth, perceived, action, draws: &draws });
             }

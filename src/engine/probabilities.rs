@@ -54,7 +54,7 @@ pub struct Draw {
     pub below: bool,
 }
 
-/// A judge that reads one profile and keeps every comparison it answers, for an explanation
+/// A source of probabilities that reads one profile and keeps every comparison it answers, for an explanation
 /// of a run (`run --explain`, `exec`'s traces).
 pub struct Explaining<'a> {
     profile: &'a Profile,
@@ -67,7 +67,7 @@ impl<'a> Explaining<'a> {
     }
 }
 
-impl Judge for Explaining<'_> {
+impl Probabilities for Explaining<'_> {
     fn below(&mut self, p: Prob, u: f64) -> bool {
         let value = self.profile.value_of(p);
         let below = u < value;
@@ -81,11 +81,11 @@ impl Judge for Explaining<'_> {
 }
 
 /// Answers the model's comparisons of a uniform draw with a probability.
-pub trait Judge {
+pub trait Probabilities {
     /// Whether the draw `u` falls below probability `p`.
     fn below(&mut self, p: Prob, u: f64) -> bool;
 
-    /// The comparisons answered since the last call, for a judge that keeps them
+    /// The comparisons answered since the last call, for a source that keeps them
     /// ([`Explaining`]); none for the others.
     fn take_draws(&mut self) -> Vec<Draw> {
         Vec::new()
@@ -106,7 +106,7 @@ impl Profile {
     }
 }
 
-impl Judge for &Profile {
+impl Probabilities for &Profile {
     #[inline(always)]
     fn below(&mut self, p: Prob, u: f64) -> bool {
         u < self.value_of(p)
@@ -185,7 +185,7 @@ impl ProfileSet {
     }
 }
 
-impl Judge for ProfileSet {
+impl Probabilities for ProfileSet {
     fn below(&mut self, p: Prob, u: f64) -> bool {
         let k = p.index();
         if u < self.lo[k] {
