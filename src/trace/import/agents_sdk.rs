@@ -59,81 +59,11 @@ const ITEM_EXPECTED: &str = "an Agents SDK export item: `\"object\": \"trace\"` 
 pub fn fits(v: &Value) -> Result<(), ImportError> {
     match v {
         Value::Array(lines) if !lines.is_empty() => {
-            lines.iter().enumerate().try_for_each(|(i, l)| check_entry(l, &format!("/{i}")))
+            lines.iter().enumerate().try_for_each(|(i, l)| Entry::of(l).check(&format!("/{i}")))
         }
         Value::Array(_) => Err(ImportError::at("", "an Agents SDK export: at least one trace or span")),
-        Value::Object(_) => check_entry(v, ""),
+        Value::Object(_) => Entry::of(v).check(""),
         _ => Err(ImportError::at("", "an Agents SDK export: JSONL of trace/span items or `{\"data\": […]}` bodies")),
-    }
-}
-
-/// One line or document: an item, a `{"data": […]}` body, `{trace, spans}`, or a wrapper.
-fn check_entry(v: &Value, at: &str) -> Result<(), ImportError> {
-    if v.get("object").is_some() {
-        return check_item(v, at);
-    }
-    let mut found = false;
-    for key in ["data", "spans"] {
-        if let Some(list) = v.get(key).and_then(Value::as_array) {
-            if list.is_empty() {
-                return Err(ImportError::at(format!("{at}/{key}"), "a non-empty list of trace/span items"));
-            }
-            for (i, item) in list.iter().enumerate() {
-                check_item(item, &format!("{at}/{key}/{i}"))?;
-            }
-            found = true;
-        }
-    }
-    for key in ["item", "span", "trace"] {
-        if let Some(item) = v.get(key).filter(|i| i.is_object()) {
-            check_item(item, &format!("{at}/{key}"))?;
-            found = true;
-        }
-    }
-    if found {
-        Ok(())
-    } else {
-        Err(ImportError::at(
-            format!("{at}/object"),
-            "an Agents SDK trace or span (`object`: `trace` | `trace.span`), a `{\"data\": […]}` body, or an `{event, item}` line",
-        ))
-    }
-}
-
-fn check_item(v: &Value, at: &str) -> Result<(), ImportError> {
-    let has_str = |k: &str| v.get(k).is_some_and(Value::is_string);
-    match v.get("object").and_then(Value::as_str) {
-        Some("trace") if has_str("id") => Ok(()),
-        Some("trace") => Err(ImportError::at(format!("{at}/id"), "a trace's `id` string")),
-        Some("trace.span") => {
-            for key in ["id", "trace_id"] {
-                if !has_str(key) {
-                    return Err(ImportError::at(format!("{at}/{key}"), format!("a span's `{key}` string")));
-                }
-            }
-            if v.pointer("/span_data/type").is_some_and(Value::is_string) {
-                Ok(())
-            } else {
-                Err(ImportError::at(format!("{at}/span_data/type"), "a span's `span_data` with a `type`"))
-            }
-        }
-        _ => Err(ImportError::at(format!("{at}/object"), ITEM_EXPECTED)),
-    }
-}
-
-/// The items of a file that fits, in file order.
-fn items<'a>(v: &'a Value, out: &mut Vec<&'a Value>) {
-    match v {
-        Value::Array(list) => list.iter().for_each(|x| items(x, out)),
-        Value::Object(o) if o.contains_key("object") => out.push(v),
-        Value::Object(o) => {
-            for key in ["trace", "item", "span", "data", "spans"] {
-                if let Some(x) = o.get(key) {
-                    items(x, out);
-                }
-            }
-        }
-        _ => {}
     }
 }
 
@@ -337,41 +267,71 @@ impl<'a> Entry<'a> {
         serde_json::from_str(line).ok()
     }
 
-    /// Whether the entry fits as `check_entry` says of its `Value` (the reasons are the whole
-    /// reading's to give).
-    pub fn fits(&self) -> bool {
-        if self.object.is_present() {
-            return self.item_fits();
-        }
-        let mut found = false;
-        for list in [&self.data, &self.spans] {
-            if let Some(list) = list.list() {
-                if list.is_empty() || !list.iter().all(|i| i.object().is_some_and(Entry::item_fits)) {
-                    return false;
-                }
-                found = true;
-            }
-        }
-        for wrapped in [&self.item, &self.span, &self.trace] {
-            if let Some(item) = wrapped.object() {
-                if !item.item_fits() {
-                    return false;
-                }
-                found = true;
-            }
-        }
-        found
+    /// The entry of one line or document of a whole file's `Value` (empty when it is no object,
+    /// which then does not fit).
+    fn of(v: &'a Value) -> Entry<'a> {
+        if v.is_object() { Entry::deserialize(v).unwrap_or_default() } else { Entry::default() }
     }
 
-    fn item_fits(&self) -> bool {
-        match self.object.as_str() {
-            Some("trace") => self.id.as_str().is_some(),
-            Some("trace.span") => {
-                self.id.as_str().is_some()
-                    && self.trace_id.as_str().is_some()
-                    && self.span_data.object().is_some_and(|d| d.ty.as_str().is_some())
+    /// Whether the entry fits (the fast reading of a line; why not is the whole reading's to say).
+    pub fn fits(&self) -> bool {
+        self.check("").is_ok()
+    }
+
+    /// Whether the entry fits: an item, a `{"data": […]}` body, `{trace, spans}`, or a wrapper;
+    /// `at` is where it stands in the file, for the error's JSON pointer.
+    fn check(&self, at: &str) -> Result<(), ImportError> {
+        let problem = |path: std::fmt::Arguments, (key, expected): (&str, &str)| {
+            ImportError::at(format!("{path}{key}"), expected)
+        };
+        if self.object.is_present() {
+            return self.item_problem().map_or(Ok(()), |p| Err(problem(format_args!("{at}"), p)));
+        }
+        let mut found = false;
+        for (key, list) in [("data", &self.data), ("spans", &self.spans)] {
+            if let Some(list) = list.list() {
+                if list.is_empty() {
+                    return Err(ImportError::at(format!("{at}/{key}"), "a non-empty list of trace/span items"));
+                }
+                for (i, item) in list.iter().enumerate() {
+                    let lacks = item.object().map_or(Some(("/object", ITEM_EXPECTED)), |e| e.item_problem());
+                    if let Some(p) = lacks {
+                        return Err(problem(format_args!("{at}/{key}/{i}"), p));
+                    }
+                }
+                found = true;
             }
-            _ => false,
+        }
+        for (key, wrapped) in [("item", &self.item), ("span", &self.span), ("trace", &self.trace)] {
+            if let Some(item) = wrapped.object() {
+                if let Some(p) = item.item_problem() {
+                    return Err(problem(format_args!("{at}/{key}"), p));
+                }
+                found = true;
+            }
+        }
+        if found {
+            Ok(())
+        } else {
+            Err(ImportError::at(
+                format!("{at}/object"),
+                "an Agents SDK trace or span (`object`: `trace` | `trace.span`), a `{\"data\": […]}` body, or an `{event, item}` line",
+            ))
+        }
+    }
+
+    /// What an item lacks, if anything: the key (a pointer below the item) and what was expected.
+    fn item_problem(&self) -> Option<(&'static str, &'static str)> {
+        match self.object.as_str() {
+            Some("trace") if self.id.as_str().is_some() => None,
+            Some("trace") => Some(("/id", "a trace's `id` string")),
+            Some("trace.span") if self.id.as_str().is_none() => Some(("/id", "a span's `id` string")),
+            Some("trace.span") if self.trace_id.as_str().is_none() => Some(("/trace_id", "a span's `trace_id` string")),
+            Some("trace.span") if self.span_data.object().is_none_or(|d| d.ty.as_str().is_none()) => {
+                Some(("/span_data/type", "a span's `span_data` with a `type`"))
+            }
+            Some("trace.span") => None,
+            _ => Some(("/object", ITEM_EXPECTED)),
         }
     }
 
@@ -509,7 +469,7 @@ struct IdEntry<'a> {
 
 /// Whether one line of a JSONL export fits; `at` names it.
 pub fn line_fits(v: &Value, at: &str) -> Result<(), ImportError> {
-    check_entry(v, at)
+    Entry::of(v).check(at)
 }
 
 /// The conversation of one trace from its items (spans and the trace record, any order).
@@ -521,11 +481,14 @@ pub fn trace_conversation(items: &[&Entry], id: String) -> Conversation {
 /// One trace per conversation, in the order the traces first appear.
 pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportError> {
     fits(v)?;
+    let entries: Vec<Entry> = match v {
+        Value::Array(lines) => lines.iter().map(Entry::of).collect(),
+        other => vec![Entry::of(other)],
+    };
     let mut all = Vec::new();
-    items(v, &mut all);
-    let entries: Vec<Entry> = all.into_iter().map(|i| Entry::deserialize(i).unwrap_or_default()).collect();
+    entries.iter().for_each(|e| e.items(&mut all));
     let mut traces: Vec<(&str, Vec<&Entry>)> = Vec::new();
-    for item in &entries {
+    for item in all {
         let Some(tid) = item.trace_id() else { continue };
         let k = match traces.iter().position(|(t, _)| *t == tid) {
             Some(k) => k,

@@ -199,14 +199,19 @@ fn exception_status(class: &str) -> u16 {
     }
 }
 
-fn ending(status: &str, submission: Option<&str>) -> Ending {
-    let outcome = match status {
+/// How a run with `info.exit_status` `status` ended.
+fn outcome(status: &str) -> FinalOutcome {
+    match status {
         "Submitted" => FinalOutcome::Answer,
         "LimitsExceeded" | "TimeExceeded" => FinalOutcome::CutOff,
         "RepeatedFormatError" | "FormatError" => FinalOutcome::GaveUp,
         "UserInterruption" | "KeyboardInterrupt" => FinalOutcome::Interrupted,
         _ => FinalOutcome::Error,
-    };
+    }
+}
+
+fn ending(status: &str, submission: Option<&str>) -> Ending {
+    let outcome = outcome(status);
     let text = (outcome == FinalOutcome::Answer).then(|| submission.unwrap_or_default().to_owned());
     Ending { text, ..Ending::new(outcome, status) }
 }
@@ -259,14 +264,10 @@ pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportErr
     // model call, its status from the exception's class.
     let made = conv.items.iter().filter(|i| matches!(i, Item::Model { .. })).count() as u64;
     let api_calls = info.and_then(|i| i.pointer("/model_stats/api_calls")).and_then(Value::as_u64).unwrap_or(0);
-    if let Some(s) = status.filter(|s| ending(s, None).outcome == FinalOutcome::Error) {
-        for _ in made..api_calls {
-            let mut item = Item::model(None, Vec::new());
-            if let Item::Model { status, .. } = &mut item {
-                *status = exception_status(s);
-            }
-            conv.items.push(item);
-        }
+    if let Some(s) = status.filter(|s| outcome(s) == FinalOutcome::Error) {
+        let failed =
+            Item::Model { text: None, calls: Vec::new(), tokens_in: 0, tokens_out: 0, status: exception_status(s) };
+        conv.items.extend(std::iter::repeat_n(failed, api_calls.saturating_sub(made) as usize));
     }
     conv.ending = match status {
         Some(s) => Some(ending(s, submission)),
