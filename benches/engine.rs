@@ -8,9 +8,10 @@ use std::path::PathBuf;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tracefault::engine::run::{Workspace, simulate};
 use tracefault::envelope::render::{Body, Renderer};
-use tracefault::envelope::{Encoding, ErrorKind, Format, ToolError};
+use tracefault::envelope::{Encoding, ErrorKind, ToolError};
 use tracefault::fault::Fault;
 use tracefault::metrics::run::RunMetrics;
+use tracefault::provider::Format;
 use tracefault::scenario::load::{load_file, load_str, load_suite};
 use tracefault::suite::{RunOptions, run_suite};
 

@@ -7,11 +7,16 @@
 //! - [`fault`] — the fault vocabulary every layer shares (error classes, fault kinds).
 //! - [`escape`] — names the user controls made safe for each output (shell, CSV, Markdown,
 //!   XML, HTML, terminal).
+//! - [`exchange`] — the neutral parts of a model exchange (tool declarations, canonical
+//!   arguments, tool calls, conversation steps) every provider format reads into.
 //! - [`input`] — reading input files under a size cap.
 //! - [`interrupt`] — what to undo on Ctrl-C, SIGTERM or SIGHUP.
 //! - [`output`] — writing every output file atomically, report sets as one.
-//! - [`envelope`] — the one internal `ToolError`, a serializer per provider format, and the
-//!   simulated model's reading of the serialized bytes.
+//! - [`provider`] — one module per provider format (OpenAI Chat and Responses, Anthropic,
+//!   Gemini, Gemini's OpenAI endpoint) behind one trait: reading a conversation, a result's
+//!   shape, the mock's validation, answers and errors.
+//! - [`envelope`] — the one internal `ToolError`, its serializer into each format's result
+//!   shape, and the simulated model's reading of the serialized bytes.
 //! - [`engine`] — the discrete-event run loop over virtual time: the [`engine::Scenario`] it
 //!   runs, fault injector, orchestrator (retry, breaker, budgets, loop guard) and simulated
 //!   model. Pure: no I/O, no wall clock.
@@ -45,11 +50,13 @@ pub mod engine;
 pub mod envelope;
 pub mod error;
 pub mod escape;
+pub mod exchange;
 pub mod fault;
 pub mod input;
 pub mod interrupt;
 pub mod metrics;
 pub mod output;
+pub mod provider;
 pub mod replay;
 pub mod report;
 pub mod scenario;

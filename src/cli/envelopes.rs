@@ -11,9 +11,10 @@ use crate::engine::events::{By, Event, Observer};
 use crate::engine::strategy::{Partials, Routing, Strategy};
 use crate::envelope::read::read_message;
 use crate::envelope::render::{Body, Renderer, wrap_message};
-use crate::envelope::{Encoding, ErrorKind, Format, ToolError};
+use crate::envelope::{Encoding, ErrorKind, ToolError};
 use crate::error::{Error, Result, exit};
 use crate::fault::{ErrorClass, Fault, HTTP_STATUSES, NON_HTTP_FAULTS, http_class};
+use crate::provider::{Format, ResultPart, ResultShape};
 use crate::scenario::load::load_str;
 
 /// The successful result the example tool would have returned (damaged-body faults show it).
@@ -132,19 +133,15 @@ fn view_and_channel(format: Format, message: &str) -> (Value, Channel) {
         Value::String(s) => serde_json::from_str::<Value>(s).ok().filter(Value::is_object).unwrap_or(c.clone()),
         other => other.clone(),
     };
-    match format {
-        Format::OpenAiChat | Format::GeminiOpenAi => (text_or_json(&v["content"]), Channel::Content),
-        Format::OpenAiResponses => (text_or_json(&v["output"]), Channel::Content),
-        Format::Anthropic => (text_or_json(&v["content"][0]["content"]), Channel::Content),
-        Format::Gemini => {
-            let response = &v["parts"][0]["functionResponse"]["response"];
-            match (response.get("error"), response.get("output")) {
-                (Some(e @ Value::Object(_)), _) => (e.clone(), Channel::Error),
-                (Some(e), _) => (serde_json::json!({ "error": e }), Channel::Error),
-                (None, Some(o)) => (o.clone(), Channel::Output),
-                (None, None) => (response.clone(), Channel::Output),
-            }
-        }
+    match format.provider().result_part(&v) {
+        Some(ResultPart::Content { content, .. }) => (text_or_json(content), Channel::Content),
+        Some(ResultPart::Response(response)) => match (response.get("error"), response.get("output")) {
+            (Some(e @ Value::Object(_)), _) => (e.clone(), Channel::Error),
+            (Some(e), _) => (serde_json::json!({ "error": e }), Channel::Error),
+            (None, Some(o)) => (o.clone(), Channel::Output),
+            (None, None) => (response.clone(), Channel::Output),
+        },
+        None => (Value::Null, Channel::Content),
     }
 }
 
@@ -190,14 +187,14 @@ pub fn rendering_problems(renderings: &[Rendering]) -> Vec<String> {
     let mut out = Vec::new();
     for r in renderings {
         let (name, format) = (&r.strategy.name, r.format);
-        let openai_like = matches!(format, Format::OpenAiChat | Format::OpenAiResponses | Format::GeminiOpenAi);
-        if openai_like && r.strategy.encoding.is_json() && !model_view(format, &r.message).is_object() {
+        let content = matches!(format.provider().result_shape(), ResultShape::Content { error_flag: false, .. });
+        if content && r.strategy.encoding.is_json() && !model_view(format, &r.message).is_object() {
             out.push(format!("{name} / {}: tool message content is not JSON", format.name()));
         }
         let flagged = matches!(r.strategy.encoding, Encoding::Flag | Encoding::Envelope);
         let v: Value = serde_json::from_str(&r.message).unwrap_or(Value::Null);
-        if format == Format::Anthropic && flagged && v["content"][0]["is_error"] != true {
-            out.push(format!("{name} / anthropic: failed result without is_error"));
+        if format.has_error_flag() && flagged && v["content"][0]["is_error"] != true {
+            out.push(format!("{name} / {}: failed result without is_error", format.name()));
         }
         if r.strategy.encoding != Encoding::Raw && read_message(format, &r.message).stack_trace {
             out.push(format!("{name} / {}: raw exception text reaches the model", format.name()));

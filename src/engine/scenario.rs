@@ -10,7 +10,7 @@ use super::limits::{ProviderLoad, ToolLoad};
 use super::profile::Profile;
 use super::strategy::Strategy;
 use super::task::{Policy, Task};
-use crate::envelope::Format;
+use crate::provider::Format;
 
 /// A gate: `metric` of `strategy` (or `*`, every strategy) must stay within `[min, max]`.
 #[derive(Clone, Debug, PartialEq)]

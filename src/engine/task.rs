@@ -189,11 +189,7 @@ pub fn fixed_args(args: &serde_json::Value, n: u32) -> serde_json::Value {
     out
 }
 
-/// JSON with object keys sorted and no insignificant whitespace (serde_json's map is a
-/// BTreeMap without the `preserve_order` feature, so keys come out sorted).
-pub fn canonical_json(v: &serde_json::Value) -> String {
-    serde_json::to_string(v).expect("a Value always serializes")
-}
+pub use crate::exchange::canonical_json;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Policy {

@@ -7,40 +7,6 @@ pub mod render;
 
 use crate::fault::{ErrorClass, Fault};
 
-/// The wire format the model sees.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Format {
-    OpenAiChat,
-    OpenAiResponses,
-    Anthropic,
-    Gemini,
-    GeminiOpenAi,
-}
-
-impl Format {
-    pub const ALL: [Format; 5] =
-        [Format::OpenAiChat, Format::OpenAiResponses, Format::Anthropic, Format::Gemini, Format::GeminiOpenAi];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::OpenAiChat => "openai-chat",
-            Format::OpenAiResponses => "openai-responses",
-            Format::Anthropic => "anthropic",
-            Format::Gemini => "gemini",
-            Format::GeminiOpenAi => "gemini-openai",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Format> {
-        Format::ALL.into_iter().find(|f| f.name() == s)
-    }
-
-    /// Whether the format has a structural error flag (only Anthropic's `is_error`).
-    pub fn has_error_flag(self) -> bool {
-        self == Format::Anthropic
-    }
-}
-
 /// How a failed call is shown to the model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Encoding {

@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 use memchr::memmem::Finder;
 use serde_json::{Map, Value};
 
-use super::Format;
+use crate::provider::{Format, ResultPart, ResultShape};
 
 /// How clearly a failed result says what happened, strongest first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -73,17 +73,10 @@ fn has_traceback(text: &str) -> bool {
 /// it), a Gemini `functionResponse` part (or the user content holding it).
 pub fn read_message(format: Format, message: &str) -> Reading {
     let Ok(v) = serde_json::from_str::<Value>(message) else { return read_text(message, false) };
-    match format {
-        Format::OpenAiChat | Format::GeminiOpenAi => read_content(&v["content"], false),
-        Format::OpenAiResponses => read_content(&v["output"], false),
-        Format::Anthropic => {
-            let block = if v["type"] == "tool_result" { Some(&v) } else { first_part(&v["content"], "tool_result") };
-            block.map_or(Reading::NOTHING, |b| read_content(&b["content"], b["is_error"] == true))
-        }
-        Format::Gemini => {
-            let part = if v.get("functionResponse").is_some() { Some(&v) } else { first_part(&v["parts"], "") };
-            part.map_or(Reading::NOTHING, |p| read_gemini_response(&p["functionResponse"]["response"]))
-        }
+    match format.provider().result_part(&v) {
+        Some(ResultPart::Content { content, flag }) => read_content(content, flag),
+        Some(ResultPart::Response(r)) => read_gemini_response(r),
+        None => Reading::NOTHING,
     }
 }
 
@@ -97,31 +90,15 @@ pub fn message_content(format: Format, message: &str) -> String {
         Value::Array(parts) => Some(parts.iter().filter_map(|p| p["text"].as_str().or(p.as_str())).collect()),
         _ => None,
     };
-    let content = match format {
-        Format::OpenAiChat | Format::GeminiOpenAi => text(&v["content"]),
-        Format::OpenAiResponses => text(&v["output"]),
-        Format::Anthropic => {
-            let block = if v["type"] == "tool_result" { Some(&v) } else { first_part(&v["content"], "tool_result") };
-            block.and_then(|b| text(&b["content"]))
+    let content = match format.provider().result_part(&v) {
+        Some(ResultPart::Content { content, .. }) => text(content),
+        Some(ResultPart::Response(r)) => {
+            let inner = r.get("error").or_else(|| r.get("output")).unwrap_or(r);
+            Some(inner.as_str().map_or_else(|| inner.to_string(), str::to_owned))
         }
-        Format::Gemini => {
-            let part = if v.get("functionResponse").is_some() { Some(&v) } else { first_part(&v["parts"], "") };
-            part.map(|p| {
-                let r = &p["functionResponse"]["response"];
-                let inner = r.get("error").or_else(|| r.get("output")).unwrap_or(r);
-                inner.as_str().map_or_else(|| inner.to_string(), str::to_owned)
-            })
-        }
+        None => None,
     };
     content.unwrap_or_else(|| message.to_owned())
-}
-
-/// The first element of a content list with `type == kind` (any element with `functionResponse`
-/// when `kind` is empty).
-fn first_part<'a>(list: &'a Value, kind: &str) -> Option<&'a Value> {
-    list.as_array()?
-        .iter()
-        .find(|p| if kind.is_empty() { p.get("functionResponse").is_some() } else { p["type"] == kind })
 }
 
 /// Gemini: `response.error` is the error channel; anything else (`response.output`, or a
@@ -154,11 +131,14 @@ pub fn read_gemini_response(response: &Value) -> Reading {
 /// the format's structural error mark was set (Anthropic `is_error`, Gemini `response.error`,
 /// whose content is then the error itself).
 pub fn read_result(format: Format, content: &str, error_mark: bool) -> Reading {
-    if format == Format::Gemini && error_mark {
-        let err = serde_json::from_str::<Value>(content).unwrap_or_else(|_| Value::String(content.to_owned()));
-        return read_gemini_response(&serde_json::json!({ "error": err }));
+    match format.provider().result_shape() {
+        ResultShape::FunctionResponse { .. } if error_mark => {
+            let err = serde_json::from_str::<Value>(content).unwrap_or_else(|_| Value::String(content.to_owned()));
+            read_gemini_response(&serde_json::json!({ "error": err }))
+        }
+        ResultShape::Content { error_flag, .. } => read_text(content, error_mark && error_flag),
+        ResultShape::FunctionResponse { .. } => read_text(content, false),
     }
-    read_text(content, error_mark && format.has_error_flag())
 }
 
 /// Reads a content field: a string, or a list of text parts (joined). `flag` is a structural

@@ -1,8 +1,9 @@
 //! Serializers: one [`ToolError`] or result, rendered as the exact object a model would see in
 //! each provider format. Writes into reusable buffers; no allocation once they have grown.
 
-use super::{Encoding, ErrorKind, Format, ToolError};
+use super::{Encoding, ErrorKind, ToolError};
 use crate::fault::Fault;
+use crate::provider::{Format, ResultShape};
 
 /// What one tool call returned, as the orchestrator hands it to the model.
 #[derive(Clone, Copy, Debug)]
@@ -50,16 +51,19 @@ impl Renderer {
     pub fn render(&mut self, format: Format, call_id: u32, tool: &str, body: Body<'_>) -> &str {
         self.payload.clear();
         self.out.clear();
-        if format == Format::Gemini {
-            self.render_gemini(call_id, tool, body);
-            return &self.out;
-        }
+        let (prefix, content_key, error_flag) = match format.provider().result_shape() {
+            ResultShape::Content { prefix, content_key, error_flag } => (prefix, content_key, error_flag),
+            ResultShape::FunctionResponse { prefix } => {
+                self.render_function_response(prefix, call_id, tool, body);
+                return &self.out;
+            }
+        };
         let flagged = match body {
             Body::Ok { text_literal, .. } => {
-                self.out.push_str(format.result_prefix());
+                self.out.push_str(prefix);
                 self.out.push_str(self.num.format(call_id));
                 self.out.push_str(r#"","#);
-                self.out.push_str(format.content_key());
+                self.out.push_str(content_key);
                 self.out.push_str(text_literal);
                 self.out.push('}');
                 return &self.out;
@@ -70,14 +74,14 @@ impl Renderer {
             }
             Body::Error { err, encoding } => {
                 error_payload(&mut self.payload, &mut self.scratch, &mut self.num, &err, encoding);
-                format.has_error_flag() && matches!(encoding, Encoding::Flag | Encoding::Envelope)
+                error_flag && matches!(encoding, Encoding::Flag | Encoding::Envelope)
             }
         };
         let out = &mut self.out;
-        out.push_str(format.result_prefix());
+        out.push_str(prefix);
         out.push_str(self.num.format(call_id));
         out.push_str(r#"","#);
-        out.push_str(format.content_key());
+        out.push_str(content_key);
         push_json_str(out, &self.payload);
         if flagged {
             out.push_str(r#","is_error":true"#);
@@ -86,9 +90,10 @@ impl Renderer {
         &self.out
     }
 
-    fn render_gemini(&mut self, call_id: u32, tool: &str, body: Body<'_>) {
+    /// Gemini's `functionResponse` part.
+    fn render_function_response(&mut self, prefix: &str, call_id: u32, tool: &str, body: Body<'_>) {
         let out = &mut self.out;
-        out.push_str(Format::Gemini.result_prefix());
+        out.push_str(prefix);
         out.push_str(self.num.format(call_id));
         out.push_str(r#"","name":"#);
         push_json_str(out, tool);
@@ -129,31 +134,7 @@ impl Renderer {
 /// The whole message an API receives for one tool result: OpenAI's `tool` message and the
 /// Responses item stand alone; Anthropic's block and Gemini's part sit in a `user` turn.
 pub fn wrap_message(format: Format, item: &str) -> String {
-    match format {
-        Format::Anthropic => format!(r#"{{"role":"user","content":[{item}]}}"#),
-        Format::Gemini => format!(r#"{{"role":"user","parts":[{item}]}}"#),
-        _ => item.to_owned(),
-    }
-}
-
-impl Format {
-    /// The start of a tool result in a string-content format, up to the call id.
-    fn result_prefix(self) -> &'static str {
-        match self {
-            Format::OpenAiChat | Format::GeminiOpenAi => r#"{"role":"tool","tool_call_id":"call_"#,
-            Format::OpenAiResponses => r#"{"type":"function_call_output","call_id":"call_"#,
-            Format::Anthropic => r#"{"type":"tool_result","tool_use_id":"toolu_"#,
-            Format::Gemini => r#"{"functionResponse":{"id":"fc_"#,
-        }
-    }
-
-    /// The key of the content string, with its colon.
-    fn content_key(self) -> &'static str {
-        match self {
-            Format::OpenAiResponses => r#""output":"#,
-            _ => r#""content":"#,
-        }
-    }
+    format.provider().wrap_message(item)
 }
 
 /// The cursor an ambiguous result gives (following it returns the same page).

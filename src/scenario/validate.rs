@@ -19,11 +19,12 @@ use crate::engine::retry::{Backoff, MAX_ATTEMPTS_LIMIT, RetryPolicy};
 use crate::engine::rng::fnv1a64;
 use crate::engine::strategy::{Partials, Routing, Strategy};
 use crate::engine::task::{MAX_PARALLEL_CALLS, Policy, Task};
-use crate::envelope::{Encoding, Format};
+use crate::envelope::Encoding;
 use crate::error::{Error, Result};
 use crate::fault::{Fault, HTTP_STATUSES, NON_HTTP_FAULTS, http_class};
 use crate::metrics::recorded::recorded_metrics;
 use crate::metrics::summary::SUMMARY_COLUMNS;
+use crate::provider::Format;
 use crate::trace::Trace;
 
 pub const DEFAULT_SEED: u64 = 1;

@@ -9,9 +9,9 @@ pub mod record;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::error::{Error, Result};
+pub use crate::exchange::{Args, ToolDef};
 
 pub const TRACE_VERSION: u32 = 1;
 
@@ -66,68 +66,6 @@ impl Header {
     ) -> Header {
         let tools = sc.task.tools.iter().map(|n| ToolDef { name: n.clone(), description: None, parameters: None });
         Header { tools: tools.collect(), ..Header::new(id, source_format, provider, Some(model)) }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ToolDef {
-    pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parameters: Option<Value>,
-}
-
-/// A tool call's arguments as canonical JSON text (compact, keys in a `Value`'s order): a few
-/// bytes where a `Value` map takes hundreds, written out as the JSON it holds.
-#[derive(Clone, Debug)]
-pub struct Args(Box<serde_json::value::RawValue>);
-
-impl Args {
-    pub fn new(v: &Value) -> Args {
-        let text = crate::engine::task::canonical_json(v);
-        Args(serde_json::value::RawValue::from_string(text).expect("a Value writes valid JSON"))
-    }
-
-    /// The canonical JSON text.
-    pub fn as_json(&self) -> &str {
-        self.0.get()
-    }
-
-    pub fn value(&self) -> Value {
-        serde_json::from_str(self.as_json()).expect("canonical JSON parses")
-    }
-}
-
-impl PartialEq for Args {
-    fn eq(&self, other: &Args) -> bool {
-        self.as_json() == other.as_json()
-    }
-}
-
-impl std::fmt::Display for Args {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str(self.as_json())
-    }
-}
-
-impl Serialize for Args {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        self.0.serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for Args {
-    /// Any JSON, written back canonically.
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Args, D::Error> {
-        Value::deserialize(d).map(|v| Args::new(&v))
-    }
-}
-
-impl From<Value> for Args {
-    fn from(v: Value) -> Args {
-        Args::new(&v)
     }
 }
 
@@ -386,7 +324,7 @@ mod tests {
     #[test]
     fn args_write_as_their_value() {
         for text in [r#"{ "b": [1, 2.5, "x"], "a": {"z": null, "y": true} }"#, r#""plain""#, "[]", "-0.0"] {
-            let v: Value = serde_json::from_str(text).unwrap();
+            let v: serde_json::Value = serde_json::from_str(text).unwrap();
             let args: Args = serde_json::from_str(text).unwrap();
             assert_eq!(serde_json::to_string(&args).unwrap(), serde_json::to_string(&v).unwrap());
             assert_eq!(args.to_string(), serde_json::to_string(&v).unwrap());

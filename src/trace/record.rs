@@ -8,8 +8,8 @@ use serde_json::Value;
 use super::{FinalOutcome, Header, Stop, Trace, TraceEvent};
 use crate::engine::Scenario;
 use crate::engine::events::{By, Event, Observer, TerminatedBy};
-use crate::envelope::Format;
 use crate::envelope::read::message_content;
+use crate::provider::Format;
 
 /// A call's attempts at the tool so far: the latest one's status, how many, and when each
 /// reached the tool.

@@ -6,17 +6,8 @@ use serde_json::Value;
 
 use crate::engine::model::CallHistory;
 use crate::engine::rng::LazyStream;
-use crate::envelope::Format;
-
-/// What the mock model answers.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Turn {
-    /// Tool calls: (id, tool, arguments).
-    Calls(Vec<(String, String, Value)>),
-    Final {
-        text: String,
-    },
-}
+use crate::provider::Format;
+pub use crate::provider::Turn;
 
 /// One call of the current step, as the mock model tracks it.
 #[derive(Clone, Debug)]

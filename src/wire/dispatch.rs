@@ -14,10 +14,10 @@ use axum::response::Response;
 use serde_json::Value;
 
 use super::mocks::{Door, Mocks};
-use super::reply::{Body, Reply};
 use super::tools;
 use crate::engine::limits::LoadFault;
 use crate::fault::Fault;
+use crate::provider::reply::{Body, Reply};
 
 /// Requests larger than this are refused with 413, while they stream in.
 pub const MAX_BODY_BYTES: usize = 8 << 20;

@@ -35,7 +35,6 @@ use serde_json::{Map, Value, json};
 
 use super::dispatch::{Shared, tool_call};
 use super::jsonrpc::{check, read_message};
-use super::reply::Reply;
 use super::schema::tool_list;
 use super::tools::{self, Called};
 use crate::engine::Scenario;
@@ -45,6 +44,7 @@ use crate::envelope::render::{error_text, partial_text, truncated};
 use crate::envelope::{Encoding, ErrorKind, ToolError};
 use crate::error::Error;
 use crate::fault::{ErrorClass, Fault};
+use crate::provider::Reply;
 
 /// How the mock MCP server hands a failed call back: the encoding of one of the MCP strategies.
 pub fn encoding_of(strategy: &str) -> Result<Encoding, Error> {
@@ -468,8 +468,8 @@ fn logged_answer(id: &Value, outcome: &Result<Called, Reply>, encoding: Encoding
 
 fn reply_bytes(reply: &Reply) -> &[u8] {
     match &reply.body {
-        super::reply::Body::Bytes { bytes, .. } => bytes,
-        super::reply::Body::Reset | super::reply::Body::Cut { .. } => b"the connection was dropped",
+        crate::provider::reply::Body::Bytes { bytes, .. } => bytes,
+        crate::provider::reply::Body::Reset | crate::provider::reply::Body::Cut { .. } => b"the connection was dropped",
     }
 }
 

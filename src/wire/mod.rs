@@ -5,17 +5,15 @@
 //!
 //! [`server`] is the HTTP layer (axum on hyper); [`dispatch`] what every transport shares (the
 //! mocks' state, a tool call, a reply sent); [`world`] the mocks' state for one run;
-//! [`provider`] and [`tools`] the two kinds of endpoint; [`model`] the mock model's decisions
-//! and [`conversation`] what it holds of each conversation; [`respond`] and [`validate`] the providers' shapes and checks; [`schema`] tool
-//! schemas and argument matching; [`reply`] what goes back over HTTP; [`mcp`] the tools over
-//! the Model Context Protocol, [`jsonrpc`] its messages checked, and [`stdio`] its transport over
-//! stdin and stdout; [`checks`] the
-//! checklist `exec` holds an agent to; [`choice`] the requests' tool choice; [`plain`] tool
-//! results handed back as ordinary messages; [`recorded`] what a run's trace keeps of the
-//! traffic.
+//! [`provider`] and [`tools`] the two kinds of endpoint (each provider's shapes, checks,
+//! answers and errors are the provider layer's, [`crate::provider`]); [`model`] the mock model's
+//! decisions and [`conversation`] what it holds of each conversation; [`schema`] tool schemas
+//! and argument matching; [`mcp`] the tools over the Model Context Protocol, [`jsonrpc`] its
+//! messages checked, and [`stdio`] its transport over stdin and stdout; [`checks`] the
+//! checklist `exec` holds an agent to; [`plain`] tool results handed back as ordinary
+//! messages; [`recorded`] what a run's trace keeps of the traffic.
 
 pub mod checks;
-pub mod choice;
 pub mod conversation;
 pub mod dispatch;
 pub mod jsonrpc;
@@ -25,13 +23,10 @@ pub mod model;
 pub mod plain;
 pub mod provider;
 pub mod recorded;
-pub mod reply;
-pub mod respond;
 pub mod schema;
 pub mod server;
 pub mod stdio;
 pub mod tools;
-pub mod validate;
 pub mod world;
 
 pub use server::WireServer;

@@ -3,8 +3,8 @@
 //! flag, Gemini's error channel, five fields, an `ERROR:` prefix, a stack trace, "more may be
 //! available" — with the engine's own reading, perception and decision rules.
 
+use crate::provider::{Choice, ToolChoice};
 use crate::wire::checks::Check;
-use crate::wire::choice::{Choice, ToolChoice};
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -15,9 +15,9 @@ use super::world::World;
 use crate::engine::model::{Action, CallHistory, Perceived, act, perceive_failure};
 use crate::engine::probabilities::{Explaining, Prob, Probabilities};
 use crate::engine::rng::fnv1a64;
-use crate::envelope::Format;
 use crate::envelope::read::read_result;
 use crate::fault::ErrorClass;
+use crate::provider::Format;
 use crate::trace::import::conversation::{FailureRules, Item, judge};
 use crate::trace::{Args, Stop, TraceEvent};
 
@@ -36,14 +36,6 @@ impl Ask {
     /// it and its tool choice allows it.
     fn may_call(&self, tool: &str) -> bool {
         self.tools.as_ref().is_some_and(|t| t.contains_key(tool)) && self.choice.allows(tool)
-    }
-}
-
-fn id_prefix(format: Format) -> &'static str {
-    match format {
-        Format::Anthropic => "toolu_",
-        Format::Gemini => "fc_",
-        _ => "call_",
     }
 }
 
@@ -139,8 +131,9 @@ fn decide(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn {
             world.finding(Check::NoRawText, format!("the result of {} shows the model a raw exception", slot.id));
         }
         let failed = truth.is_some_and(ErrorClass::is_failure);
-        if format == Format::Anthropic && failed && !mark {
-            world.finding(Check::IsError, format!("failed Anthropic result {} has no is_error: true", slot.id));
+        if format.has_error_flag() && failed && !mark {
+            let (name, flag) = (format.name(), format.provider().error_mark());
+            world.finding(Check::IsError, format!("failed {name} result {} has no {flag}", slot.id));
         }
         world.record(TraceEvent::ToolResult {
             call_id: slot.id.clone(),
@@ -254,7 +247,7 @@ fn truth(world: &mut World, tool: &str, args: &Value, content: &str, format: For
     if let Some(class) = world.outcomes.get(&(tool.to_owned(), args_key(&canonical_args(args)))) {
         return *class;
     }
-    let flag = mark.then_some((true, if format == Format::Gemini { "response.error" } else { "is_error: true" }));
+    let flag = mark.then_some((true, format.provider().error_mark()));
     let judged = judge(content, flag, &FailureRules::default());
     let class = judged.class.and_then(ErrorClass::parse).filter(|_| !judged.ok || judged.class == Some("partial"));
     let (class, why) = match (class, world.last_outcome.get(tool)) {
@@ -292,7 +285,7 @@ fn send(world: &mut World, c: usize, ask: &Ask) -> Turn {
             // request that allows it; `keep_the_tool_choice` answers this one.
             continue;
         }
-        let id = world.new_id(id_prefix(format), c);
+        let id = world.new_id(format.provider().call_id_prefix(), c);
         let s = &mut world.conversation(c).slots[i];
         s.id = id.clone();
         s.sent = true;
@@ -357,7 +350,7 @@ fn forced_call(world: &mut World, c: usize, ask: &Ask, answer: Option<&str>) -> 
         None => crate::wire::schema::valid_args(&schema, answer.unwrap_or("Done.")),
     };
     let format = world.conversation(c).format;
-    let id = world.new_id(id_prefix(format), c);
+    let id = world.new_id(format.provider().call_id_prefix(), c);
     world.note(format!("the request required a tool call (tool_choice); the mock model called {tool} with {args}"));
     Some((id, tool, args))
 }

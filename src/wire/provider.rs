@@ -5,36 +5,15 @@
 use crate::wire::checks::Check;
 use serde_json::{Value, json};
 
-use super::choice::choice_of;
 use super::conversation::{Conversation, Turn};
 use super::model::{Ask, next_turn};
 use super::plain::read_plain_results;
-use super::reply::Reply;
-use super::respond::{Shape, provider_error, reply};
 use super::schema::declared_tools;
-use super::validate::{not_json, validate};
 use super::world::World;
 use crate::engine::limits::ProviderState;
-use crate::envelope::Format;
+use crate::provider::{Format, Reply, Shape, request_id};
 use crate::trace::import::conversation::Item;
-use crate::trace::import::{anthropic, gemini, openai_chat, openai_responses};
 use crate::trace::{Stop, TraceEvent};
-
-/// The conversation a request carries, parsed by the same code as the importers.
-fn items(format: Format, body: &Value) -> Vec<Item> {
-    let list = |k: &str| match body.get(k) {
-        Some(Value::Array(a)) => a.clone(),
-        Some(Value::String(s)) => vec![json!({"role": "user", "content": s})],
-        _ => Vec::new(),
-    };
-    match format {
-        Format::OpenAiChat | Format::GeminiOpenAi => openai_chat::items(&list("messages"), "/messages"),
-        Format::OpenAiResponses => openai_responses::items(&list("input"), "/input"),
-        Format::Anthropic => anthropic::items(&list("messages"), "/messages"),
-        Format::Gemini => gemini::items(&list("contents"), "/contents"),
-    }
-    .unwrap_or_default()
-}
 
 /// Answers one provider request of agent `world`, within the fleet's `limits` (`rpm`, `tpm`);
 /// `agent` is the K of an `/agents/K/` base-URL prefix, which keeps the conversations of agents
@@ -48,34 +27,28 @@ pub fn respond(
     raw: &[u8],
 ) -> Reply {
     let n = world.model_calls as u32 + 1;
-    let request_id = format!("req_tracefault_{n:06}");
+    let request_id = request_id(n);
+    let p = format.provider();
     let bad_request = |body: Value| {
         Reply::json(400, &body).header("x-request-id", request_id.clone()).header("request-id", request_id.clone())
     };
     let mut body: Value = match serde_json::from_slice(raw) {
         Ok(v) => v,
-        Err(e) => return bad_request(not_json(format, &e.to_string()).body),
+        Err(e) => return bad_request(format.not_json(&e.to_string()).body),
     };
-    // Responses: a request that names a previous response continues its whole conversation.
-    let previous = body.get("previous_response_id").and_then(Value::as_str).map(str::to_owned);
-    if let (Format::OpenAiResponses, Some(prev)) = (format, &previous) {
-        let Some(history) = world.responses.get(prev).cloned() else {
-            return bad_request(json!({"error": {"message": format!("Previous response with id '{prev}' not found."),
-                "type": "invalid_request_error", "param": "previous_response_id", "code": "previous_response_not_found"}}));
-        };
-        let new = match body.get("input") {
-            Some(Value::Array(a)) => a.clone(),
-            Some(Value::String(s)) => vec![json!({"role": "user", "content": s})],
-            _ => Vec::new(),
-        };
-        body["input"] = Value::Array(history.into_iter().chain(new).collect());
+    // A request that names an earlier response (Responses' `previous_response_id`) continues
+    // its whole conversation.
+    if let Some(prev) = p.continues(&body).map(str::to_owned)
+        && let Err(v) = p.with_history(&mut body, &prev, world.responses.get(&prev).cloned())
+    {
+        return bad_request(v.body);
     }
-    if let Some(v) = validate(format, &body, &request_id) {
+    if let Some(v) = format.validate(&body, &request_id) {
         world.finding(Check::RoundTrip, format!("the provider rejected request {n}: {}", v.body));
         return bad_request(v.body);
     }
     world.trace.header.provider.get_or_insert_with(|| format.name().to_owned());
-    let mut conversation = items(format, &body);
+    let mut conversation = format.request_items(&body);
     if read_plain_results(&mut conversation, &world.owner) && !world.read_plain {
         world.read_plain = true;
         world.note(
@@ -128,17 +101,17 @@ pub fn respond(
             stop: Stop::Error,
             text: None,
         });
-        return provider_error(format, status, wait.map(|ms| world.clock.real_ms(ms)), n);
+        return format.error(status, wait.map(|ms| world.clock.real_ms(ms)), n);
     }
     world.succeeded(prov);
-    let ask = Ask { tools: declared_tools(format, &body), choice: choice_of(format, &body), tokens_in };
+    let ask = Ask { tools: declared_tools(format, &body), choice: p.tool_choice(&body), tokens_in };
     let turn = next_turn(world, c, &conversation, &ask);
     let tokens_out = match &turn {
         Turn::Calls(calls) => calls.iter().map(|(_, _, a)| a.to_string().len() as u64 / 4 + 8).sum(),
         Turn::Final { text } => text.len() as u64 / 4 + 8,
     };
     limits.charge(tokens_out);
-    let response_id = if format == Format::OpenAiResponses { world.new_id("resp_tf", c) } else { String::new() };
+    let response_id = if p.remembers_responses() { world.new_id("resp_tf", c) } else { String::new() };
     let shape = Shape {
         model: body.get("model").and_then(Value::as_str).unwrap_or("tracefault-mock").to_owned(),
         stream: gemini_stream || body.get("stream") == Some(&Value::Bool(true)),
@@ -148,26 +121,10 @@ pub fn respond(
         parallel_tool_calls: body.get("parallel_tool_calls") != Some(&Value::Bool(false)),
         response_id: response_id.clone(),
     };
-    if format == Format::OpenAiResponses {
-        let mut history = body.get("input").and_then(Value::as_array).cloned().unwrap_or_default();
-        history.extend(continuation(&turn, n));
+    if let Some(history) = p.history(&body, &turn, n) {
         world.store_response(response_id, history);
     }
-    reply(format, &turn, &shape, n, (ask.tokens_in, tokens_out))
-}
-
-/// The model's turn as Responses input items, for a later `previous_response_id`.
-fn continuation(turn: &Turn, n: u32) -> Vec<Value> {
-    match turn {
-        Turn::Calls(calls) => calls
-            .iter()
-            .enumerate()
-            .map(|(i, (id, name, args))| {
-                json!({"type": "function_call", "id": format!("fc_tf{n:06}_{i}"), "call_id": id, "name": name, "arguments": args.to_string()})
-            })
-            .collect(),
-        Turn::Final { text } => vec![json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]})],
-    }
+    format.answer(&turn, &shape, n, (ask.tokens_in, tokens_out))
 }
 
 /// The ids of the tool calls in a conversation (the model's turns and the results).

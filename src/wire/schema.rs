@@ -8,8 +8,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use crate::engine::task::{Task, canonical_json, fixed_args};
-use crate::envelope::Format;
-use crate::trace::import::{anthropic, gemini, openai_chat, openai_responses};
+use crate::provider::Format;
 
 /// The key the mocks remember a call's arguments by: a digest of their canonical JSON, so a
 /// megabyte of arguments costs eight bytes of memory however many calls carry it.
@@ -105,12 +104,7 @@ pub fn tool_list(task: &Task, revisions: &[u32]) -> Value {
 /// The tools a request declares, by name, with their parameter schemas (JSON Schema, type names
 /// lower-cased where Gemini writes them upper-case). `None` when the request declares none.
 pub fn declared_tools(format: Format, body: &Value) -> Option<BTreeMap<String, Value>> {
-    let defs = match format {
-        Format::OpenAiChat | Format::GeminiOpenAi => openai_chat::tools(body),
-        Format::OpenAiResponses => openai_responses::tools(body),
-        Format::Anthropic => anthropic::tools(body),
-        Format::Gemini => gemini::tools(body),
-    };
+    let defs = format.provider().tools(body);
     if defs.is_empty() {
         return None;
     }

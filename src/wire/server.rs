@@ -26,11 +26,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::dispatch::{MAX_BODY_BYTES, Shared, respond, tool_call};
 use super::mocks::Mocks;
-use super::reply::Reply;
 use super::{mcp, provider, tools};
 use crate::engine::Scenario;
-use crate::envelope::{Encoding, Format};
+use crate::envelope::Encoding;
 use crate::error::Error;
+use crate::provider::Format;
+use crate::provider::Reply;
 
 /// A request's head must arrive within this, and a connection idle between requests is closed
 /// after it.
@@ -97,22 +98,10 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Option<Route<'a>> {
     }
     let unversioned = ["/v1beta/openai", "/v1beta", "/v1", ""].iter().find_map(|v| p.strip_prefix(v).map(|r| (*v, r)));
     let (version, rest) = unversioned?;
-    let provider = |format| Some(Route::Provider { format, gemini_stream: false });
-    match rest {
-        "/chat/completions" if version == "/v1beta/openai" => provider(Format::GeminiOpenAi),
-        "/chat/completions" => provider(Format::OpenAiChat),
-        "/responses" => provider(Format::OpenAiResponses),
-        "/messages" => provider(Format::Anthropic),
-        _ => {
-            let model_call = rest.strip_prefix("/models/")?;
-            let (_, action) = model_call.rsplit_once(':')?;
-            match action {
-                "generateContent" => provider(Format::Gemini),
-                "streamGenerateContent" => Some(Route::Provider { format: Format::Gemini, gemini_stream: true }),
-                _ => None,
-            }
-        }
-    }
+    Format::ALL.into_iter().find_map(|format| {
+        let stream = format.provider().serves(version, rest)?;
+        Some(Route::Provider { format, gemini_stream: stream })
+    })
 }
 
 /// The served path nearest to an unknown one: the fewest edits between them, with `NAME` and

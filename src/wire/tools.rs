@@ -6,13 +6,13 @@
 use crate::wire::checks::Check;
 use serde_json::{Value, json};
 
-use super::reply::Reply;
 use super::schema::{args_key, canonical_args, tool_list};
 use super::world::World;
 use crate::engine::limits::LoadFault;
 use crate::envelope::render::{partial_text, sentence, truncated};
 use crate::envelope::{ErrorKind, ToolError};
 use crate::fault::{ErrorClass, Fault};
+use crate::provider::Reply;
 
 /// At most this long a mock tool delays a timeout (real time: it is a wire test).
 pub const MAX_DELAY_MS: u64 = 30_000;

@@ -40,8 +40,8 @@ fn bad_fault_is_a_usage_error() {
 fn every_rendering_has_the_fields_its_api_documents() {
     use serde_json::Value;
     use tracefault::cli::envelopes::render_all;
-    use tracefault::envelope::Format;
     use tracefault::fault::Fault;
+    use tracefault::provider::Format;
     let keys = |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
     let id_ok = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
     let faults = [
@@ -132,7 +132,8 @@ proptest! {
     ) {
         use tracefault::envelope::read::{Signal, read_message};
         use tracefault::envelope::render::{Body, Renderer};
-        use tracefault::envelope::{Encoding, ErrorKind, Format, ToolError};
+        use tracefault::envelope::{Encoding, ErrorKind, ToolError};
+        use tracefault::provider::Format;
         use tracefault::fault::Fault;
         let message = words.join(" ");
         let fault = Fault::Http { status, retry_after_ms: None, param: Some("q".into()), message: Some(message.clone()) };

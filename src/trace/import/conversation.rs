@@ -7,32 +7,9 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::Value;
 
+pub use crate::exchange::{CallItem, Item, parse_args, text_of, tool_defs, with_usage};
 use crate::fault::{ErrorClass, http_class};
-use crate::trace::{Args, FinalOutcome, Header, Stop, ToolDef, Trace, TraceEvent};
-
-/// One tool call the model asked for.
-#[derive(Clone, Debug, PartialEq)]
-pub struct CallItem {
-    pub id: Option<String>,
-    pub name: String,
-    pub args: Args,
-}
-
-/// One step of a conversation, in order.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Item {
-    /// Text from the user (or the user simulator).
-    User(String),
-    /// One model call: its text, its tool calls, its usage and HTTP status.
-    Model { text: Option<String>, calls: Vec<CallItem>, tokens_in: u64, tokens_out: u64, status: u16 },
-    /// One tool result. `flag` is a structural error signal (Anthropic `is_error`, Gemini
-    /// `response.error`, an OTel `execute_tool` span with status ERROR); `None` where the
-    /// format has none and text rules decide.
-    Result { id: Option<String>, name: Option<String>, content: String, flag: Option<(bool, &'static str)> },
-    /// A call the agent cancelled before it ran (a parallel sibling failed first): its text,
-    /// and the rule that recognised it.
-    Cancelled { id: Option<String>, content: String, why: &'static str },
-}
+use crate::trace::{FinalOutcome, Header, Stop, ToolDef, Trace, TraceEvent};
 
 /// How a conversation ended, from the source's own fields (exit status, reward, termination
 /// reason, stop reason, interruption). Without one, the builder infers it from the last item.
@@ -50,13 +27,6 @@ pub struct Ending {
 impl Ending {
     pub fn new(outcome: FinalOutcome, reason: impl Into<String>) -> Ending {
         Ending { outcome, reason: Some(reason.into()), success: None, text: None }
-    }
-}
-
-impl Item {
-    pub fn model(text: Option<String>, calls: Vec<CallItem>) -> Item {
-        let text = text.filter(|t| !t.trim().is_empty());
-        Item::Model { text, calls, tokens_in: 0, tokens_out: 0, status: 200 }
     }
 }
 
@@ -567,49 +537,6 @@ impl TraceBuilder {
             }
             _ => cut_off,
         }
-    }
-}
-
-/// Sets a model item's token usage from a usage object's `in_key` and `out_key`.
-pub fn with_usage(mut item: Item, usage: Option<&Value>, in_key: &str, out_key: &str) -> Item {
-    if let (Item::Model { tokens_in, tokens_out, .. }, Some(u)) = (&mut item, usage) {
-        *tokens_in = u.get(in_key).and_then(Value::as_u64).unwrap_or(0);
-        *tokens_out = u.get(out_key).and_then(Value::as_u64).unwrap_or(0);
-    }
-    item
-}
-
-/// Tool definitions from a list of flat `{name, description, <params_key>}` objects.
-pub fn tool_defs(list: Option<&Value>, params_key: &str) -> Vec<ToolDef> {
-    list.and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|t| {
-            Some(ToolDef {
-                name: t.get("name")?.as_str()?.to_owned(),
-                description: t.get("description").and_then(Value::as_str).filter(|d| !d.is_empty()).map(str::to_owned),
-                parameters: t.get(params_key).cloned(),
-            })
-        })
-        .collect()
-}
-
-/// Parses a JSON-encoded arguments string, keeping it as a string when it is not JSON.
-pub fn parse_args(s: &str) -> Args {
-    Args::new(&serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.to_owned())))
-}
-
-/// The text of a content value: a string, or the `text` of each part joined.
-pub fn text_of(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p.get("text").or_else(|| p.get("content")).and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        Value::Null => String::new(),
-        other => other.to_string(),
     }
 }
 

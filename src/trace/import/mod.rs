@@ -4,14 +4,12 @@
 //! read, so authorization headers, API keys and cookies cannot reach a trace.
 
 pub mod agents_sdk;
-pub mod anthropic;
 pub mod cassette;
 pub mod claude_code;
 pub mod codex;
 pub mod conversation;
 pub mod elements;
 mod gaps;
-pub mod gemini;
 pub mod inspect_ai;
 mod kept;
 mod lenient;
@@ -19,7 +17,6 @@ mod locate;
 pub mod mcp;
 pub mod mini_swe_agent;
 pub mod openai_chat;
-pub mod openai_responses;
 pub mod openhands;
 pub mod otel;
 mod readers;
@@ -36,6 +33,7 @@ use self::conversation::{Conversation, FailureRules, Item, to_trace};
 use self::locate::Place;
 use super::Trace;
 use crate::error::Error;
+use crate::provider::{Format, Provider};
 use crate::trace::ToolDef;
 
 /// Source formats (`--format`).
@@ -119,33 +117,29 @@ impl SourceFormat {
     }
 
     /// The provider format a model in this source saw, when it is one.
-    fn provider(self) -> Option<&'static str> {
+    pub fn provider_format(self) -> Option<Format> {
         match self {
-            SourceFormat::OpenAiChat => Some("openai-chat"),
-            SourceFormat::OpenAiResponses => Some("openai-responses"),
-            SourceFormat::Anthropic => Some("anthropic"),
-            SourceFormat::Gemini => Some("gemini"),
+            SourceFormat::OpenAiChat => Some(Format::OpenAiChat),
+            SourceFormat::OpenAiResponses => Some(Format::OpenAiResponses),
+            SourceFormat::Anthropic => Some(Format::Anthropic),
+            SourceFormat::Gemini => Some(Format::Gemini),
             _ => None,
         }
     }
-}
 
-/// A problem at a JSON path inside the input.
-#[derive(Debug)]
-pub struct ImportError {
-    pub at: String,
-    pub expected: String,
-}
-
-impl ImportError {
-    pub fn at(at: impl Into<String>, expected: impl Into<String>) -> ImportError {
-        ImportError { at: at.into(), expected: expected.into() }
+    /// The provider format a model in this source saw, by name.
+    fn provider(self) -> Option<&'static str> {
+        self.provider_format().map(Format::name)
     }
 
-    fn into_error(self, file: &Path) -> Error {
-        Error::Invalid { file: file.display().to_string(), line: None, field: self.at, expected: self.expected }
+    /// The provider layer's reading of a provider source (OpenAI Chat for the others, whose
+    /// request bodies this reads as Chat).
+    fn reader(self) -> &'static dyn Provider {
+        self.provider_format().unwrap_or(Format::OpenAiChat).provider()
     }
 }
+
+pub use crate::exchange::ImportError;
 
 #[derive(Clone, Debug)]
 pub struct ImportOptions {
@@ -352,15 +346,6 @@ fn container_inner(v: &Value) -> Option<&Value> {
     WRAPPER_KEYS.iter().find_map(|k| v.get(*k))
 }
 
-fn provider_items(format: SourceFormat, list: &[Value], path: &str) -> Result<Vec<Item>, ImportError> {
-    match format {
-        SourceFormat::OpenAiResponses => openai_responses::items(list, path),
-        SourceFormat::Anthropic => anthropic::items(list, path),
-        SourceFormat::Gemini => gemini::items(list, path),
-        _ => openai_chat::items(list, path),
-    }
-}
-
 /// The request/response exchange a body (or `{request, response}` pair) holds.
 pub fn exchange(
     format: SourceFormat,
@@ -369,26 +354,17 @@ pub fn exchange(
     status: u16,
     path: &str,
 ) -> Result<Exchange, ImportError> {
-    let (key, tools) = match format {
-        SourceFormat::OpenAiResponses => ("input", openai_responses::tools(body)),
-        SourceFormat::Anthropic => ("messages", anthropic::tools(body)),
-        SourceFormat::Gemini => ("contents", gemini::tools(body)),
-        _ => ("messages", openai_chat::tools(body)),
-    };
+    let reader = format.reader();
+    let (key, tools) = (reader.conversation_key(), reader.tools(body));
     let list = match body.get(key) {
         Some(Value::Array(l)) => l.clone(),
         Some(Value::String(s)) => vec![serde_json::json!({"role": "user", "content": s})],
         _ => return Err(ImportError::at(format!("{path}/{key}"), format!("the request's `{key}` list"))),
     };
-    let items = provider_items(format, &list, &format!("{path}/{key}"))?;
+    let items = reader.items(&list, &format!("{path}/{key}"))?;
     let response = match response {
         _ if status != 200 => Some(Item::Model { text: None, calls: Vec::new(), tokens_in: 0, tokens_out: 0, status }),
-        Some(r) => match format {
-            SourceFormat::OpenAiResponses => openai_responses::response(r),
-            SourceFormat::Anthropic => anthropic::response(r),
-            SourceFormat::Gemini => gemini::response(r),
-            _ => openai_chat::response(r),
-        },
+        Some(r) => reader.response(r),
         None => None,
     };
     let model = body.get("model").and_then(Value::as_str).map(str::to_owned);
@@ -399,15 +375,11 @@ pub fn exchange(
 /// pairs (chained), or a list of wrapped conversations (each its own).
 fn provider_conversations(format: SourceFormat, v: &Value, id: &str) -> Result<Vec<Conversation>, ImportError> {
     let provider = format.provider();
-    let list_key = match format {
-        SourceFormat::OpenAiResponses => "input",
-        SourceFormat::Gemini => "contents",
-        _ => "messages",
-    };
+    let list_key = format.reader().conversation_key();
     match v {
         Value::Array(items) if items.first().is_some_and(|m| m.get("role").is_some() || m.get("type").is_some()) => {
             let ex =
-                Exchange { items: provider_items(format, items, "")?, response: None, tools: Vec::new(), model: None };
+                Exchange { items: format.reader().items(items, "")?, response: None, tools: Vec::new(), model: None };
             Ok(chain(vec![ex], format, id, provider))
         }
         Value::Array(items) => {

@@ -1,7 +1,6 @@
-//! OpenAI Chat Completions: `messages` (with `tool_calls` / `role: "tool"`, or the legacy
-//! `function_call` / `role: "function"`), request bodies, and `choices[0].message` responses. A
-//! tool message's `error` field, which harnesses add (tau2's `error: true`), is its structural
-//! failure flag.
+//! Files of OpenAI Chat conversations read fast: a wrapped conversation (tau-bench's `traj`)
+//! read straight into typed, borrowed messages. What a Chat message means is the provider
+//! layer's ([`crate::provider::openai_chat`]); this reading gives the same items or steps aside.
 
 use std::borrow::Cow;
 
@@ -10,109 +9,15 @@ use serde::de::DeserializeSeed;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::ImportError;
-use super::conversation::{CallItem, Item, TraceBuilder, parse_args, text_of, with_usage};
-use crate::trace::ToolDef;
-
-pub fn items(messages: &[Value], path: &str) -> Result<Vec<Item>, ImportError> {
-    let mut out = Vec::new();
-    for (i, m) in messages.iter().enumerate() {
-        let at = || format!("{path}/{i}");
-        let role =
-            m.get("role").and_then(Value::as_str).ok_or_else(|| ImportError::at(at(), "a message with a `role`"))?;
-        match role {
-            "system" | "developer" => {}
-            "user" => out.push(Item::User(text_of(m.get("content").unwrap_or(&Value::Null)))),
-            "assistant" => out.push(assistant(m)),
-            "tool" => out.push(Item::Result {
-                id: m.get("tool_call_id").and_then(Value::as_str).map(str::to_owned),
-                name: m.get("name").and_then(Value::as_str).map(str::to_owned),
-                content: text_of(m.get("content").unwrap_or(&Value::Null)),
-                flag: error_flag(m.get("error")),
-            }),
-            "function" => out.push(Item::Result {
-                id: None,
-                name: m.get("name").and_then(Value::as_str).map(str::to_owned),
-                content: text_of(m.get("content").unwrap_or(&Value::Null)),
-                flag: None,
-            }),
-            other => {
-                return Err(ImportError::at(
-                    at(),
-                    format!("role system, user, assistant, tool or function, got {other:?}"),
-                ));
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// A tool message's own `error` field, which harnesses add to the Chat shape (tau2's
-/// `error: true`, Inspect's `error {type, message}`): the structural flag when it is set.
-fn error_flag(error: Option<&Value>) -> Option<(bool, &'static str)> {
-    match error? {
-        Value::Bool(true) => Some((true, "tool message `error: true`")),
-        Value::Bool(false) => Some((false, "tool message `error: false`")),
-        Value::Null => None,
-        Value::String(s) if s.is_empty() => None,
-        Value::Object(o) if o.is_empty() => None,
-        _ => Some((true, "tool message `error` set")),
-    }
-}
-
-fn assistant(m: &Value) -> Item {
-    let mut calls = Vec::new();
-    for c in m.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
-        let f = c.get("function").unwrap_or(&Value::Null);
-        calls.push(CallItem {
-            id: c.get("id").and_then(Value::as_str).map(str::to_owned),
-            name: f.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
-            args: parse_args(f.get("arguments").and_then(Value::as_str).unwrap_or("{}")),
-        });
-    }
-    if let Some(f) = m.get("function_call").filter(|f| f.is_object()) {
-        calls.push(CallItem {
-            id: None,
-            name: f.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
-            args: parse_args(f.get("arguments").and_then(Value::as_str).unwrap_or("{}")),
-        });
-    }
-    let text = m.get("content").map(text_of);
-    Item::model(text, calls)
-}
-
-/// The model turn a response body holds, with its usage.
-pub fn response(body: &Value) -> Option<Item> {
-    let msg = body.get("choices")?.get(0)?.get("message")?;
-    Some(with_usage(assistant(msg), body.get("usage"), "prompt_tokens", "completion_tokens"))
-}
-
-pub fn tools(body: &Value) -> Vec<ToolDef> {
-    let mut out = Vec::new();
-    for t in body.get("tools").and_then(Value::as_array).into_iter().flatten() {
-        let f = t.get("function").unwrap_or(t);
-        if let Some(name) = f.get("name").and_then(Value::as_str) {
-            out.push(ToolDef {
-                name: name.to_owned(),
-                description: f.get("description").and_then(Value::as_str).filter(|d| !d.is_empty()).map(str::to_owned),
-                parameters: f.get("parameters").cloned(),
-            });
-        }
-    }
-    for f in body.get("functions").and_then(Value::as_array).into_iter().flatten() {
-        if let Some(name) = f.get("name").and_then(Value::as_str) {
-            out.push(ToolDef { name: name.to_owned(), description: None, parameters: f.get("parameters").cloned() });
-        }
-    }
-    out
-}
+use super::conversation::{CallItem, Item, TraceBuilder, parse_args, text_of};
+use crate::provider::openai_chat::error_flag;
 
 /// The trace of a wrapped conversation (`traj`, `conversation` or `trajectory`, the first
 /// present as [`super::container_inner`] picks), its messages read straight into typed
 /// messages that borrow from `element` and handed on one by one: no `Value` tree, and the
 /// text of system and developer messages (in tau-bench the policy prompt, a third of the
 /// bytes) is skipped unread. `None` when the
-/// element holds anything this reading does not take exactly as [`items`] would (another
+/// element holds anything this reading does not take exactly as the provider layer's reading would (another
 /// shape, a missing role, an unknown role, a duplicate key, an empty list, several lists): the
 /// caller then reads it as a `Value`, which gives the same trace or the error. `objects` (the
 /// JSON objects the element opens, an upper bound on its events) sizes the trace once.
@@ -245,7 +150,7 @@ impl<'de, C: serde::Deserialize<'de> + std::ops::Deref<Target = RawValue>> serde
 
 impl<C: std::ops::Deref<Target = RawValue>> Message<'_, C> {
     /// The message's item (`None` inside for the prompts that are skipped), or `None` when
-    /// [`items`] might take it differently.
+    /// the provider layer's reading might take it differently.
     fn item(self) -> Option<Option<Item>> {
         let text = |raw: Option<C>| match raw.as_deref().map(RawValue::get) {
             None => Some(String::new()),
@@ -361,13 +266,15 @@ mod tests {
     use super::*;
 
     use super::super::conversation::{Conversation, FailureRules, to_trace};
+    use crate::provider::Provider;
+    use crate::provider::openai_chat::OpenAiChat;
     use crate::trace::{Header, Trace};
 
     fn header() -> Header {
         Header::new("c".into(), "openai-chat", None, None)
     }
 
-    /// The trace [`items`] gives for a wrapped element read as a `Value`.
+    /// The trace the provider layer's reading gives for a wrapped element read as a `Value`.
     fn by_value(element: &str) -> Option<Trace> {
         let v: Value = serde_json::from_str(element).unwrap();
         let list = super::super::WRAPPER_KEYS.iter().find_map(|k| v.get(*k))?.as_array()?;
@@ -375,7 +282,7 @@ mod tests {
         let conv = Conversation {
             id: h.id,
             source_format: h.source_format,
-            items: items(list, "").ok()?,
+            items: OpenAiChat.items(list, "").ok()?,
             ..Conversation::default()
         };
         Some(to_trace(conv, &FailureRules::default()))

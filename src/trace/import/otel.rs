@@ -74,7 +74,8 @@ use serde_json::{Map, Value};
 
 use super::conversation::{CallItem, Conversation, Ending, Item, parse_args, text_of};
 use super::lenient::List;
-use super::{ImportError, SourceFormat, anthropic, gemini, openai_chat};
+use super::{ImportError, SourceFormat};
+use crate::provider::Format;
 use crate::trace::{Args, FinalOutcome, ToolDef};
 
 /// A span's attributes, flattened to dotted keys.
@@ -785,13 +786,13 @@ fn response(s: &Span, gaps: &mut Vec<String>) -> Option<Item> {
     let out = s.attrs.get("output.value")?;
     let body = out.as_str().and_then(|t| serde_json::from_str::<Value>(t).ok()).unwrap_or_else(|| out.clone());
     if body.get("choices").is_some() {
-        return openai_chat::response(&body);
+        return Format::OpenAiChat.provider().response(&body);
     }
     if body.get("content").is_some_and(Value::is_array) {
-        return anthropic::response(&body);
+        return Format::Anthropic.provider().response(&body);
     }
     if body.get("candidates").is_some() {
-        return gemini::response(&body);
+        return Format::Gemini.provider().response(&body);
     }
     Some(Item::model(Some(text_of(out)), Vec::new()))
 }
@@ -899,9 +900,9 @@ fn tools_of(s: &Span) -> Vec<ToolDef> {
             }
         }));
     }
-    let mut out = openai_chat::tools(&serde_json::json!({ "tools": list }));
+    let mut out = Format::OpenAiChat.provider().tools(&serde_json::json!({ "tools": list }));
     if let Some(Value::Array(f)) = s.json("llm.request.functions") {
-        for t in openai_chat::tools(&serde_json::json!({ "functions": f })) {
+        for t in Format::OpenAiChat.provider().tools(&serde_json::json!({ "functions": f })) {
             let parameters = match t.parameters {
                 Some(Value::String(p)) => serde_json::from_str(&p).ok(),
                 other => other,
