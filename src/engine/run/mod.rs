@@ -38,6 +38,9 @@ mod provider;
 mod tools;
 mod turn;
 
+#[cfg(test)]
+mod tests;
+
 pub use agent::Workspace;
 use agent::{Agent, Fleetwide, Outcome, Refusal, Slot};
 
@@ -65,6 +68,54 @@ enum Ev {
     /// A call that waited for a place at a tool gets one.
     ToolServe(u32),
     ToolDone(u32),
+}
+
+/// What the fleet shares, set for run `run` of `sc`: tool and provider limits, the fleet's
+/// breakers, and the fleet's fault injector with its attempt counts.
+#[inline(always)]
+fn reset_fleetwide(sh: &mut Fleetwide, sc: &Scenario, run: u64, root: u64) {
+    sh.tools.resize_with(sc.loads.len(), ToolState::default);
+    for (t, load) in sh.tools.iter_mut().zip(&sc.loads) {
+        t.reset(load);
+    }
+    sh.provider.reset(&sc.provider_load);
+    sh.fleet_breakers.resize_with(sc.loads.len(), FleetBreaker::default);
+    sh.fleet_breakers.iter_mut().for_each(FleetBreaker::reset);
+    if sc.faults.has_fleet_rules() {
+        // Keyed as agent 0: a fleet of one meets the faults a lone agent meets.
+        sc.faults.reset(&mut sh.fleet_injector, root, sc.name_hash, run, 0, &sc.target_hashes);
+        for v in [&mut sh.fleet_attempts, &mut sh.fleet_successes] {
+            v.clear();
+            v.resize(sc.task.tools.len() + 1, 0);
+        }
+    }
+}
+
+/// The run's `n` agents reset and their first turns queued at their start times (a fleet's
+/// arrivals, drawn once for all strategies of a run; a lone agent starts at 0).
+#[inline(always)]
+fn place_agents<const SHARED: bool>(ws: &mut Workspace, sc: &Scenario, run: u64, root: u64, n: usize) {
+    let fleet = SHARED && n > 1;
+    if fleet {
+        // The strategies of one run share its arrivals: only the first draws them.
+        let id = (key(&[root, sc.name_hash, run, domain::ARRIVALS]), sc.fleet);
+        if ws.starts_for != Some(id) {
+            ws.arrivals.reset(id.0);
+            sc.fleet.start_times(&mut ws.arrivals, &mut ws.starts);
+            ws.starts_for = Some(id);
+        }
+    } else {
+        ws.starts.clear();
+        ws.starts.push(0);
+        ws.starts_for = None;
+    }
+    if ws.agents.len() < n {
+        ws.agents.resize_with(n, Agent::default);
+    }
+    for (k, (agent, &start)) in ws.agents.iter_mut().zip(&ws.starts).enumerate() {
+        agent.reset::<SHARED>(sc, root, run, k as u32, start);
+        ws.sh.queue.push(start, k as u32, Ev::TurnStart);
+    }
 }
 
 /// The jitter slot of retry `chain` of call (or provider turn) `index`, from `base`.
@@ -145,46 +196,13 @@ fn drive<O: Observer, J: Probabilities, const SHARED: bool>(
     // A lone agent's loop knows it has one agent (the constant folds through it).
     let n = if SHARED { sc.fleet.agents as usize } else { 1 };
     let fleet = SHARED && n > 1;
+    let shared_breaker = SHARED && strat.breaker && (strat.fleet_breaker || sc.policy.breaker.fleet);
     ws.sh.queue.clear();
     ws.sh.seen.serve(std::ptr::from_ref(sc) as usize);
-    let shared_breaker = SHARED && strat.breaker && (strat.fleet_breaker || sc.policy.breaker.fleet);
     if SHARED {
-        ws.sh.tools.resize_with(sc.loads.len(), ToolState::default);
-        for (t, load) in ws.sh.tools.iter_mut().zip(&sc.loads) {
-            t.reset(load);
-        }
-        ws.sh.provider.reset(&sc.provider_load);
-        ws.sh.fleet_breakers.resize_with(sc.loads.len(), FleetBreaker::default);
-        ws.sh.fleet_breakers.iter_mut().for_each(FleetBreaker::reset);
-        if sc.faults.has_fleet_rules() {
-            // Keyed as agent 0: a fleet of one meets the faults a lone agent meets.
-            sc.faults.reset(&mut ws.sh.fleet_injector, root, sc.name_hash, run, 0, &sc.target_hashes);
-            for v in [&mut ws.sh.fleet_attempts, &mut ws.sh.fleet_successes] {
-                v.clear();
-                v.resize(sc.task.tools.len() + 1, 0);
-            }
-        }
+        reset_fleetwide(&mut ws.sh, sc, run, root);
     }
-    if fleet {
-        // The strategies of one run share its arrivals: only the first draws them.
-        let id = (key(&[root, sc.name_hash, run, domain::ARRIVALS]), sc.fleet);
-        if ws.starts_for != Some(id) {
-            ws.arrivals.reset(id.0);
-            sc.fleet.start_times(&mut ws.arrivals, &mut ws.starts);
-            ws.starts_for = Some(id);
-        }
-    } else {
-        ws.starts.clear();
-        ws.starts.push(0);
-        ws.starts_for = None;
-    }
-    if ws.agents.len() < n {
-        ws.agents.resize_with(n, Agent::default);
-    }
-    for (k, (agent, &start)) in ws.agents.iter_mut().zip(&ws.starts).enumerate() {
-        agent.reset::<SHARED>(sc, root, run, k as u32, start);
-        ws.sh.queue.push(start, k as u32, Ev::TurnStart);
-    }
+    place_agents::<SHARED>(ws, sc, run, root, n);
 
     let retry = strat.retry.as_ref().unwrap_or(&sc.policy.retry);
     // A fleet shares one retry budget (a lone agent keeps its own count of the whole run).
@@ -260,16 +278,21 @@ fn drive<O: Observer, J: Probabilities, const SHARED: bool>(
             live -= 1;
         }
     }
-    // Calls the ended agents left at the tools end there; then every tool is idle again.
+    wind_down(sc, sh, agents, obs);
+    agents[0].end.unwrap_or(TerminatedBy::ProtocolError)
+}
+
+/// The end of a shared run: calls the ended agents left at the tools end there (every tool is
+/// idle again), and the tools' peak concurrency is reported (counted only where something is
+/// shared: a lone agent's tools are not tracked).
+fn wind_down<O: Observer>(sc: &Scenario, sh: &mut Fleetwide, agents: &mut [Agent], obs: &mut O) {
     while let Some((t, a, ev)) = sh.queue.pop() {
         abandon(sc, sh, &mut agents[a as usize], t, ev);
     }
     debug_assert!(sh.tools.iter().all(ToolState::idle), "a call kept its place at a tool");
-    // Counted only where something is shared (a lone agent's tools are not tracked).
     sh.peaks.clear();
     sh.peaks.extend(sh.tools.iter().map(ToolState::peak));
     obs.event(&Event::Done { peaks: &sh.peaks });
-    agents[0].end.unwrap_or(TerminatedBy::ProtocolError)
 }
 
 /// An event of an agent that has ended: a call it left at a tool still ends there, giving its

@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED> {
+impl<'a, O: Observer, J: Probabilities, const SHARED: bool> Handler<'a, O, J, SHARED> {
     pub(super) fn turn_start(&mut self) {
         for s in self.ag.slots.iter().filter(|s| s.active && s.delivered != 1) {
             self.obs.event(&Event::ProtocolViolation { call_id: s.call_id });
@@ -29,83 +29,115 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
         if self.past_time_budget(self.now.saturating_add(self.sc.profile.model_latency_ms)) {
             return self.finish(TerminatedBy::TimeBudget);
         }
+        let prov = self.sc.faults.provider_target();
+        self.ag.attempts[prov] += 1;
+        let is_retry = self.ag.provider_chain > 0;
+        match self.provider_fault(prov) {
+            Some(refused) => self.refused(prov, is_retry, refused),
+            None => self.answered(prov, is_retry),
+        }
+    }
+
+    /// The fault this attempt meets, if any: the provider still refusing a call that came back
+    /// before the wait it announced, the fleet's rate limit, or a scheduled fault.
+    #[inline(always)]
+    fn provider_fault(&mut self, prov: usize) -> Option<Refused<'a>> {
         let sc = self.sc;
         let plan = &sc.faults;
-        let prov = plan.provider_target();
-        self.ag.attempts[prov] += 1;
         let attempt = self.ag.attempts[prov];
         let fleet_attempt = self.count_fleet_attempt(prov);
-        let is_retry = self.ag.provider_chain > 0;
         let refusal = self.ag.refusals[prov];
-        // A retry sent before the wait the fleet's rate limit announced is refused again.
-        let early = SHARED && sc.loaded && is_retry && self.now < self.ag.load_until[prov];
-        // (the fault, its rule if scheduled, the wait the answer announces, whether it was
-        // decided now rather than the provider refusing a call that came back before its wait)
-        let fired = if sc.task.script.is_none() && self.now < refusal.until_ms {
+        if sc.task.script.is_none() && self.now < refusal.until_ms {
             let fault = &plan.rules[usize::from(refusal.rule)].fault;
-            Some((fault, Some(refusal.rule), Some(refusal.until_ms - self.now), false))
-        } else if SHARED
+            return Some(Refused {
+                fault,
+                rule: Some(refusal.rule),
+                retry_after_ms: Some(refusal.until_ms - self.now),
+                fresh: false,
+            });
+        }
+        if SHARED
             && sc.loaded
             && let Err(wait) = self.sh.provider.admit(self.now, self.ag.context_tokens)
         {
-            Some((LoadFault::RateLimited.fault(), None, wait, true))
-        } else {
-            let at = Attempt { target: prov, attempt, fleet_attempt, successes: self.ag.successes[prov] };
-            decide_fault::<SHARED>(plan, self.sh, &mut self.ag.injector, at, self.now)
-                .map(|f| (&plan.rules[usize::from(f.rule)].fault, Some(f.rule), f.retry_after_ms, true))
-        };
-        if let Some((fault, rule, retry_after_ms, fresh)) = fired {
-            self.ag.provider_chain += 1;
-            let latency = if let Fault::Timeout { after_ms } = fault { *after_ms } else { 0 };
-            let answered = self.now.saturating_add(latency);
-            match (fresh, retry_after_ms, rule) {
-                (true, Some(ms), Some(rule)) => {
-                    self.ag.refusals[prov] = Refusal { until_ms: answered.saturating_add(ms), rule };
-                }
-                (true, Some(ms), None) => self.ag.load_until[prov] = answered.saturating_add(ms),
-                _ => {}
-            }
-            let mut retry = sc.task.script.is_some()
-                || (self.retry.may_retry(fault.class(), self.ag.provider_chain, retry_after_ms)
-                    && self.budget_allows(self.ag.first_attempts.max(1)));
-            let mut delay = 0;
-            if retry && sc.task.script.is_none() {
-                let slot = jitter_slot(PROVIDER_JITTER_BASE, u64::from(self.ag.turn), self.ag.provider_chain);
-                let u = self.ag.jitter.unit(slot);
-                delay = self.retry.delay_ms(self.ag.provider_chain - 1, self.ag.provider_prev_delay, u, retry_after_ms);
-            }
-            let next_at = answered.saturating_add(delay);
-            let over_budget = self.past_time_budget(answered)
-                || (retry && self.past_time_budget(next_at.saturating_add(sc.profile.model_latency_ms)));
-            retry &= !over_budget;
-            self.obs.event(&Event::ModelCall {
-                turn: self.ag.turn + 1,
-                t_ms: self.now,
-                status: fault.status().unwrap_or(0),
-                tokens_in: 0,
-                tokens_out: 0,
-                retry: is_retry,
-                rule,
-                fired: fresh && rule.is_some(),
-                wasted: (!fresh && is_retry) || early,
-                load: rule.is_none(),
-                ends: !retry,
+            return Some(Refused {
+                fault: LoadFault::RateLimited.fault(),
+                rule: None,
+                retry_after_ms: wait,
+                fresh: true,
             });
-            if retry {
-                self.ag.provider_prev_delay = delay;
-                self.ag.orchestrator_retries += 1;
-                self.schedule(next_at, Ev::ModelAttempt);
-            } else if over_budget {
-                // A slow answer ends at the agent's deadline; a retry that could not finish in
-                // time is not sent.
-                self.now = self.deadline().map_or(answered, |d| answered.min(d));
-                self.finish(TerminatedBy::TimeBudget);
-            } else {
-                self.now = answered;
-                self.finish(TerminatedBy::GaveUp);
-            }
-            return;
         }
+        let at = Attempt { target: prov, attempt, fleet_attempt, successes: self.ag.successes[prov] };
+        decide_fault::<SHARED>(plan, self.sh, &mut self.ag.injector, at, self.now).map(|f| Refused {
+            fault: &plan.rules[usize::from(f.rule)].fault,
+            rule: Some(f.rule),
+            retry_after_ms: f.retry_after_ms,
+            fresh: true,
+        })
+    }
+
+    /// A refused attempt: the orchestrator retries it after its delay, or the run ends (gave
+    /// up, or out of time).
+    fn refused(&mut self, prov: usize, is_retry: bool, r: Refused<'_>) {
+        let sc = self.sc;
+        // A retry sent before the wait the fleet's rate limit announced is refused again.
+        let early = SHARED && sc.loaded && is_retry && self.now < self.ag.load_until[prov];
+        let Refused { fault, rule, retry_after_ms, fresh } = r;
+        self.ag.provider_chain += 1;
+        let latency = if let Fault::Timeout { after_ms } = fault { *after_ms } else { 0 };
+        let answered = self.now.saturating_add(latency);
+        match (fresh, retry_after_ms, rule) {
+            (true, Some(ms), Some(rule)) => {
+                self.ag.refusals[prov] = Refusal { until_ms: answered.saturating_add(ms), rule };
+            }
+            (true, Some(ms), None) => self.ag.load_until[prov] = answered.saturating_add(ms),
+            _ => {}
+        }
+        let mut retry = sc.task.script.is_some()
+            || (self.retry.may_retry(fault.class(), self.ag.provider_chain, retry_after_ms)
+                && self.budget_allows(self.ag.first_attempts.max(1)));
+        let mut delay = 0;
+        if retry && sc.task.script.is_none() {
+            let slot = jitter_slot(PROVIDER_JITTER_BASE, u64::from(self.ag.turn), self.ag.provider_chain);
+            let u = self.ag.jitter.unit(slot);
+            delay = self.retry.delay_ms(self.ag.provider_chain - 1, self.ag.provider_prev_delay, u, retry_after_ms);
+        }
+        let next_at = answered.saturating_add(delay);
+        let over_budget = self.past_time_budget(answered)
+            || (retry && self.past_time_budget(next_at.saturating_add(sc.profile.model_latency_ms)));
+        retry &= !over_budget;
+        self.obs.event(&Event::ModelCall {
+            turn: self.ag.turn + 1,
+            t_ms: self.now,
+            status: fault.status().unwrap_or(0),
+            tokens_in: 0,
+            tokens_out: 0,
+            retry: is_retry,
+            rule,
+            fired: fresh && rule.is_some(),
+            wasted: (!fresh && is_retry) || early,
+            load: rule.is_none(),
+            ends: !retry,
+        });
+        if retry {
+            self.ag.provider_prev_delay = delay;
+            self.ag.orchestrator_retries += 1;
+            self.schedule(next_at, Ev::ModelAttempt);
+        } else if over_budget {
+            // A slow answer ends at the agent's deadline; a retry that could not finish in
+            // time is not sent.
+            self.now = self.deadline().map_or(answered, |d| answered.min(d));
+            self.finish(TerminatedBy::TimeBudget);
+        } else {
+            self.now = answered;
+            self.finish(TerminatedBy::GaveUp);
+        }
+    }
+
+    /// The model answers: its turn is decided, charged to the token budget, and its calls
+    /// issued (or the run ends with its answer).
+    fn answered(&mut self, prov: usize, is_retry: bool) {
+        let sc = self.sc;
         self.ag.successes[prov] += 1;
         self.count_fleet_success(prov);
         self.ag.provider_chain = 0;
@@ -161,4 +193,14 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
             None => self.issue(),
         }
     }
+}
+
+/// A fault an attempt at the provider met: the fault, its rule when scheduled, the wait the
+/// answer announces, and whether it was decided now (rather than the provider refusing a call
+/// that came back before its wait).
+struct Refused<'a> {
+    fault: &'a Fault,
+    rule: Option<u16>,
+    retry_after_ms: Option<u64>,
+    fresh: bool,
 }

@@ -1,0 +1,199 @@
+//! The run loop's handlers, each on a scenario built for it: what a handler does is read from
+//! the events it emits (their order, times and flags), with figures worked out from the
+//! scenario by hand.
+
+use super::*;
+use crate::engine::fault_plan::{FaultRule, Target, Trigger};
+use crate::engine::profile::Profile;
+use crate::engine::rng::fnv1a64;
+use crate::engine::task::{Policy, Task};
+use crate::provider::Format;
+
+/// A lone agent's scenario: one step calling `search` (result `{"hits":1}`), the given fault
+/// rules, the bundled profile with every decision of the model made certain (it reads each
+/// failure right and retries a transient one itself), 1 run, seed 7.
+fn scenario(rules: Vec<FaultRule>, policy: Policy) -> Scenario {
+    let mut task = Task::default();
+    let call = task.push_call("search", &serde_json::json!({"q": "x"}), &[], &serde_json::json!({"hits": 1}), None);
+    task.steps.push(vec![call]);
+    task.final_text = "done".into();
+    let mut target_hashes: Vec<u64> = task.tools.iter().map(|t| fnv1a64(t.as_bytes())).collect();
+    target_hashes.push(fnv1a64(b"provider"));
+    let tools = task.tools.len();
+    Scenario {
+        name: "handlers".into(),
+        name_hash: fnv1a64(b"handlers"),
+        description: String::new(),
+        path: "handlers.toml".into(),
+        seed: 7,
+        runs: 1,
+        format: Format::OpenAiChat,
+        strategies: Strategy::presets(),
+        baseline: 0,
+        faults: FaultPlan::new(rules, tools),
+        task,
+        policy,
+        profile: Profile::bundled_default(),
+        gates: Vec::new(),
+        fleet: Default::default(),
+        loads: vec![Default::default(); tools],
+        loaded: false,
+        provider_load: Default::default(),
+        pricing: None,
+        target_hashes,
+    }
+}
+
+fn rule(target: Target, at: &[u32], status: u16, retry_after_ms: Option<u64>) -> FaultRule {
+    FaultRule {
+        target,
+        trigger: Trigger { at: Some(at.to_vec()), ..Trigger::default() },
+        fault: Fault::Http { status, retry_after_ms, param: None, message: None },
+        label: format!("http {status}"),
+        fleet: false,
+        transport: false,
+        key: None,
+    }
+}
+
+/// What a handler emitted, in order, as owned records.
+#[derive(Debug, PartialEq)]
+enum Seen {
+    Model { t: u64, status: u16, retry: bool, fired: bool, ends: bool, tokens: u64 },
+    Attempt { attempt: u32, by: By, t: u64, class: Option<ErrorClass> },
+    Result { call: u32, class: Option<ErrorClass>, content: String },
+    End { by: TerminatedBy, t: u64 },
+    Other,
+}
+
+#[derive(Default)]
+struct Record(Vec<Seen>);
+
+impl Observer for Record {
+    fn event(&mut self, e: &Event<'_>) {
+        self.0.push(match *e {
+            Event::ModelCall { t_ms, status, retry, fired, ends, tokens_in, tokens_out, .. } => {
+                Seen::Model { t: t_ms, status, retry, fired, ends, tokens: tokens_in + tokens_out }
+            }
+            Event::Attempt { attempt, by, t_ms, class, .. } => Seen::Attempt { attempt, by, t: t_ms, class },
+            Event::ToolResult { call_id, class, content, .. } => {
+                Seen::Result { call: call_id, class, content: content.to_owned() }
+            }
+            Event::End { by, t_ms, .. } => Seen::End { by, t: t_ms },
+            _ => Seen::Other,
+        });
+    }
+}
+
+/// Runs `sc` once under the preset `strategy`; the events and how the run ended.
+fn run(sc: &Scenario, strategy: &str) -> (Vec<Seen>, TerminatedBy) {
+    let strat = Strategy::preset_named(strategy).expect("a preset");
+    let mut rec = Record::default();
+    let end = simulate(sc, &strat, 0, sc.seed, &mut Workspace::default(), &mut rec);
+    rec.0.retain(|s| *s != Seen::Other);
+    (rec.0, end)
+}
+
+fn models(seen: &[Seen]) -> Vec<&Seen> {
+    seen.iter().filter(|s| matches!(s, Seen::Model { .. })).collect()
+}
+
+#[test]
+fn turn_start_ends_at_the_step_cap_before_any_model_call() {
+    let sc = scenario(Vec::new(), Policy { max_steps: 0, ..Policy::default() });
+    let (seen, end) = run(&sc, "five-field");
+    assert_eq!(end, TerminatedBy::StepCap);
+    assert!(models(&seen).is_empty(), "{seen:?}");
+}
+
+#[test]
+fn model_attempt_without_faults_answers_and_issues_the_step() {
+    let sc = scenario(Vec::new(), Policy::default());
+    let latency = sc.profile.model_latency_ms;
+    let (seen, end) = run(&sc, "five-field");
+    assert_eq!(end, TerminatedBy::Answer);
+    // Two model calls (the step's call, then the answer), each a fresh 200 at its own time.
+    let m = models(&seen);
+    assert_eq!(m.len(), 2, "{seen:?}");
+    assert!(matches!(m[0], Seen::Model { t: 0, status: 200, retry: false, fired: false, ends: false, .. }));
+    assert!(matches!(m[1], Seen::Model { status: 200, ends: true, t, .. } if *t >= latency));
+}
+
+#[test]
+fn refused_waits_the_announced_time_then_answered_goes_on() {
+    // The provider's first attempt is a 429 announcing 2 s: the orchestrator's retry is sent
+    // no earlier, and the turn then goes on as if nothing happened.
+    let sc = scenario(vec![rule(Target::Provider, &[1], 429, Some(2000))], Policy::default());
+    let (seen, end) = run(&sc, "five-field");
+    assert_eq!(end, TerminatedBy::Answer);
+    let m = models(&seen);
+    assert_eq!(m.len(), 3, "{seen:?}");
+    assert!(matches!(m[0], Seen::Model { t: 0, status: 429, retry: false, fired: true, ends: false, tokens: 0 }));
+    assert!(matches!(m[1], Seen::Model { status: 200, retry: true, t, .. } if *t >= 2000), "{:?}", m[1]);
+}
+
+#[test]
+fn refused_past_the_last_attempt_gives_up() {
+    // Three attempts (the default `max_attempts`), all refused: the third ends the run.
+    let sc = scenario(vec![rule(Target::Provider, &[1, 2, 3], 503, None)], Policy::default());
+    let (seen, end) = run(&sc, "five-field");
+    assert_eq!(end, TerminatedBy::GaveUp);
+    let m = models(&seen);
+    assert_eq!(m.len(), 3, "{seen:?}");
+    assert!(m.iter().all(|s| matches!(s, Seen::Model { status: 503, fired: true, .. })));
+    assert!(matches!(m[2], Seen::Model { ends: true, retry: true, .. }));
+    assert!(!seen.iter().any(|s| matches!(s, Seen::Attempt { .. })), "no tool is reached");
+}
+
+#[test]
+fn answered_keeps_within_the_token_budget() {
+    // A budget of 1 token: the first call would pass it, so the run ends before it is made.
+    let policy = Policy { max_tokens: Some(1), ..Policy::default() };
+    let sc = scenario(Vec::new(), policy);
+    let (seen, end) = run(&sc, "five-field-guarded");
+    assert_eq!(end, TerminatedBy::TokenBudget);
+    assert!(models(&seen).is_empty(), "{seen:?}");
+    // A strategy without budgets does not keep it.
+    assert_eq!(run(&sc, "five-field").1, TerminatedBy::Answer);
+}
+
+#[test]
+fn model_attempt_keeps_within_the_time_budget() {
+    // The first model call would end past the budget: the run ends at 0 without it.
+    let sc = scenario(Vec::new(), Policy { max_virtual_ms: Some(1), ..Policy::default() });
+    let (seen, end) = run(&sc, "five-field-guarded");
+    assert_eq!(end, TerminatedBy::TimeBudget);
+    assert!(models(&seen).is_empty(), "{seen:?}");
+}
+
+#[test]
+fn tool_attempts_are_retried_by_the_orchestrator_and_delivered_once() {
+    // The tool's first attempt is a 503: a five-field orchestrator retries it, and the model
+    // gets one result, the success.
+    let sc = scenario(vec![rule(Target::Tool(0), &[1], 503, None)], Policy::default());
+    let (seen, end) = run(&sc, "five-field");
+    assert_eq!(end, TerminatedBy::Answer);
+    let attempts: Vec<&Seen> = seen.iter().filter(|s| matches!(s, Seen::Attempt { .. })).collect();
+    assert_eq!(attempts.len(), 2, "{seen:?}");
+    assert!(matches!(attempts[0], Seen::Attempt { attempt: 1, by: By::Model, class: Some(ErrorClass::Transient), .. }));
+    assert!(matches!(attempts[1], Seen::Attempt { attempt: 2, by: By::Orchestrator, class: None, .. }));
+    let results: Vec<&Seen> = seen.iter().filter(|s| matches!(s, Seen::Result { .. })).collect();
+    assert_eq!(results.len(), 1, "one delivery per call: {seen:?}");
+    let Seen::Result { call: 1, class: None, content } = results[0] else { panic!("{:?}", results[0]) };
+    assert_eq!(content, r#"{"role":"tool","tool_call_id":"call_1","content":"{\"hits\":1}"}"#);
+}
+
+#[test]
+fn deliver_hands_a_model_routed_failure_to_the_model_in_its_encoding() {
+    // error-string routes failures to the model: the 503 is delivered, as `ERROR: …` text.
+    let sc = scenario(vec![rule(Target::Tool(0), &[1], 503, None)], Policy::default());
+    let (seen, _) = run(&sc, "error-string");
+    let first = seen.iter().find_map(|s| match s {
+        Seen::Result { class, content, .. } => Some((class, content)),
+        _ => None,
+    });
+    let (class, content) = first.expect("a result");
+    assert_eq!(*class, Some(ErrorClass::Transient));
+    assert!(content.starts_with(r#"{"role":"tool","tool_call_id":"call_1","content":"ERROR: "#), "{content}");
+    assert!(!seen.iter().any(|s| matches!(s, Seen::Attempt { by: By::Orchestrator, .. })), "no orchestrator retry");
+}
