@@ -18,7 +18,8 @@ pub struct SourceArgs {
     pub trace: PathBuf,
     /// auto (detect it from the content), codex, claude-code, agents-sdk, inspect, tau2,
     /// swe-agent, mini-swe-agent, openhands, otel, openai-chat, openai-responses, anthropic,
-    /// gemini, cassette, mcp, native.
+    /// gemini, gemini-openai (Chat requests sent to Gemini's OpenAI-compatible endpoint),
+    /// cassette, mcp, native.
     #[arg(long, default_value = "auto")]
     pub format: String,
     /// A JSON pointer to the conversation inside a wrapper file (e.g. /13/traj).

@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use tracefault::engine::task::canonical_json;
+use tracefault::provider::Format;
 use tracefault::trace::compile::{Issue, compile};
 use tracefault::trace::import::{ImportOptions, SourceFormat, import_path};
 use tracefault::trace::{Trace, TraceEvent};
@@ -107,7 +108,7 @@ fn bundled_traces_keep_their_turns() {
         ("anthropic_tool-search.cassette.yaml", SourceFormat::Auto),
         ("gemini_model-retry.cassette.yaml", SourceFormat::Auto),
         ("otel_model-retry.otlp.json", SourceFormat::Auto),
-        ("openai-chat_tau-bench-airline-13.json", SourceFormat::OpenAiChat),
+        ("openai-chat_tau-bench-airline-13.json", SourceFormat::Provider(Format::OpenAiChat)),
     ] {
         for t in traces(&root().join("traces").join(file), format) {
             check_turns(&t);
@@ -136,7 +137,10 @@ fn parallel_turns_stay_parallel() {
     assert_eq!(c.task.steps, vec![vec![0, 1]]);
     assert_ne!(c.task.calls[0].args, c.task.calls[1].args);
     // tau-bench 13: the seven update attempts are one call sent again and corrected.
-    let t = &traces(&root().join("traces/openai-chat_tau-bench-airline-13.json"), SourceFormat::OpenAiChat)[0];
+    let t = &traces(
+        &root().join("traces/openai-chat_tau-bench-airline-13.json"),
+        SourceFormat::Provider(Format::OpenAiChat),
+    )[0];
     let c = compile(t);
     let updates = c.task.calls.iter().filter(|x| c.task.tools[usize::from(x.tool)] == "update_reservation_flights");
     assert_eq!(updates.count(), 1);

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::conversation::Conversation;
 use super::{ImportError, SourceFormat, chain, detect, exchange};
+use crate::provider::Format;
 
 /// The body of a request or response, whichever way the cassette stores it.
 fn body(side: &Value) -> Option<Value> {
@@ -24,13 +25,13 @@ fn body(side: &Value) -> Option<Value> {
 
 fn provider_of(uri: &str, body: &Value) -> Option<SourceFormat> {
     if uri.contains("/chat/completions") {
-        Some(SourceFormat::OpenAiChat)
+        Some(SourceFormat::Provider(Format::OpenAiChat))
     } else if uri.contains("/responses") {
-        Some(SourceFormat::OpenAiResponses)
+        Some(SourceFormat::Provider(Format::OpenAiResponses))
     } else if uri.contains("/messages") {
-        Some(SourceFormat::Anthropic)
+        Some(SourceFormat::Provider(Format::Anthropic))
     } else if uri.contains("generateContent") {
-        Some(SourceFormat::Gemini)
+        Some(SourceFormat::Provider(Format::Gemini))
     } else {
         detect(body)
     }

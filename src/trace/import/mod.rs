@@ -41,10 +41,9 @@ use crate::trace::ToolDef;
 pub enum SourceFormat {
     Auto,
     Native,
-    OpenAiChat,
-    OpenAiResponses,
-    Anthropic,
-    Gemini,
+    /// A provider format's own conversations: requests, responses, message lists (the provider
+    /// layer reads them).
+    Provider(Format),
     Otel,
     Cassette,
     /// MCP JSON-RPC message logs.
@@ -68,13 +67,15 @@ pub enum SourceFormat {
 }
 
 impl SourceFormat {
-    pub const NAMES: [&'static str; 17] = [
+    /// Every name `--format` takes, in the order help and errors list them.
+    pub const NAMES: [&'static str; 18] = [
         "auto",
         "native",
         "openai-chat",
         "openai-responses",
         "anthropic",
         "gemini",
+        "gemini-openai",
         "otel",
         "cassette",
         "mcp",
@@ -90,13 +91,12 @@ impl SourceFormat {
 
     pub fn parse(s: &str) -> Option<SourceFormat> {
         use SourceFormat::*;
+        if let Some(f) = Format::parse(s) {
+            return Some(Provider(f));
+        }
         Some(match s {
             "auto" => Auto,
             "native" => Native,
-            "openai-chat" => OpenAiChat,
-            "openai-responses" => OpenAiResponses,
-            "anthropic" => Anthropic,
-            "gemini" => Gemini,
             "otel" => Otel,
             "cassette" => Cassette,
             "mcp" => Mcp,
@@ -113,16 +113,29 @@ impl SourceFormat {
     }
 
     pub fn name(self) -> &'static str {
-        SourceFormat::NAMES[self as usize]
+        use SourceFormat::*;
+        match self {
+            Auto => "auto",
+            Native => "native",
+            Provider(f) => f.name(),
+            Otel => "otel",
+            Cassette => "cassette",
+            Mcp => "mcp",
+            Codex => "codex",
+            ClaudeCode => "claude-code",
+            AgentsSdk => "agents-sdk",
+            Inspect => "inspect",
+            Tau2 => "tau2",
+            SweAgent => "swe-agent",
+            MiniSweAgent => "mini-swe-agent",
+            OpenHands => "openhands",
+        }
     }
 
     /// The provider format a model in this source saw, when it is one.
     pub fn provider_format(self) -> Option<Format> {
         match self {
-            SourceFormat::OpenAiChat => Some(Format::OpenAiChat),
-            SourceFormat::OpenAiResponses => Some(Format::OpenAiResponses),
-            SourceFormat::Anthropic => Some(Format::Anthropic),
-            SourceFormat::Gemini => Some(Format::Gemini),
+            SourceFormat::Provider(f) => Some(f),
             _ => None,
         }
     }
@@ -271,9 +284,13 @@ pub fn detect(v: &Value) -> Option<SourceFormat> {
                     Some("function_call" | "function_call_output" | "custom_tool_call" | "custom_tool_call_output")
                 )
             }) {
-                return Some(OpenAiResponses);
+                return Some(Provider(Format::OpenAiResponses));
             }
-            return Some(if items.iter().any(has_blocks) { Anthropic } else { OpenAiChat });
+            return Some(if items.iter().any(has_blocks) {
+                Provider(Format::Anthropic)
+            } else {
+                Provider(Format::OpenAiChat)
+            });
         }
         return detect(container_inner(first).unwrap_or(first));
     }
@@ -282,13 +299,13 @@ pub fn detect(v: &Value) -> Option<SourceFormat> {
     } else if has("resourceSpans") || otel::looks_like(v) {
         Some(Otel)
     } else if has("contents") || has("candidates") {
-        Some(Gemini)
+        Some(Provider(Format::Gemini))
     } else if has("input") || v.get("output").is_some_and(Value::is_array) {
-        Some(OpenAiResponses)
+        Some(Provider(Format::OpenAiResponses))
     } else if let Some(m) = v.get("messages") {
         let anthropic =
             m.as_array().is_some_and(|ms| ms.iter().any(has_blocks)) || has("max_tokens") && !has("choices");
-        Some(if anthropic { Anthropic } else { OpenAiChat })
+        Some(if anthropic { Provider(Format::Anthropic) } else { Provider(Format::OpenAiChat) })
     } else if let Some(r) = v.get("request") {
         detect(r)
     } else {
@@ -310,10 +327,10 @@ fn provider_misfits(v: &Value) -> Vec<(SourceFormat, ImportError)> {
         _ => ("", "a scalar".to_owned()),
     };
     let expect: [(SourceFormat, &str); 7] = [
-        (OpenAiChat, "a message with a `role`, or an object with a `messages` list"),
-        (OpenAiResponses, "an item with a `type`, or an object with `input` or `output` items"),
-        (Anthropic, "a message with a `role` and content blocks, or an object with `messages`"),
-        (Gemini, "an object with `contents` or `candidates`"),
+        (Provider(Format::OpenAiChat), "a message with a `role`, or an object with a `messages` list"),
+        (Provider(Format::OpenAiResponses), "an item with a `type`, or an object with `input` or `output` items"),
+        (Provider(Format::Anthropic), "a message with a `role` and content blocks, or an object with `messages`"),
+        (Provider(Format::Gemini), "an object with `contents` or `candidates`"),
         (
             Otel,
             "an OTLP/JSON object with `resourceSpans`, or a list of spans (`name`, span and trace ids, `attributes`)",
@@ -656,6 +673,25 @@ fn import_parsed(text: &str, path: &Path, opts: &ImportOptions) -> Result<Import
 mod tests {
     use super::*;
 
+    #[test]
+    fn every_name_reads_back_and_each_provider_format_is_a_source() {
+        for name in SourceFormat::NAMES {
+            assert_eq!(SourceFormat::parse(name).map(SourceFormat::name), Some(name));
+        }
+        for f in Format::ALL {
+            assert_eq!(SourceFormat::parse(f.name()), Some(SourceFormat::Provider(f)));
+            assert_eq!(SourceFormat::Provider(f).provider_format(), Some(f));
+        }
+        assert_eq!(SourceFormat::Otel.provider_format(), None);
+        // Gemini's OpenAI endpoint is read as Chat, and says so in the header.
+        let body = r#"{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]}"#;
+        let opts = ImportOptions { format: SourceFormat::Provider(Format::GeminiOpenAi), ..Default::default() };
+        let t = &import_str(body, Path::new("g.json"), &opts).unwrap().traces[0];
+        assert_eq!(t.header.provider.as_deref(), Some("gemini-openai"));
+        assert!(matches!(t.events[0], crate::trace::TraceEvent::ModelCall { status: 200, .. }), "{:?}", t.events);
+        assert_eq!(t.events.len(), 2, "one model call, then the answer: {:?}", t.events);
+    }
+
     fn whole_file(path: &Path, text: &str) -> Imported {
         import_str(text, path, &ImportOptions::default()).unwrap()
     }
@@ -692,7 +728,7 @@ mod tests {
         let p = dir.path().join("anthropic.json");
         std::fs::write(&p, wrapped).unwrap();
         let streamed = import_path(&p, &ImportOptions::default()).unwrap();
-        assert_eq!(streamed.format, SourceFormat::Anthropic);
+        assert_eq!(streamed.format, SourceFormat::Provider(Format::Anthropic));
         assert_eq!(streamed.traces, whole_file(&p, wrapped).traces);
     }
 }

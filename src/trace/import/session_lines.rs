@@ -519,7 +519,8 @@ mod tests {
         assert!(import(first, path, &ImportOptions::default()).is_none());
         let select = ImportOptions { select: Some("/0".into()), ..Default::default() };
         assert!(import(&cc, path, &select).is_none());
-        let chat = ImportOptions { format: SourceFormat::OpenAiChat, ..Default::default() };
+        let chat =
+            ImportOptions { format: SourceFormat::Provider(crate::provider::Format::OpenAiChat), ..Default::default() };
         assert!(import(&cc, path, &chat).is_none());
         let codex_format = ImportOptions { format: SourceFormat::Codex, ..Default::default() };
         assert!(import(&cc, path, &codex_format).is_none());

@@ -17,6 +17,7 @@ use super::elements::{Element, Elements, Layout, SplitError};
 use super::{ImportError, ImportOptions, SourceFormat, conversation::to_trace, detect, openai_chat};
 use super::{WRAPPER_KEYS, json_message, provider_conversations};
 use crate::error::Error;
+use crate::provider::Format;
 use crate::trace::{Header, Trace};
 
 /// Formats whose files are one unit (a trace, a cassette, a span export), never streamed.
@@ -48,7 +49,7 @@ impl Reading<'_> {
     /// The traces of element `i`, which starts on `line` of the file and opens `objects`
     /// JSON objects.
     fn convert(&self, i: usize, line: usize, bytes: &[u8], objects: usize) -> Result<Converted, Error> {
-        if self.format == SourceFormat::OpenAiChat
+        if self.format == SourceFormat::Provider(Format::OpenAiChat)
             && let Some(trace) = openai_chat::wrapped_trace(bytes, objects)
         {
             return Ok(self.lone(i, trace));
@@ -61,7 +62,7 @@ impl Reading<'_> {
     /// file at `far`: a typed reading never holds the element's bytes.
     fn convert_far(&self, i: usize, line: usize, far: Range<u64>, objects: usize) -> Result<Converted, Error> {
         let len = usize::try_from(far.end - far.start).unwrap_or(usize::MAX);
-        if self.format == SourceFormat::OpenAiChat
+        if self.format == SourceFormat::Provider(Format::OpenAiChat)
             && let Some(trace) = openai_chat::wrapped_trace_from(self.read_at(&far)?, objects, len)
         {
             return Ok(self.lone(i, trace));
@@ -494,7 +495,8 @@ mod tests {
         std::fs::write(&bad, lines.join("\n")).unwrap();
         for path in [&good, &bad] {
             let read = |cores: usize| {
-                let reading = Reading { format: SourceFormat::OpenAiChat, opts: &opts, path, stem: "t" };
+                let reading =
+                    Reading { format: SourceFormat::Provider(Format::OpenAiChat), opts: &opts, path, stem: "t" };
                 let mut elements = Elements::new(File::open(path).unwrap(), Layout::Lines, 1 << 30);
                 let _first = elements.next();
                 let mut handed = Vec::new();
@@ -580,7 +582,11 @@ mod tests {
         let cut = dir.path().join("cut.jsonl");
         std::fs::write(&cut, lines.join("\n")).unwrap();
         for (path, traces) in [(&good, 40), (&array, 40), (&robot, 20), (&cut, 10)] {
-            for format in [SourceFormat::Auto, SourceFormat::OpenAiChat, SourceFormat::Anthropic] {
+            for format in [
+                SourceFormat::Auto,
+                SourceFormat::Provider(Format::OpenAiChat),
+                SourceFormat::Provider(Format::Anthropic),
+            ] {
                 let opts = ImportOptions { format, ..ImportOptions::default() };
                 let read = |keep: usize| {
                     let mut handed = Vec::new();
