@@ -254,19 +254,28 @@ pub struct PolicyDto {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetryDto {
+    /// An SDK's retry rules to start from: `openai`, `anthropic`, `google-genai` or
+    /// `vercel-ai` (the book: the SDKs' retry rules); the other keys change them.
+    pub preset: Option<String>,
     /// Attempts per call, counting the first, 1 to 1000 (default 3; 1 never retries).
     pub max_attempts: Option<u32>,
     /// The delay between attempts: `none`, `constant`, `exponential`, `full-jitter` (default),
-    /// `equal-jitter`, `decorrelated` or `sdk` (the OpenAI/Anthropic SDKs' rule).
+    /// `equal-jitter`, `decorrelated`, `sdk` (the OpenAI/Anthropic SDKs' rule) or
+    /// `exponential-plus-jitter` (`min(base·2ⁿ + U·base, cap)`, google-genai's).
     pub backoff: Option<String>,
     /// The backoff's base delay, in ms (default 500).
     pub base_ms: Option<u64>,
     /// The longest backoff delay, in ms, from `base_ms` to a day (default 8000).
     pub cap_ms: Option<u64>,
-    /// Whether an announced `retry-after` is a floor on the delay (default true).
+    /// Whether an announced `retry-after` is honoured, as `retry_after` says (default true).
     pub honor_retry_after: Option<bool>,
-    /// With `honor_retry_after`: the longest announced `retry-after` waited for, in seconds; after
-    /// a longer one the failure goes on, unretried (default 60).
+    /// How an honoured `retry-after` shapes the wait: `floor` (default: the backoff delay, or
+    /// the wait when longer; a wait over `retry_after_cap_s` is not waited for and the failure
+    /// goes on), `replace` (a wait above 0 and at most the cap is waited instead of the backoff
+    /// delay; a longer one is not waited for) or `replace-or-backoff` (a wait under the cap, or
+    /// shorter than the backoff delay, is waited instead; else the backoff delay).
+    pub retry_after: Option<String>,
+    /// The longest announced `retry-after` honoured, in seconds (default 60).
     pub retry_after_cap_s: Option<u64>,
     /// A retry budget: at most this many retries per first attempt (always at least one), above
     /// 0; a lone agent's over its run, a fleet's shared over `budget_window_ms` (default none).

@@ -15,7 +15,7 @@ use crate::engine::breaker::{BreakerConfig, BreakerMode};
 use crate::engine::fault_plan::{FaultPlan, FaultRule, RateLimit, Target, Trigger};
 use crate::engine::limits::ToolLoad;
 use crate::engine::profile::{PROBABILITIES, Profile};
-use crate::engine::retry::{Backoff, MAX_ATTEMPTS_LIMIT, RetryPolicy};
+use crate::engine::retry::{self, Backoff, MAX_ATTEMPTS_LIMIT, RetryAfter, RetryPolicy};
 use crate::engine::rng::fnv1a64;
 use crate::engine::strategy::{Partials, Routing, Strategy};
 use crate::engine::task::{MAX_PARALLEL_CALLS, Policy, Task};
@@ -542,7 +542,12 @@ fn trigger_label(t: &Trigger) -> String {
 }
 
 fn retry_from_dto(ctx: &Ctx, field: &str, base: &RetryPolicy, r: &RetryDto) -> Result<RetryPolicy> {
-    let mut p = base.clone();
+    let mut p = match &r.preset {
+        Some(name) => RetryPolicy::preset(name).ok_or_else(|| {
+            ctx.err(format!("{field}.preset"), format!("one of {}, got {name:?}", retry::PRESETS.join(", ")))
+        })?,
+        None => base.clone(),
+    };
     if let Some(n) = r.max_attempts {
         if !(1..=MAX_ATTEMPTS_LIMIT).contains(&n) {
             return Err(ctx.err(format!("{field}.max_attempts"), format!("1 to {MAX_ATTEMPTS_LIMIT}, got {n}")));
@@ -560,6 +565,11 @@ fn retry_from_dto(ctx: &Ctx, field: &str, base: &RetryPolicy, r: &RetryDto) -> R
         return Err(ctx.err(format!("{field}.cap_ms"), format!("at most {MAX_MS} ms, got {}", p.cap_ms)));
     }
     p.honor_retry_after = r.honor_retry_after.unwrap_or(p.honor_retry_after);
+    if let Some(rule) = &r.retry_after {
+        p.retry_after = RetryAfter::parse(rule).ok_or_else(|| {
+            ctx.err(format!("{field}.retry_after"), format!("one of {}, got {rule:?}", RetryAfter::NAMES.join(", ")))
+        })?;
+    }
     p.retry_after_cap_s = r.retry_after_cap_s.unwrap_or(p.retry_after_cap_s);
     if let Some(ratio) = r.budget_ratio {
         if !(ratio > 0.0 && ratio.is_finite()) {

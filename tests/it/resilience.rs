@@ -166,6 +166,68 @@ fn a_provider_529_retried_like_an_sdk() {
     .check();
 }
 
+/// The SDKs' presets on a 429 announcing 200 s at the first model call: openai-python does not
+/// retry past 120 s, so the run gives up at once, costing nothing (the failed attempt takes no
+/// tokens and no time).
+#[test]
+fn the_openai_preset_gives_up_on_a_retry_after_past_120_s() {
+    let body = format!(
+        "{ONE_CALL}[policy]\nretry = {{ preset = \"openai\" }}\n{}[[faults]]\ntarget = \"provider\"\nat = [1]\nhttp = 429\nretry_after_s = 200\n",
+        profile(&[])
+    );
+    Case {
+        scenario: body,
+        strategy: "error-string",
+        ends: "gave_up",
+        expect: [
+            ("model_calls", 1),
+            ("tool_calls", 0),
+            ("wasted_retries", 0),
+            ("orchestrator_retries", 0),
+            ("model_transient_roundtrips", 0),
+            ("breaker_trips", 0),
+            ("faults_injected", 1),
+            ("tokens", 0),
+            ("virtual_ms", 0),
+            ("protocol_violations", 0),
+            ("raw_leaks", 0),
+        ],
+    }
+    .check();
+}
+
+/// anthropic-python waits any announced wait instead of its backoff: the retry goes at 200 s,
+/// then as in [`a_provider_529_retried_like_an_sdk`], 200 s later: 200 000–201 000 call,
+/// 201 000–201 100 tool, 201 100–202 100 final.
+#[test]
+fn the_anthropic_preset_waits_a_retry_after_of_200_s() {
+    let body = format!(
+        "{ONE_CALL}[policy]\nretry = {{ preset = \"anthropic\" }}\n{}[[faults]]\ntarget = \"provider\"\nat = [1]\nhttp = 429\nretry_after_s = 200\n",
+        profile(&[])
+    );
+    let c1 = 100 + EMPTY_ARGS_OUT;
+    let c2 = (c1 + chat(1, OK)) + DONE_OUT;
+    Case {
+        scenario: body,
+        strategy: "error-string",
+        ends: "answer",
+        expect: [
+            ("model_calls", 3),
+            ("tool_calls", 1),
+            ("wasted_retries", 0),
+            ("orchestrator_retries", 1),
+            ("model_transient_roundtrips", 0),
+            ("breaker_trips", 0),
+            ("faults_injected", 1),
+            ("tokens", c1 + c2),
+            ("virtual_ms", 202_100),
+            ("protocol_violations", 0),
+            ("raw_leaks", 0),
+        ],
+    }
+    .check();
+}
+
 /// Two parallel calls, the second failing once: both get exactly one result in the next turn;
 /// only the failed one is retried (at 1100, ok at 1200). One model turn asks for both (2 × 8
 /// tokens out), one answers.
@@ -598,7 +660,7 @@ proptest! {
 
     /// Delays stay within their formulas' bounds; a honoured retry-after is a floor.
     #[test]
-    fn backoff_delays_are_bounded(retry in 0u32..12, prev in 0u64..20_000, u in 0.0f64..1.0, ra in prop::option::of(0u64..90_000), kind in 0usize..7) {
+    fn backoff_delays_are_bounded(retry in 0u32..12, prev in 0u64..20_000, u in 0.0f64..1.0, ra in prop::option::of(0u64..90_000), kind in 0usize..8) {
         use tracefault::engine::retry::{Backoff, RetryPolicy};
         let b = Backoff::parse(Backoff::NAMES[kind]).unwrap();
         let p = RetryPolicy { backoff: b, ..RetryPolicy::default() };

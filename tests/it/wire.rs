@@ -319,8 +319,12 @@ fn official_sdks_complete_a_tool_calling_conversation_streaming_and_not() {
 #[test]
 fn official_sdks_retry_a_429_as_documented_and_raise_bad_request_with_the_exact_text() {
     let Some(py) = sdk_python() else { return };
-    // (sdk, provider requests for a 429 with retry-after: the first call plus default retries)
-    for (sdk, requests) in [("openai", 3), ("anthropic", 3), ("gemini", 1)] {
+    // (sdk, its retry preset, provider requests for a 429 with retry-after: the first call plus
+    // default retries). The preset's attempts are the ones the SDK makes.
+    for (sdk, preset, requests) in
+        [("openai", "openai", 3), ("anthropic", "anthropic", 3), ("gemini", "google-genai", 1)]
+    {
+        assert_eq!(tracefault::engine::retry::RetryPolicy::preset(preset).unwrap().max_attempts, requests, "{preset}");
         let dir = tempfile::tempdir().unwrap();
         let (_, report, _) = exec(
             "tests/fixtures/wire/provider-429.toml",
@@ -350,6 +354,23 @@ fn official_sdks_retry_a_429_as_documented_and_raise_bad_request_with_the_exact_
             std::fs::read_to_string(dir.path().join("agent-run-0.log")).unwrap()
         );
     }
+}
+
+/// The Vercel AI SDK retries a 429 as its preset says: the first call and two retries, then
+/// the agent fails.
+#[test]
+fn the_vercel_ai_sdk_retries_a_429_as_its_preset_says() {
+    if !frameworks_installed() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let agent = root().join("examples/vercel-ai/agent.mjs");
+    let (_, report, _) =
+        exec("tests/fixtures/wire/provider-429.toml", dir.path(), &["node", agent.to_str().unwrap()], &[]);
+    let run = &report["runs"][0];
+    let preset = tracefault::engine::retry::RetryPolicy::preset("vercel-ai").unwrap();
+    assert_eq!(run["http_requests"]["provider"], preset.max_attempts, "{run}");
+    assert_ne!(run["agent_exit_code"], 0, "every attempt was refused: {run}");
 }
 
 /// OpenAI Chat tool declarations of `names` (`final_answer` takes `{answer: string}`).
