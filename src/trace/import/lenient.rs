@@ -115,6 +115,13 @@ impl<T> Obj<T> {
         }
     }
 
+    pub fn into_object(self) -> Option<T> {
+        match self {
+            Obj::Object(t) => Some(t),
+            _ => None,
+        }
+    }
+
     /// The key is there with a value other than `null`.
     pub fn is_set(&self) -> bool {
         !matches!(self, Obj::Absent | Obj::Null)
@@ -191,6 +198,14 @@ impl<E> List<E> {
         match self {
             List::List(l) => Some(l),
             List::NotList => None,
+        }
+    }
+
+    /// The elements (none when it is no list).
+    pub fn into_vec(self) -> Vec<E> {
+        match self {
+            List::List(l) => l,
+            List::NotList => Vec::new(),
         }
     }
 }

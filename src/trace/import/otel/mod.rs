@@ -65,6 +65,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::marker::PhantomData;
+use std::ops::Bound;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -72,8 +73,10 @@ use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+mod line;
+
 use super::conversation::{CallItem, Conversation, Ending, Item, parse_args, text_of};
-use super::lenient::List;
+use super::lenient::{List, Obj};
 use super::{ImportError, SourceFormat};
 use crate::provider::Format;
 use crate::trace::{Args, FinalOutcome, ToolDef};
@@ -81,12 +84,14 @@ use crate::trace::{Args, FinalOutcome, ToolDef};
 /// A span's attributes, flattened to dotted keys.
 type Attrs = BTreeMap<String, Value>;
 
+#[derive(Debug, PartialEq)]
 struct Event {
     name: String,
     attrs: Attrs,
 }
 
 /// One span, whatever the container.
+#[derive(Debug, PartialEq)]
 struct Span {
     trace: String,
     id: String,
@@ -122,7 +127,12 @@ impl Span {
 
     fn has(&self, k: &str) -> bool {
         let nested = format!("{k}.");
-        self.attrs.contains_key(k) || self.attrs.keys().any(|a| a.starts_with(&nested))
+        self.attrs.contains_key(k)
+            || self
+                .attrs
+                .range::<str, _>((Bound::Included(nested.as_str()), Bound::Unbounded))
+                .next()
+                .is_some_and(|(a, _)| a.starts_with(&nested))
     }
 
     fn exception(&self) -> Option<&Attrs> {
@@ -157,6 +167,9 @@ pub fn looks_like(v: &Value) -> bool {
 /// `spanContext` (a `ReadableSpan` as `JSON.stringify` writes it).
 const SPAN_ID: &[&str] = &["spanId", "span_id", "context.span_id", "spanContext.spanId"];
 const TRACE_ID: &[&str] = &["traceId", "trace_id", "context.trace_id", "spanContext.traceId"];
+const PARENT_ID: &[&str] = &["parentSpanId", "parent_span_id", "parent_id", "parentSpanContext.spanId"];
+const STATUS_CODE: &[&str] = &["status.code", "status.status_code", "status_code"];
+const STATUS_MESSAGE: &[&str] = &["status.message", "status.description", "status_message"];
 
 /// Whether `v` is one span of a flat list: a `name`, a span and a trace id, attributes.
 fn is_span(v: &Value) -> bool {
@@ -289,8 +302,8 @@ fn key_values(list: Option<&Value>) -> Map<String, Value> {
 fn attributes(v: Option<&Value>) -> Attrs {
     let mut out = Attrs::new();
     match v {
-        Some(Value::Array(_)) => flatten("", &Value::Object(key_values(v)), &mut out),
-        Some(o @ Value::Object(_)) => flatten("", o, &mut out),
+        Some(Value::Array(_)) => flatten("", Value::Object(key_values(v)), &mut out),
+        Some(o @ Value::Object(_)) => flatten("", o.clone(), &mut out),
         _ => {}
     }
     out
@@ -298,16 +311,16 @@ fn attributes(v: Option<&Value>) -> Attrs {
 
 /// Objects and lists of objects become dotted keys (list elements by index); lists of scalars
 /// stay values; nulls are dropped.
-fn flatten(prefix: &str, v: &Value, out: &mut Attrs) {
+fn flatten(prefix: &str, v: Value, out: &mut Attrs) {
     let key = |k: &str| if prefix.is_empty() { k.to_owned() } else { format!("{prefix}.{k}") };
     match v {
         Value::Null => {}
-        Value::Object(o) => o.iter().for_each(|(k, x)| flatten(&key(k), x, out)),
+        Value::Object(o) => o.into_iter().for_each(|(k, x)| flatten(&key(&k), x, out)),
         Value::Array(a) if a.iter().any(|x| x.is_object() || x.is_array()) => {
-            a.iter().enumerate().for_each(|(i, x)| flatten(&key(&i.to_string()), x, out))
+            a.into_iter().enumerate().for_each(|(i, x)| flatten(&key(&i.to_string()), x, out))
         }
         other => {
-            out.insert(prefix.to_owned(), other.clone());
+            out.insert(prefix.to_owned(), other);
         }
     }
 }
@@ -317,7 +330,9 @@ fn unflatten(attrs: &Attrs, prefix: &str) -> Option<Value> {
     let p = format!("{prefix}.");
     let mut root = Value::Object(Map::new());
     let mut any = false;
-    for (k, v) in attrs.iter().filter(|(k, _)| k.starts_with(&p)) {
+    for (k, v) in
+        attrs.range::<str, _>((Bound::Included(p.as_str()), Bound::Unbounded)).take_while(|(k, _)| k.starts_with(&p))
+    {
         let path: Vec<&str> = k[p.len()..].split('.').collect();
         if path.len() <= 32 {
             any |= insert(&mut root, &path, v);
@@ -394,37 +409,10 @@ fn parse_time(s: &str) -> Option<i128> {
 /// The `n`th span of the file (hand-made OTLP may lack ids: one trace, ids by position).
 fn span_of(v: &Value, n: usize) -> Option<Span> {
     let o = v.as_object()?;
-    let name = o.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
-    let trace = id_of(field(v, TRACE_ID)).unwrap_or_default();
-    let id = id_of(field(v, SPAN_ID)).unwrap_or_else(|| format!("#{n}"));
-    let parent = id_of(field(v, &["parentSpanId", "parent_span_id", "parent_id", "parentSpanContext.spanId"]));
-    let start = match field(v, &["startTimeUnixNano", "start_time_unix_nano", "start_time", "startTime"]) {
-        Some(Value::Number(n)) => n.as_u64().map(i128::from).unwrap_or(0),
-        Some(Value::String(s)) => start_text(s),
-        // The JS SDK's HrTime: [seconds, nanoseconds].
-        Some(Value::Array(hr)) => match (hr.first().and_then(Value::as_u64), hr.get(1).and_then(Value::as_u64)) {
-            (Some(secs), Some(nanos)) => i128::from(secs) * 1_000_000_000 + i128::from(nanos),
-            _ => 0,
-        },
-        _ => 0,
-    };
-    let code = field(v, &["status.code", "status.status_code", "status_code"]);
-    let is_error = match code {
-        Some(Value::Number(n)) => n.as_u64() == Some(2),
-        Some(Value::String(s)) => s.to_ascii_uppercase().ends_with("ERROR"),
-        _ => false,
-    };
-    let message = field(v, &["status.message", "status.description", "status_message"]).and_then(Value::as_str);
     let mut attrs = attributes(o.get("attributes"));
     for (k, x) in o.iter().filter_map(|(k, x)| Some((k.strip_prefix("attributes.")?, x))) {
-        flatten(k, x, &mut attrs);
+        flatten(k, x.clone(), &mut attrs);
     }
-    let kind = attrs
-        .get("openinference.span.kind")
-        .or_else(|| o.get("span_kind"))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_ascii_uppercase();
     let events = o
         .get("events")
         .and_then(Value::as_array)
@@ -435,7 +423,39 @@ fn span_of(v: &Value, n: usize) -> Option<Span> {
             attrs: attributes(e.get("attributes")),
         })
         .collect();
-    Some(Span {
+    Some(span_with(v, attrs, events, n))
+}
+
+/// The `n`th span from its own fields in `v` (ids, name, start, status, `span_kind`; its
+/// attributes and events are not read here) and its flattened `attrs` and `events`.
+fn span_with(v: &Value, attrs: Attrs, events: Vec<Event>, n: usize) -> Span {
+    let name = v.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let trace = id_of(field(v, TRACE_ID)).unwrap_or_default();
+    let id = id_of(field(v, SPAN_ID)).unwrap_or_else(|| format!("#{n}"));
+    let parent = id_of(field(v, PARENT_ID));
+    let start = match field(v, &START) {
+        Some(Value::Number(n)) => n.as_u64().map(i128::from).unwrap_or(0),
+        Some(Value::String(s)) => start_text(s),
+        // The JS SDK's HrTime: [seconds, nanoseconds].
+        Some(Value::Array(hr)) => match (hr.first().and_then(Value::as_u64), hr.get(1).and_then(Value::as_u64)) {
+            (Some(secs), Some(nanos)) => i128::from(secs) * 1_000_000_000 + i128::from(nanos),
+            _ => 0,
+        },
+        _ => 0,
+    };
+    let is_error = match field(v, STATUS_CODE) {
+        Some(Value::Number(n)) => n.as_u64() == Some(2),
+        Some(Value::String(s)) => s.to_ascii_uppercase().ends_with("ERROR"),
+        _ => false,
+    };
+    let message = field(v, STATUS_MESSAGE).and_then(Value::as_str);
+    let kind = attrs
+        .get("openinference.span.kind")
+        .or_else(|| v.get("span_kind"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_ascii_uppercase();
+    Span {
         trace,
         id,
         parent,
@@ -445,7 +465,7 @@ fn span_of(v: &Value, n: usize) -> Option<Span> {
         kind,
         attrs,
         events,
-    })
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1338,19 +1358,20 @@ pub fn jsonl_conversations(lines: &[&str], id: &str) -> Option<Vec<Conversation>
     let mut open: Vec<Vec<(Span, usize)>> = (0..count).map(|_| Vec::new()).collect();
     let mut read: Vec<Option<(TraceRead, Vec<String>)>> = (0..count).map(|_| None).collect();
     let mut at = 0;
-    for (n, line) in lines.iter().enumerate() {
-        let v: Value = serde_json::from_str(line).ok()?;
-        let mut raw = Vec::new();
-        match v.as_object().and_then(resource_spans) {
-            Some(rs) if first.otlp => otlp_spans(rs, &mut raw),
-            None if !first.otlp && is_span(&v) => raw.push(&v),
-            _ => return None,
-        }
-        if at + raw.len() != first.line_end[n] {
+    for (n, text) in lines.iter().enumerate() {
+        let spans = if first.otlp {
+            line::spans(text, at)?
+        } else {
+            let v: Value = serde_json::from_str(text).ok()?;
+            if v.as_object().and_then(resource_spans).is_some() || !is_span(&v) {
+                return None;
+            }
+            vec![span_of(&v, at)?]
+        };
+        if at + spans.len() != first.line_end[n] {
             return None;
         }
-        for r in raw {
-            let s = span_of(r, at)?;
+        for s in spans {
             let (t, start) = first.spans[at];
             if s.start != start || s.trace != first.names[t] {
                 return None;
@@ -1403,23 +1424,17 @@ impl<'a> FirstReading<'a> {
         };
         let mut index: rustc_hash::FxHashMap<Cow<'a, str>, usize> = Default::default();
         for (n, line) in lines.iter().enumerate() {
-            let head: SpanHead<'a> = serde_json::from_str(line).ok()?;
+            let mut head: SpanHead<'a> = serde_json::from_str(line).ok()?;
             let otlp = head.resource_spans.is_some();
             if n == 0 {
                 r.otlp = otlp;
             } else if otlp != r.otlp {
                 return None;
             }
-            match &head.resource_spans {
+            match head.resource_spans.take() {
                 Some(rs) => {
-                    for res in rs.list().into_iter().flatten() {
-                        for scope in [&res.scope_spans, &res.scope_spans_snake, &res.library_spans] {
-                            for ss in scope.list().into_iter().flatten() {
-                                for s in ss.spans.list().into_iter().flatten() {
-                                    r.note(s, n, &mut index)?;
-                                }
-                            }
-                        }
+                    for s in rs.into_vec().into_iter().filter_map(Obj::into_object).flat_map(Resource::into_spans) {
+                        r.note(&s, n, &mut index)?;
                     }
                 }
                 None => r.note(&head, n, &mut index)?,
@@ -1582,7 +1597,7 @@ struct SpanHead<'a> {
     nested_trace: [Head<'a>; 2],
     start: [Head<'a>; 4],
     /// `resourceSpans`, else `resource_spans`, when there (whatever its value).
-    resource_spans: Option<List<ResourceHead<'a>>>,
+    resource_spans: Option<List<Obj<Resource<SpanHead<'a>>>>>,
 }
 
 impl<'a> SpanHead<'a> {
@@ -1631,7 +1646,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for SpanHead<'a> {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SpanHead<'a>, A::Error> {
                 let mut h = SpanHead::default();
-                let mut rs: [Option<List<ResourceHead<'a>>>; 2] = [None, None];
+                let mut rs: [Option<List<Obj<Resource<SpanHead<'a>>>>>; 2] = [None, None];
                 while let Some(key) = map.next_key::<Key>()? {
                     match key {
                         Key::Trace(i) => h.trace[i] = map.next_value()?,
@@ -1707,23 +1722,35 @@ impl<'de: 'a, 'a> Deserialize<'de> for ContextHead<'a> {
     }
 }
 
-/// A resource of an OTLP/JSON request, for its scopes' spans ([`SCOPE_SPANS`]).
+/// A resource of an OTLP/JSON request, for its scopes' spans ([`SCOPE_SPANS`]), each read as
+/// `S`.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct ResourceHead<'a> {
-    #[serde(borrow, rename = "scopeSpans")]
-    scope_spans: List<ScopeHead<'a>>,
-    #[serde(borrow, rename = "scope_spans")]
-    scope_spans_snake: List<ScopeHead<'a>>,
-    #[serde(borrow, rename = "instrumentationLibrarySpans")]
-    library_spans: List<ScopeHead<'a>>,
+#[serde(default, bound(deserialize = "S: Deserialize<'de> + Default"))]
+struct Resource<S> {
+    #[serde(rename = "scopeSpans")]
+    scope_spans: List<Obj<Scope<S>>>,
+    #[serde(rename = "scope_spans")]
+    scope_spans_snake: List<Obj<Scope<S>>>,
+    #[serde(rename = "instrumentationLibrarySpans")]
+    library_spans: List<Obj<Scope<S>>>,
+}
+
+impl<S> Resource<S> {
+    /// The scopes' spans, in the order the whole reading lists them (scopes that are no
+    /// object have none).
+    fn into_spans(self) -> impl Iterator<Item = S> {
+        [self.scope_spans, self.scope_spans_snake, self.library_spans]
+            .into_iter()
+            .flat_map(List::into_vec)
+            .filter_map(Obj::into_object)
+            .flat_map(|scope| scope.spans.into_vec())
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct ScopeHead<'a> {
-    #[serde(borrow)]
-    spans: List<SpanHead<'a>>,
+#[serde(default, bound(deserialize = "S: Deserialize<'de> + Default"))]
+struct Scope<S> {
+    spans: List<S>,
 }
 
 #[cfg(test)]
@@ -1838,7 +1865,7 @@ mod tests {
         flat.insert("llm.output_messages.0.message.content".into(), json!("done"));
         flat.insert("openinference.span.kind".into(), json!("LLM"));
         let mut attrs = Attrs::new();
-        flatten("", &Value::Object(flat), &mut attrs);
+        flatten("", Value::Object(flat), &mut attrs);
         let list = unflatten(&attrs, "llm.input_messages").unwrap();
         assert_eq!(list.pointer("/10/message/content"), Some(&json!("m10")));
         assert_eq!(list.pointer("/2/message/content"), Some(&json!("m2")));
