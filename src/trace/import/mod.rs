@@ -8,6 +8,7 @@ pub mod cassette;
 pub mod claude_code;
 pub mod codex;
 pub mod conversation;
+mod cores;
 pub mod elements;
 mod gaps;
 pub mod inspect_ai;

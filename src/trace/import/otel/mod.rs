@@ -77,7 +77,7 @@ mod line;
 
 use super::conversation::{CallItem, Conversation, Ending, Item, parse_args, text_of};
 use super::lenient::{List, Obj};
-use super::{ImportError, SourceFormat};
+use super::{ImportError, SourceFormat, cores};
 use crate::provider::Format;
 use crate::trace::{Args, FinalOutcome, ToolDef};
 
@@ -1334,16 +1334,26 @@ impl Chain {
 /// The first reading takes each line's spans' trace ids and start times alone (nothing else
 /// built, strings borrowed from the text), which orders the traces as the whole reading does
 /// (by their earliest start and place in the file) and tells which line is each trace's last.
-/// The second parses each line once, in file order, builds its spans and keeps them with their
-/// trace until that trace's last line is read; the trace is then read and its spans dropped.
-/// So memory holds the spans of the traces a line is inside of (a Collector batch's, or one
-/// trace's), not the file's. Traces are chained in order at the end, as in the whole reading.
+/// The second parses each line once, a window of lines at a time, builds its spans and keeps
+/// them with their trace until that trace's last line is read; the traces a window closes are
+/// then read and their spans dropped. So memory holds a window's spans and those of the
+/// traces still open (a Collector batch's, or one trace's), not the file's. Both readings
+/// share their lines, and the second its closed traces, over the machine's cores, their results
+/// taken in file order, so the cores change the speed, never the result. Traces are chained
+/// in order at the end, as in the whole reading.
 ///
 /// `None` when a line does not fit — no JSON, requests and flat spans mixed, a line of the
 /// second reading that is not a span or not what the first read — for the whole reading,
 /// which says why.
 pub fn jsonl_conversations(lines: &[&str], id: &str) -> Option<Vec<Conversation>> {
-    let first = FirstReading::of(lines)?;
+    jsonl_conversations_on(lines, id, cores::available(), WINDOW)
+}
+
+/// The bytes of a window of lines (a line longer than this is a window of its own).
+const WINDOW: usize = 1 << 20;
+
+fn jsonl_conversations_on(lines: &[&str], id: &str, cores: usize, window: usize) -> Option<Vec<Conversation>> {
+    let first = FirstReading::of(lines, cores, window)?;
     let count = first.names.len();
     let mut order: Vec<usize> = (0..count).collect();
     order.sort_by_key(|&t| first.earliest[t]);
@@ -1355,37 +1365,39 @@ pub fn jsonl_conversations(lines: &[&str], id: &str) -> Option<Vec<Conversation>
     for (t, &n) in first.last_line.iter().enumerate() {
         closing[n].push(t);
     }
+    let line_start = |n: usize| n.checked_sub(1).map_or(0, |p| first.line_end[p]);
     let mut open: Vec<Vec<(Span, usize)>> = (0..count).map(|_| Vec::new()).collect();
     let mut read: Vec<Option<(TraceRead, Vec<String>)>> = (0..count).map(|_| None).collect();
-    let mut at = 0;
-    for (n, text) in lines.iter().enumerate() {
-        let spans = if first.otlp {
-            line::spans(text, at)?
-        } else {
-            let v: Value = serde_json::from_str(text).ok()?;
-            if v.as_object().and_then(resource_spans).is_some() || !is_span(&v) {
+    for window in windows(lines, window) {
+        let texts: Vec<(usize, &str)> = window.clone().map(|n| (n, lines[n])).collect();
+        let parsed = cores::map_in_order(texts, cores, |_, (n, text)| line_spans(text, first.otlp, line_start(n)));
+        let mut closed = Vec::new();
+        for (n, spans) in window.zip(parsed) {
+            let spans = spans?;
+            if line_start(n) + spans.len() != first.line_end[n] {
                 return None;
             }
-            vec![span_of(&v, at)?]
-        };
-        if at + spans.len() != first.line_end[n] {
-            return None;
-        }
-        for s in spans {
-            let (t, start) = first.spans[at];
-            if s.start != start || s.trace != first.names[t] {
-                return None;
+            for (at, s) in (line_start(n)..).zip(spans) {
+                let (t, start) = first.spans[at];
+                if s.start != start || s.trace != first.names[t] {
+                    return None;
+                }
+                open[t].push((s, at));
             }
-            open[t].push((s, at));
-            at += 1;
+            for &t in &closing[n] {
+                let mut spans = std::mem::take(&mut open[t]);
+                spans.sort_by_key(|(s, i)| (s.start, *i));
+                closed.push((rank[t], spans));
+            }
         }
-        for &t in &closing[n] {
-            let mut spans = std::mem::take(&mut open[t]);
-            spans.sort_by_key(|(s, i)| (s.start, *i));
+        let ranks: Vec<usize> = closed.iter().map(|(r, _)| *r).collect();
+        let traces = cores::map_in_order(closed, cores, |_, (_, spans)| {
             let list: Vec<&Span> = spans.iter().map(|(s, _)| s).collect();
             let mut gaps = Vec::new();
-            let trace = read_trace(&list, &mut gaps);
-            read[rank[t]] = Some((trace, gaps));
+            (read_trace(&list, &mut gaps), gaps)
+        });
+        for (r, trace) in ranks.into_iter().zip(traces) {
+            read[r] = Some(trace);
         }
     }
     let mut chain = Chain::default();
@@ -1394,6 +1406,33 @@ pub fn jsonl_conversations(lines: &[&str], id: &str) -> Option<Vec<Conversation>
         chain.push(trace, gaps);
     }
     Some(chain.finish(id, Vec::new()))
+}
+
+/// The lines in windows of about `size` bytes, as ranges of line numbers.
+fn windows(lines: &[&str], size: usize) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let (mut from, mut bytes) = (0, 0);
+    for (n, line) in lines.iter().enumerate() {
+        bytes += line.len();
+        if bytes >= size || n + 1 == lines.len() {
+            out.push(from..n + 1);
+            (from, bytes) = (n + 1, 0);
+        }
+    }
+    out
+}
+
+/// A line's spans (`at` the index of its first in the file): an OTLP request's, or a flat
+/// span; `None` when it is not the kind of line the first reading found.
+fn line_spans(text: &str, otlp: bool, at: usize) -> Option<Vec<Span>> {
+    if otlp {
+        return line::spans(text, at);
+    }
+    let v: Value = serde_json::from_str(text).ok()?;
+    if v.as_object().and_then(resource_spans).is_some() || !is_span(&v) {
+        return None;
+    }
+    Some(vec![span_of(&v, at)?])
 }
 
 /// The first reading of an OTel JSONL file: each span's trace and start, in file order.
@@ -1413,7 +1452,7 @@ struct FirstReading<'a> {
 }
 
 impl<'a> FirstReading<'a> {
-    fn of(lines: &[&'a str]) -> Option<FirstReading<'a>> {
+    fn of(lines: &[&'a str], cores: usize, window: usize) -> Option<FirstReading<'a>> {
         let mut r = FirstReading {
             otlp: false,
             spans: Vec::new(),
@@ -1423,23 +1462,29 @@ impl<'a> FirstReading<'a> {
             last_line: Vec::new(),
         };
         let mut index: rustc_hash::FxHashMap<Cow<'a, str>, usize> = Default::default();
-        for (n, line) in lines.iter().enumerate() {
-            let mut head: SpanHead<'a> = serde_json::from_str(line).ok()?;
-            let otlp = head.resource_spans.is_some();
-            if n == 0 {
-                r.otlp = otlp;
-            } else if otlp != r.otlp {
-                return None;
-            }
-            match head.resource_spans.take() {
-                Some(rs) => {
-                    for s in rs.into_vec().into_iter().filter_map(Obj::into_object).flat_map(Resource::into_spans) {
-                        r.note(&s, n, &mut index)?;
-                    }
+        for window in windows(lines, window) {
+            let texts = lines[window.clone()].to_vec();
+            let heads = cores::map_in_order(texts, cores, |_, line| serde_json::from_str::<SpanHead<'a>>(line).ok());
+            for (n, head) in window.zip(heads) {
+                let mut head = head?;
+                let otlp = head.resource_spans.is_some();
+                if n == 0 {
+                    r.otlp = otlp;
+                } else if otlp != r.otlp {
+                    return None;
                 }
-                None => r.note(&head, n, &mut index)?,
+                match head.resource_spans.take() {
+                    Some(rs) => {
+                        let spans =
+                            rs.into_vec().into_iter().filter_map(Obj::into_object).flat_map(Resource::into_spans);
+                        for s in spans {
+                            r.note(&s, n, &mut index)?;
+                        }
+                    }
+                    None => r.note(&head, n, &mut index)?,
+                }
+                r.line_end.push(r.spans.len());
             }
-            r.line_end.push(r.spans.len());
         }
         Some(r)
     }
@@ -1813,6 +1858,30 @@ mod tests {
 
     use crate::trace::inspect::stats;
 
+    /// The JSONL reading gives the same conversations on one core or several, in one window
+    /// or a line a window, and they are the whole reading's.
+    #[test]
+    fn jsonl_reading_is_the_same_on_any_cores_and_windows() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/otel/openinference-openai.otlp.json");
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        // Each resource a request, each a line, the spans' traces in several lines.
+        let mut text = String::new();
+        for (k, r) in v["resourceSpans"].as_array().unwrap().iter().enumerate().cycle().take(40) {
+            let line = json!({"resourceSpans": [r]}).to_string();
+            text += &line.replace("\"traceId\":\"", &format!("\"traceId\":\"{:02x}", k / 7));
+            text.push('\n');
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        let read = |cores, window| format!("{:?}", jsonl_conversations_on(&lines, "t", cores, window).unwrap());
+        let one = read(1, usize::MAX);
+        assert!(one.len() > 1000 && one.matches("Conversation {").count() > 1, "{one:.200}");
+        for (cores, window) in [(2, usize::MAX), (3, 1), (2, 3000), (1, 1)] {
+            assert_eq!(read(cores, window), one, "{cores} cores, windows of {window} bytes");
+        }
+        let whole: Vec<Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(format!("{:?}", conversations(&Value::Array(whole), "t").unwrap()), one);
+    }
+
     fn traces(v: &Value) -> Vec<crate::trace::Trace> {
         let convs = conversations(v, "t").unwrap();
         convs.into_iter().map(|c| crate::trace::import::conversation::to_trace(c, &Default::default())).collect()
@@ -2061,7 +2130,7 @@ mod tests {
         let line2 = format!(r#"{{"resource_spans": [{{"scope_spans": [{{"spans": [{}]}}]}}]}}"#, span("b", 1));
         let line3 = r#"{"resourceSpans": null, "resource_spans": [{"scope_spans": [{"spans": [{"traceId": "c"}]}]}]}"#;
         let lines = [line1.as_str(), line2.as_str(), line3];
-        let r = FirstReading::of(&lines).unwrap();
+        let r = FirstReading::of(&lines, 2, WINDOW).unwrap();
         assert!(r.otlp);
         assert_eq!(r.names, ["a", "b"]);
         assert_eq!(r.spans, [(0, 3), (1, 5), (0, 9), (1, 1)]);
@@ -2069,12 +2138,14 @@ mod tests {
         assert_eq!(r.earliest, [(3, 0), (1, 3)]);
         assert_eq!(r.last_line, [0, 1]);
         let flat = span("a", 1);
-        assert!(FirstReading::of(&[line1.as_str(), flat.as_str()]).is_none());
-        assert!(FirstReading::of(&[flat.as_str(), line1.as_str()]).is_none());
-        assert!(FirstReading::of(&[flat.as_str(), "{\"name\":"]).is_none());
-        assert!(FirstReading::of(&[r#"{"resourceSpans": [{"scopeSpans": [{"spans": [null]}]}]}"#]).is_none());
+        assert!(FirstReading::of(&[line1.as_str(), flat.as_str()], 2, WINDOW).is_none());
+        assert!(FirstReading::of(&[flat.as_str(), line1.as_str()], 2, WINDOW).is_none());
+        assert!(FirstReading::of(&[flat.as_str(), "{\"name\":"], 2, WINDOW).is_none());
+        assert!(
+            FirstReading::of(&[r#"{"resourceSpans": [{"scopeSpans": [{"spans": [null]}]}]}"#], 2, WINDOW).is_none()
+        );
         let upper = span("B", 0);
-        let r = FirstReading::of(&[flat.as_str(), upper.as_str()]).unwrap();
+        let r = FirstReading::of(&[flat.as_str(), upper.as_str()], 2, WINDOW).unwrap();
         assert!(!r.otlp);
         assert_eq!(r.names, ["a", "b"]);
     }
