@@ -345,10 +345,17 @@ fn unflatten(attrs: &Attrs, prefix: &str) -> Option<Value> {
 fn insert(node: &mut Value, path: &[&str], v: &Value) -> bool {
     let (Some(o), Some((first, rest))) = (node.as_object_mut(), path.split_first()) else { return false };
     if rest.is_empty() {
-        o.entry(first.to_string()).or_insert_with(|| v.clone());
+        if !o.contains_key(*first) {
+            o.insert(first.to_string(), v.clone());
+        }
         return true;
     }
-    insert(o.entry(first.to_string()).or_insert_with(|| Value::Object(Map::new())), rest, v)
+    // Looked up before it is made: most steps are there already (a message's other fields).
+    if !o.contains_key(*first) {
+        o.insert(first.to_string(), Value::Object(Map::new()));
+    }
+    let next = o.get_mut(*first).expect("inserted above");
+    insert(next, rest, v)
 }
 
 /// Objects whose keys are all numbers become lists, in numeric order.
