@@ -17,8 +17,8 @@ use super::{Attrs, Event, Resource, Span, any_value, flatten, key_values, span_w
 use crate::trace::import::lenient::{List, Loose, Obj};
 
 /// The spans of an OTLP/JSON request, in the order the whole reading lists them; `None` when
-/// the line is no request (no `resourceSpans` / `resource_spans`) or a span would read
-/// differently. `at` is the index of the request's first span in the file.
+/// the line is no request (no `resourceSpans` / `resource_spans`) or a span is no object.
+/// `at` is the index of the request's first span in the file.
 pub(super) fn spans(line: &str, at: usize) -> Option<Vec<Span>> {
     let request: Request = serde_json::from_str(line).ok()?;
     let resources = request.camel.or(request.snake)?;
@@ -461,6 +461,18 @@ mod tests {
         assert!(!s.attrs.contains_key("n"));
         assert_eq!(s.events.len(), 2);
         assert_eq!(s.error.as_deref(), Some("boom"));
+    }
+
+    /// Every key [`span_with`] reads is kept: each dotted key as itself and as its outer key.
+    #[test]
+    fn fields_hold_every_key_span_with_reads() {
+        use super::super::{PARENT_ID, SPAN_ID, START, STATUS_CODE, STATUS_MESSAGE, TRACE_ID};
+        let keys = [TRACE_ID, SPAN_ID, PARENT_ID, &START, STATUS_CODE, STATUS_MESSAGE, &["name", "span_kind"]];
+        for k in keys.into_iter().flatten() {
+            assert!(FIELDS.contains(k), "{k}");
+            let outer = k.split_once('.').map_or(*k, |(a, _)| a);
+            assert!(FIELDS.contains(&outer), "{outer}");
+        }
     }
 
     /// A span that is no object, and a line that is no request, are left to the whole reading.
