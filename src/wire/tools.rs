@@ -207,6 +207,18 @@ pub fn message(tool: &str, fault: &Fault, retry_after_ms: Option<u64>, body: &st
     message
 }
 
+/// The bearer challenge a 401 or 403 carries (RFC 6750 §3): the token expired, or it lacks
+/// the scope. An MCP client with OAuth reads it to know that it must authorise again.
+fn challenge(status: u16) -> Option<&'static str> {
+    match status {
+        401 => Some(r#"Bearer error="invalid_token", error_description="The access token expired""#),
+        403 => Some(
+            r#"Bearer error="insufficient_scope", error_description="The access token lacks the scope this tool needs""#,
+        ),
+        _ => None,
+    }
+}
+
 /// A failure the way a real HTTP tool sends it.
 fn fault_reply(world: &World, tool: &str, fault: &Fault, retry_after_ms: Option<u64>, result: &Value) -> Reply {
     let body = result.to_string();
@@ -217,7 +229,10 @@ fn fault_reply(world: &World, tool: &str, fault: &Fault, retry_after_ms: Option<
             if let Some(p) = param {
                 b["error"]["param"] = json!(p);
             }
-            let r = Reply::json(*status, &b);
+            let r = match challenge(*status) {
+                Some(c) => Reply::json(*status, &b).header("www-authenticate", c),
+                None => Reply::json(*status, &b),
+            };
             match retry_after_ms {
                 Some(ms) => r.retry_after(world.clock.real_ms(ms)),
                 None => r,

@@ -8,7 +8,7 @@ use std::process::Stdio;
 use serde_json::{Value, json};
 
 use crate::root;
-use crate::wire::{Served, exec, sdk_python};
+use crate::wire::{Served, exec, runs_row, sdk_python};
 
 /// Longer than any announced wait at time scale 0.001.
 const WAIT: std::time::Duration = std::time::Duration::from_millis(30);
@@ -443,6 +443,42 @@ fn what_real_mcp_clients_do_with_each_fault() {
                 assert_eq!(log.contains("mcp-relisted"), script.contains("mcp_sdk_agent"), "{what}: {log}");
             }
         }
+    }
+}
+
+/// Auth mid-session (an OAuth access token that expires after one success: 401 with its
+/// bearer challenge on every later call), as each real MCP client hands it to the model. Hand
+/// count: three calls (Paris, then Rome, re-asked once); the first succeeds, so the rule fires
+/// on the other two, and the run gives up. Neither client re-authorises or retries by itself.
+#[test]
+fn an_expired_oauth_token_mid_session_reaches_real_mcp_clients_as() {
+    let Some(py) = sdk_python() else { return };
+    let py = py.to_string_lossy().into_owned();
+    for (script, shown) in [
+        ("examples/mcp/mcp_sdk_agent.py", "Error: Server returned an error response"),
+        ("examples/mcp/openai_agents_mcp_agent.py", "An error occurred while running the tool. Please try again."),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let extra = ["--mcp-strategy", "mcp-text", "--time-scale", "0.01", "--timeout-s", "60"];
+        let (_, report, stdout) =
+            exec("tests/fixtures/mcp/auth-expired.toml", dir.path(), &[py.as_str(), script], &extra);
+        let run = &report["runs"][0];
+        let what = format!("{script}: {run} {stdout}");
+        assert_eq!((run["agent_exit_code"].as_i64(), run["ended"].as_str()), (Some(0), Some("gave_up")), "{what}");
+        let row = runs_row(dir.path());
+        assert_eq!((row["tool_calls"], row["faults_injected"]), (3, 2), "{what}");
+        let trace = std::fs::read_to_string(dir.path().join("traces/run-0.jsonl")).unwrap();
+        let results: Vec<Value> = trace
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|e| e["type"] == "tool_result")
+            .collect();
+        assert_eq!(results[0]["ok"], true, "{what}");
+        for r in &results[1..] {
+            assert_eq!((r["ok"].as_bool(), r["content"].as_str()), (Some(false), Some(shown)), "{what}");
+        }
+        let log = std::fs::read_to_string(dir.path().join("mcp/run-0.jsonl")).unwrap();
+        assert_eq!(log.matches(r#""http_status":401"#).count(), 2, "{what}: {log}");
     }
 }
 

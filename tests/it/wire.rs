@@ -644,7 +644,7 @@ fn exec_agents_runs_copies_that_share_the_tools_limits() {
 }
 
 /// The first row of `runs.csv`, numeric columns by name.
-fn runs_row(out: &Path) -> std::collections::BTreeMap<String, u64> {
+pub fn runs_row(out: &Path) -> std::collections::BTreeMap<String, u64> {
     let mut r = csv::Reader::from_path(out.join("runs.csv")).unwrap();
     let head: Vec<String> = r.headers().unwrap().iter().map(str::to_owned).collect();
     let rec = r.records().next().unwrap().unwrap();
@@ -672,6 +672,25 @@ fn a_schema_change_sticks_to_the_http_tool_until_the_tools_are_listed() {
     let list: Value = ureq::get(&format!("{}/tools", s.base)).call().unwrap().into_json().unwrap();
     assert_eq!(list["tools"][0]["input_schema"]["$comment"], "revision 1", "{list}");
     assert_eq!(s.post("/tools/search", json!({"query": "Paris"})), (200, json!({"temp_c": 18})));
+}
+
+/// Auth mid-session on an HTTP tool: the first call succeeds, then the token has expired and
+/// every call meets 401 with the bearer challenge a client re-authorises on (RFC 6750 §3).
+#[test]
+fn an_expired_token_after_a_success_is_a_401_with_its_bearer_challenge() {
+    let s = Served::start("tests/fixtures/mcp/auth-expired.toml");
+    assert_eq!(s.post("/tools/search", json!({"query": "Paris"})), (200, json!({"temp_c": 18})));
+    for query in ["Rome", "Rome"] {
+        let Err(ureq::Error::Status(401, r)) =
+            ureq::post(&format!("{}/tools/search", s.base)).send_json(json!({"query": query}))
+        else {
+            panic!("not a 401")
+        };
+        let challenge = r.header("www-authenticate").unwrap_or_default().to_owned();
+        assert_eq!(challenge, r#"Bearer error="invalid_token", error_description="The access token expired""#);
+        let body: Value = r.into_json().unwrap();
+        assert_eq!(body["error"]["code"], 401, "{body}");
+    }
 }
 
 /// Reads a started `serve`'s banner and returns its base URL (`export ANTHROPIC_BASE_URL=…`).
