@@ -197,11 +197,24 @@ impl Attributes<'_> {
             Attributes::Object(o) => flatten("", o, &mut out),
             Attributes::List(list) => {
                 let pairs = list.into_iter().filter_map(|kv| match kv {
-                    Obj::Object(KeyValue { key: Loose::Str(k), value }) => Some((k, value)),
+                    Obj::Object(KeyValue { key: Loose::Str(k), value }) => Some((k, value.plain())),
                     _ => None,
                 });
-                for (k, v) in as_object(pairs.collect()) {
-                    flatten(&k, v.plain(), &mut out);
+                let pairs: Vec<(Cow<str>, Value)> = pairs.collect();
+                if pairs.iter().all(|(_, v)| !v.is_object() && !v.is_array()) {
+                    // Each value is its own key: in file order, the last of a key wins (a
+                    // `null` last leaves none), as in an object of them.
+                    for (k, v) in pairs {
+                        match v {
+                            Value::Null => out.remove(k.as_ref()),
+                            v => out.insert(k.into_owned(), v),
+                        };
+                    }
+                } else {
+                    // A value that spreads over dotted keys may meet another key: in key order.
+                    for (k, v) in as_object(pairs) {
+                        flatten(&k, v, &mut out);
+                    }
                 }
             }
         }
@@ -461,6 +474,27 @@ mod tests {
         assert!(!s.attrs.contains_key("n"));
         assert_eq!(s.events.len(), 2);
         assert_eq!(s.error.as_deref(), Some("boom"));
+    }
+
+    /// Scalar attributes take the short way (no sort): the last of a key still wins, and a
+    /// `null` last still leaves none, as in the whole reading.
+    #[test]
+    fn scalar_attributes_read_as_an_object_of_them() {
+        let kv = |k: &str, v: Value| json!({"key": k, "value": v});
+        let attributes = json!([
+            kv("a", json!({"stringValue": "1"})),
+            kv("b", json!({"stringValue": "kept"})),
+            kv("a", json!({"intValue": "2"})),
+            kv("b", json!({"stringValue": null})),
+            kv("c", json!(null)),
+            kv("d", json!({"boolValue": false})),
+        ]);
+        let span = json!({"traceId": "t", "spanId": "s", "name": "x", "attributes": attributes});
+        let request = json!({"resourceSpans": [{"scopeSpans": [{"spans": [span.clone()]}]}]});
+        let line = spans(&request.to_string(), 0).unwrap();
+        assert_eq!(line, vec![span_of(&span, 0).unwrap()]);
+        let keys: Vec<(&str, &Value)> = line[0].attrs.iter().map(|(k, v)| (k.as_str(), v)).collect();
+        assert_eq!(keys, [("a", &json!(2)), ("d", &json!(false))]);
     }
 
     /// Every key [`span_with`] reads is kept: each dotted key as itself and as its outer key.
