@@ -77,7 +77,7 @@ mod line;
 
 use super::conversation::{CallItem, Conversation, Ending, Item, parse_args, text_of};
 use super::lenient::{List, Obj};
-use super::{ImportError, SourceFormat, cores};
+use super::{ImportError, SourceFormat, cores, signature};
 use crate::provider::Format;
 use crate::trace::{Args, FinalOutcome, ToolDef};
 
@@ -1036,19 +1036,6 @@ struct TraceRead {
     tools: Vec<ToolDef>,
 }
 
-/// A comparable fingerprint of an item, to tell whether one request extends another.
-fn signature(item: &Item) -> String {
-    match item {
-        Item::User(t) => format!("u:{}", t.trim()),
-        Item::Model { calls, text, .. } if calls.is_empty() => format!("m:{}", text.as_deref().unwrap_or("").trim()),
-        Item::Model { calls, .. } => {
-            let c: Vec<String> = calls.iter().map(|c| format!("{}{}", c.name, c.args)).collect();
-            format!("m:{}", c.join("|"))
-        }
-        Item::Result { content, .. } | Item::Cancelled { content, .. } => format!("r:{}", content.trim()),
-    }
-}
-
 fn read_trace(spans: &[&Span], gaps: &mut Vec<String>) -> TraceRead {
     let ids: HashSet<&str> = spans.iter().map(|s| s.id.as_str()).collect();
     let root = spans.iter().find(|s| s.parent.as_deref().is_none_or(|p| !ids.contains(p))).copied();
@@ -1360,7 +1347,8 @@ pub fn jsonl_conversations(lines: &[&str], id: &str) -> Option<Vec<Conversation>
 const WINDOW: usize = 1 << 20;
 
 fn jsonl_conversations_on(lines: &[&str], id: &str, cores: usize, window: usize) -> Option<Vec<Conversation>> {
-    let first = FirstReading::of(lines, cores, window)?;
+    let windows = windows(lines, window);
+    let first = FirstReading::of(lines, cores, &windows)?;
     let count = first.names.len();
     let mut order: Vec<usize> = (0..count).collect();
     order.sort_by_key(|&t| first.earliest[t]);
@@ -1375,7 +1363,7 @@ fn jsonl_conversations_on(lines: &[&str], id: &str, cores: usize, window: usize)
     let line_start = |n: usize| n.checked_sub(1).map_or(0, |p| first.line_end[p]);
     let mut open: Vec<Vec<(Span, usize)>> = (0..count).map(|_| Vec::new()).collect();
     let mut read: Vec<Option<(TraceRead, Vec<String>)>> = (0..count).map(|_| None).collect();
-    for window in windows(lines, window) {
+    for window in windows {
         let texts: Vec<(usize, &str)> = window.clone().map(|n| (n, lines[n])).collect();
         let parsed = cores::map_in_order(texts, cores, |_, (n, text)| line_spans(text, first.otlp, line_start(n)));
         let mut closed = Vec::new();
@@ -1459,7 +1447,8 @@ struct FirstReading<'a> {
 }
 
 impl<'a> FirstReading<'a> {
-    fn of(lines: &[&'a str], cores: usize, window: usize) -> Option<FirstReading<'a>> {
+    /// `windows`: the lines' windows, read one after another, each shared over `cores`.
+    fn of(lines: &[&'a str], cores: usize, windows: &[std::ops::Range<usize>]) -> Option<FirstReading<'a>> {
         let mut r = FirstReading {
             otlp: false,
             spans: Vec::new(),
@@ -1469,10 +1458,10 @@ impl<'a> FirstReading<'a> {
             last_line: Vec::new(),
         };
         let mut index: rustc_hash::FxHashMap<Cow<'a, str>, usize> = Default::default();
-        for window in windows(lines, window) {
+        for window in windows {
             let texts = lines[window.clone()].to_vec();
             let heads = cores::map_in_order(texts, cores, |_, line| serde_json::from_str::<SpanHead<'a>>(line).ok());
-            for (n, head) in window.zip(heads) {
+            for (n, head) in window.clone().zip(heads) {
                 let mut head = head?;
                 let otlp = head.resource_spans.is_some();
                 if n == 0 {
@@ -1865,6 +1854,10 @@ mod tests {
 
     use crate::trace::inspect::stats;
 
+    fn read_first<'a>(lines: &[&'a str]) -> Option<FirstReading<'a>> {
+        FirstReading::of(lines, 2, &windows(lines, WINDOW))
+    }
+
     /// The JSONL reading gives the same conversations on one core or several, in one window
     /// or a line a window, and they are the whole reading's.
     #[test]
@@ -2137,7 +2130,7 @@ mod tests {
         let line2 = format!(r#"{{"resource_spans": [{{"scope_spans": [{{"spans": [{}]}}]}}]}}"#, span("b", 1));
         let line3 = r#"{"resourceSpans": null, "resource_spans": [{"scope_spans": [{"spans": [{"traceId": "c"}]}]}]}"#;
         let lines = [line1.as_str(), line2.as_str(), line3];
-        let r = FirstReading::of(&lines, 2, WINDOW).unwrap();
+        let r = read_first(&lines).unwrap();
         assert!(r.otlp);
         assert_eq!(r.names, ["a", "b"]);
         assert_eq!(r.spans, [(0, 3), (1, 5), (0, 9), (1, 1)]);
@@ -2145,14 +2138,12 @@ mod tests {
         assert_eq!(r.earliest, [(3, 0), (1, 3)]);
         assert_eq!(r.last_line, [0, 1]);
         let flat = span("a", 1);
-        assert!(FirstReading::of(&[line1.as_str(), flat.as_str()], 2, WINDOW).is_none());
-        assert!(FirstReading::of(&[flat.as_str(), line1.as_str()], 2, WINDOW).is_none());
-        assert!(FirstReading::of(&[flat.as_str(), "{\"name\":"], 2, WINDOW).is_none());
-        assert!(
-            FirstReading::of(&[r#"{"resourceSpans": [{"scopeSpans": [{"spans": [null]}]}]}"#], 2, WINDOW).is_none()
-        );
+        assert!(read_first(&[line1.as_str(), flat.as_str()]).is_none());
+        assert!(read_first(&[flat.as_str(), line1.as_str()]).is_none());
+        assert!(read_first(&[flat.as_str(), "{\"name\":"]).is_none());
+        assert!(read_first(&[r#"{"resourceSpans": [{"scopeSpans": [{"spans": [null]}]}]}"#]).is_none());
         let upper = span("B", 0);
-        let r = FirstReading::of(&[flat.as_str(), upper.as_str()], 2, WINDOW).unwrap();
+        let r = read_first(&[flat.as_str(), upper.as_str()]).unwrap();
         assert!(!r.otlp);
         assert_eq!(r.names, ["a", "b"]);
     }
