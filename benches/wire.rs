@@ -28,7 +28,7 @@ fn servers() -> Servers {
         let app =
             axum::Router::new().fallback(|| async { ([("content-type", "application/json")], r#"{"temp_c":18}"#) });
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        (bare, WireServer::start(sc, "127.0.0.1:0".parse().unwrap(), 1.0, 1, Encoding::Flag).await.unwrap())
+        (bare, WireServer::start(sc, "127.0.0.1:0".parse().unwrap(), 1.0, 1, Encoding::Flag, None).await.unwrap())
     });
     Servers { _rt: rt, bare, mock }
 }

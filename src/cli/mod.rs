@@ -53,6 +53,9 @@ pub enum Command {
     Serve(wire::ServeArgs),
     /// Run an agent against the mocks, record its traffic, report metrics and the checklist.
     Exec(wire::ExecArgs),
+    /// Sit in front of the real providers: the agent's model requests are forwarded (with its
+    /// own keys), the scenario's provider faults injected on the way, the traffic recorded.
+    Proxy(wire::ProxyArgs),
     /// Serve the scenario's tools as an MCP server on stdio (streamable HTTP: `serve`, at /mcp).
     Mcp(wire::McpArgs),
     /// Check scenario files without running them: every problem listed; exit 0 or 2.
@@ -174,6 +177,7 @@ pub fn execute(cli: Cli) -> Result<i32> {
         Command::Shrink(args) => run::shrink(args),
         Command::Serve(args) => wire::serve(args),
         Command::Exec(args) => wire::exec(args),
+        Command::Proxy(args) => wire::proxy(args),
         Command::Mcp(args) => wire::mcp_stdio(args),
         Command::Validate(args) => validate::validate(args),
         Command::Schema => validate::schema(),

@@ -24,6 +24,7 @@ use crate::trace::{FinalOutcome, Trace, TraceEvent};
 use crate::wire::WireServer;
 use crate::wire::checks::{Check, Finding};
 use crate::wire::mcp;
+use crate::wire::upstream::Upstream;
 use crate::wire::world::World;
 
 #[derive(Debug, Args)]
@@ -96,9 +97,57 @@ pub struct ExecArgs {
     /// fails check 8.
     #[arg(long = "allow-elsewhere", value_name = "HOST")]
     pub allow_elsewhere: Vec<String>,
+    #[command(flatten)]
+    pub live: LiveArgs,
     /// The agent's command line.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub cmd: Vec<String>,
+}
+
+/// Live mode: the real providers behind the provider endpoints.
+#[derive(Debug, Args)]
+pub struct LiveArgs {
+    /// Forward the agent's model requests to the real providers (with the agent's own keys),
+    /// injecting the scenario's provider faults on the way. Nothing goes to a provider without it.
+    #[arg(long)]
+    pub live: bool,
+    #[command(flatten)]
+    pub to: UpstreamArgs,
+}
+
+/// Where live mode sends model requests, and how many at most.
+#[derive(Debug, Args)]
+pub struct UpstreamArgs {
+    /// Where each provider is: openai=URL,anthropic=URL,gemini=URL (repeatable). A provider not
+    /// named keeps its public endpoint.
+    #[arg(long, value_name = "PROVIDER=URL")]
+    pub upstream: Vec<String>,
+    /// Model requests sent to the providers at most, over every run and agent: past it a request
+    /// is refused here (403, `spending_limit`) and never sent.
+    #[arg(long, value_name = "N")]
+    pub max_model_calls: Option<u64>,
+}
+
+impl UpstreamArgs {
+    pub fn build(&self) -> Result<std::sync::Arc<Upstream>> {
+        Ok(std::sync::Arc::new(Upstream::new(&self.upstream, self.max_model_calls)?))
+    }
+}
+
+impl LiveArgs {
+    /// The upstreams, when live mode is on (`--live`, or an `--upstream` named).
+    pub fn upstream(&self) -> Result<Option<std::sync::Arc<Upstream>>> {
+        if !self.live && self.to.upstream.is_empty() {
+            if self.to.max_model_calls.is_some() {
+                return Err(Error::Usage(
+                    "--max-model-calls bounds the requests sent to real providers: it needs --live or --upstream"
+                        .into(),
+                ));
+            }
+            return Ok(None);
+        }
+        self.to.build().map(Some)
+    }
 }
 
 fn time_scale(s: &str) -> std::result::Result<f64, String> {
@@ -158,7 +207,7 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
     let sc = load_file(&args.scenario)?.scenario;
     runtime()?.block_on(async {
         let mcp = mcp::encoding_of(&args.mcp_strategy)?;
-        let server = WireServer::start(sc, args.addr, args.time_scale, args.agents, mcp).await?;
+        let server = WireServer::start(sc, args.addr, args.time_scale, args.agents, mcp, None).await?;
         // A long serve keeps no trace: memory stays flat.
         server.reset(args.run, false);
         // Ctrl-C and SIGTERM are caught from before the banner: a caller that stops the server
@@ -211,6 +260,74 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
 }
 
 #[derive(Debug, Args)]
+pub struct ProxyArgs {
+    #[command(flatten)]
+    pub serve: ServeArgs,
+    #[command(flatten)]
+    pub to: UpstreamArgs,
+    /// Where the traffic's traces go when the proxy stops (`traces/agent-K.jsonl`, native
+    /// schema, no header or key in them).
+    #[arg(long, default_value = "proxy-traces")]
+    pub out: PathBuf,
+}
+
+/// `tracefault proxy SCENARIO`: the agent's model requests go to the real providers, the
+/// scenario's provider faults injected on the way; the tools are the scenario's mocks. Until
+/// Ctrl-C, then the traces of what passed are written as one set.
+pub fn proxy(args: ProxyArgs) -> Result<i32> {
+    let upstream = args.to.build()?;
+    let (args, out_dir, max) = (args.serve, args.out, args.to.max_model_calls);
+    let sc = load_file(&args.scenario)?.scenario;
+    runtime()?.block_on(async {
+        let mcp = mcp::encoding_of(&args.mcp_strategy)?;
+        let server =
+            WireServer::start(sc, args.addr, args.time_scale, args.agents, mcp, Some(upstream.clone())).await?;
+        server.reset(args.run, true);
+        let stop = stop_signal()?;
+        let mut banner = String::new();
+        for (k, v) in agent_env(&server.uri(), 0, 1)
+            .into_iter()
+            .filter(|(k, _)| !k.to_ascii_lowercase().contains("proxy") && !k.ends_with("_API_KEY"))
+        {
+            let _ = writeln!(banner, "export {k}={v}");
+        }
+        let limit = max.map_or_else(|| "no limit".to_owned(), |n| format!("at most {n}"));
+        let _ = writeln!(banner, "# model requests go to {} ({limit}); your agent's own keys go with them", upstream.describe());
+        let _ = writeln!(
+            banner,
+            "# tracefault is serving {} live (run {}, time scale {}); Ctrl-C to stop and write {}",
+            args.scenario.display(),
+            args.run,
+            args.time_scale,
+            out_dir.display()
+        );
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
+        drop(out);
+        stop.await;
+        // Begun once stopped: a set being written is what Ctrl-C throws away.
+        let set = FolderWriter::begin(&out_dir)?;
+        {
+            let m = server.mocks();
+            for (k, w) in m.worlds().enumerate() {
+                if w.http_requests.iter().any(|&n| n > 0) {
+                    set.write(&format!("traces/agent-{k}.jsonl"), w.trace.to_jsonl().as_bytes())?;
+                }
+            }
+            let (model, tool) = m.worlds().fold((0, 0), |(a, b), w| (a + w.model_calls, b + w.tool_calls));
+            let failed: u64 = m.worlds().map(|w| w.upstream_failures).sum();
+            eprintln!(
+                "served {model} model calls ({} sent to the providers, {failed} not answered by them) and {tool} tool calls",
+                upstream.sent()
+            );
+        }
+        server.stop().await;
+        set.commit()?;
+        Ok(exit::OK)
+    })
+}
+
+#[derive(Debug, Args)]
 pub struct McpArgs {
     pub scenario: PathBuf,
     /// Speak MCP on stdin and stdout (for hosts that start a server as a subprocess). For
@@ -238,6 +355,7 @@ pub fn mcp_stdio(args: McpArgs) -> Result<i32> {
         let shared = std::sync::Arc::new(crate::wire::dispatch::Shared {
             mocks: std::sync::Mutex::new(mocks),
             time_scale: args.time_scale,
+            upstream: None,
         });
         mcp::serve_stdio(shared, encoding).await?;
         Ok(exit::OK)
@@ -550,7 +668,11 @@ async fn exec_run(args: &ExecArgs, server: &WireServer, run: u64, logs: &Path) -
             if args.agents > 1 { format!("agent-run-{run}-agent-{k}.log") } else { format!("agent-run-{run}.log") };
         let log_path = logs.join(name);
         let log = std::fs::File::create(&log_path).map_err(|e| Error::io(&log_path, e))?;
-        let env = agent_env(&server.uri(), k, args.agents);
+        let mut env = agent_env(&server.uri(), k, args.agents);
+        if server.shared.upstream.is_some() {
+            // Live: the agent's own keys (from its environment) go to the providers.
+            env.retain(|(k, _)| !k.ends_with("_API_KEY"));
+        }
         let launch = run_agent(args.cmd.clone(), env, run, args.timeout_s, clock, log);
         agents.spawn(async move { (k, launch.await) });
     }
@@ -583,6 +705,7 @@ async fn exec_run(args: &ExecArgs, server: &WireServer, run: u64, logs: &Path) -
 pub fn exec(args: ExecArgs) -> Result<i32> {
     let sc = load_file(&args.scenario)?;
     let label = agent_label(&args)?;
+    let upstream = args.live.upstream()?;
     let (mut reported, dropped) = exec_scenario(&sc, &label);
     reported.runs = args.runs;
     check_exec_gates(&reported, &args.scenario)?;
@@ -591,7 +714,9 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
     let rt = runtime()?;
     let records = rt.block_on(async {
         let mcp = mcp::encoding_of(&args.mcp_strategy)?;
-        let server = WireServer::start(sc.scenario.clone(), args.addr, args.time_scale, args.agents, mcp).await?;
+        let server =
+            WireServer::start(sc.scenario.clone(), args.addr, args.time_scale, args.agents, mcp, upstream.clone())
+                .await?;
         let exe = std::env::current_exe().map_or_else(|_| "tracefault".into(), |p| p.display().to_string());
         eprintln!(
             "# MCP ({}): TRACEFAULT_MCP_URL={}/mcp; a host that starts its server runs: {exe} mcp {} --stdio \
@@ -651,7 +776,7 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
             set.write(&format!("mcp/{name}"), lines.as_bytes())?;
         }
     }
-    set.write("exec.json", &exec_json(&args, &sc, &records, &checklist, rep.passed()))?;
+    set.write("exec.json", &exec_json(&args, upstream.as_deref(), &sc, &records, &checklist, rep.passed()))?;
 
     for (i, k, r) in every() {
         println!(
@@ -869,6 +994,7 @@ fn outcome(records: &[RunRecord]) -> String {
 /// `exec.json`: each run's details (endings, HTTP counts, paths no mock serves), the checks.
 fn exec_json(
     args: &ExecArgs,
+    upstream: Option<&Upstream>,
     sc: &crate::scenario::Scenario,
     records: &[RunRecord],
     checklist: &Checklist,
@@ -918,9 +1044,16 @@ fn exec_json(
         .collect();
     let timing = json!({"clock": "wall", "time_scale": args.time_scale,
         "note": "faults in time (windows, rate limits, retry-after) followed the agent's real waiting, scaled"});
+    // Live mode: which providers answered the model requests (the mock model answered none).
+    let model = match upstream {
+        Some(u) => json!({"answered_by": "the providers (live)", "upstreams": u.describe(), "requests_sent": u.sent(),
+            "max_model_calls": args.live.to.max_model_calls}),
+        None => json!({"answered_by": "the mock model"}),
+    };
     let doc = json!({"tracefault_version": report::VERSION, "scenario": sc.name, "seed": sc.seed,
         "agent": redact(&args.cmd), "passed": passed, "outcome": checklist.outcome, "timing": timing,
-        "checks": checks, "notes": checklist.notes, "requests_elsewhere": checklist.elsewhere, "runs": runs});
+        "model": model, "checks": checks, "notes": checklist.notes, "requests_elsewhere": checklist.elsewhere,
+        "runs": runs});
     let mut text = serde_json::to_vec_pretty(&doc).expect("a JSON value serializes");
     text.push(b'\n');
     text

@@ -27,6 +27,8 @@ pub struct Shared {
     pub mocks: Mutex<Mocks>,
     /// Time scale for new runs' clocks.
     pub time_scale: f64,
+    /// The real providers, in live mode (else the mock model answers).
+    pub upstream: Option<Arc<super::upstream::Upstream>>,
 }
 
 impl Shared {

@@ -11,7 +11,8 @@
 //! and argument matching; [`mcp`] the tools over the Model Context Protocol, [`jsonrpc`] its
 //! messages checked, and [`stdio`] its transport over stdin and stdout; [`checks`] the
 //! checklist `exec` holds an agent to; [`plain`] tool results handed back as ordinary
-//! messages; [`recorded`] what a run's trace keeps of the traffic.
+//! messages; [`recorded`] what a run's trace keeps of the traffic; [`upstream`] the real
+//! providers behind the provider endpoints in live mode.
 
 pub mod checks;
 pub mod conversation;
@@ -27,6 +28,7 @@ pub mod schema;
 pub mod server;
 pub mod stdio;
 pub mod tools;
+pub mod upstream;
 pub mod world;
 
 pub use server::WireServer;

@@ -68,41 +68,11 @@ pub fn respond(
         );
     };
     // The fleet's limits, then the provider's faults, come before the model: they never reach it.
-    let prov = world.provider_target();
     let tokens_in = raw.len() as u64 / 4;
-    let now = world.clock.now_ms();
-    if now < world.load_until[prov] {
-        world.wasted_retries += 1;
+    if let Some(reply) = refusal(world, limits, c, format, n, tokens_in) {
+        return reply;
     }
-    // (status, the wait announced in virtual ms)
-    let refusal = match limits.admit(now, tokens_in) {
-        Err(wait) => {
-            world.load_rejections += 1;
-            if let Some(w) = wait {
-                world.load_until[prov] = now.saturating_add(w);
-            }
-            Some((429, wait))
-        }
-        Ok(()) => world.decide(prov).map(|d| {
-            world.faults_injected += 1;
-            (world.fault(d.rule).status().unwrap_or(503), d.retry_after_ms)
-        }),
-    };
-    if let Some((status, wait)) = refusal {
-        world.model_calls += 1;
-        let turn = world.conversation(c).turns + 1;
-        world.record(TraceEvent::ModelCall {
-            turn,
-            status,
-            tokens_in: 0,
-            tokens_out: 0,
-            latency_ms: None,
-            t_ms: None,
-            stop: Stop::Error,
-            text: None,
-        });
-        return format.error(status, wait.map(|ms| world.clock.real_ms(ms)), n);
-    }
+    let prov = world.provider_target();
     world.succeeded(prov);
     let ask = Ask { tools: declared_tools(format, &body), choice: p.tool_choice(&body), tokens_in };
     let turn = next_turn(world, c, &conversation, &ask);
@@ -127,8 +97,53 @@ pub fn respond(
     format.answer(&turn, &shape, n, (ask.tokens_in, tokens_out))
 }
 
+/// The fleet's limits, then the provider's faults, on request `n` (of about `tokens_in`
+/// tokens) of conversation `c`: the provider's error, recorded as a failed model call, when one
+/// of them refuses it; `None` when the request goes on to the model.
+pub(super) fn refusal(
+    world: &mut World,
+    limits: &mut ProviderState,
+    c: usize,
+    format: Format,
+    n: u32,
+    tokens_in: u64,
+) -> Option<Reply> {
+    let prov = world.provider_target();
+    let now = world.clock.now_ms();
+    if now < world.load_until[prov] {
+        world.wasted_retries += 1;
+    }
+    // (status, the wait announced in virtual ms)
+    let (status, wait) = match limits.admit(now, tokens_in) {
+        Err(wait) => {
+            world.load_rejections += 1;
+            if let Some(w) = wait {
+                world.load_until[prov] = now.saturating_add(w);
+            }
+            (429, wait)
+        }
+        Ok(()) => world.decide(prov).map(|d| {
+            world.faults_injected += 1;
+            (world.fault(d.rule).status().unwrap_or(503), d.retry_after_ms)
+        })?,
+    };
+    world.model_calls += 1;
+    let turn = world.conversation(c).turns + 1;
+    world.record(TraceEvent::ModelCall {
+        turn,
+        status,
+        tokens_in: 0,
+        tokens_out: 0,
+        latency_ms: None,
+        t_ms: None,
+        stop: Stop::Error,
+        text: None,
+    });
+    Some(format.error(status, wait.map(|ms| world.clock.real_ms(ms)), n))
+}
+
 /// The ids of the tool calls in a conversation (the model's turns and the results).
-fn call_ids(items: &[Item]) -> Vec<String> {
+pub(super) fn call_ids(items: &[Item]) -> Vec<String> {
     let mut out = Vec::new();
     for it in items {
         match it {

@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::dispatch::{MAX_BODY_BYTES, Shared, respond, tool_call};
 use super::mocks::Mocks;
+use super::upstream::{self, Forward, Upstream};
 use super::{mcp, provider, tools};
 use crate::engine::Scenario;
 use crate::envelope::Encoding;
@@ -170,6 +171,7 @@ impl WireServer {
         time_scale: f64,
         agents: u32,
         mcp: Encoding,
+        upstream: Option<Arc<Upstream>>,
     ) -> Result<WireServer, Error> {
         let listener = std::net::TcpListener::bind(addr).map_err(|e| {
             let what = if e.kind() == std::io::ErrorKind::AddrInUse {
@@ -187,7 +189,7 @@ impl WireServer {
         let hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned(), addr.ip().to_string()];
         let service = mcp::http_service(&scenario, agents, mcp, mcp_stop.clone(), hosts);
         let mocks = Mocks::new(scenario, 0, agents, time_scale, true);
-        let shared = Arc::new(Shared { mocks: Mutex::new(mocks), time_scale });
+        let shared = Arc::new(Shared { mocks: Mutex::new(mocks), time_scale, upstream });
         let app = axum::Router::new()
             .fallback(handle)
             .layer(tower_http::limit::RequestBodyLimitLayer::new(MAX_BODY_BYTES))
@@ -294,6 +296,12 @@ async fn handle(State(served): State<Arc<Served>>, req: Request) -> Response {
         }
     };
     let reply = match route {
+        Route::Provider { format, .. } if shared.upstream.is_some() => {
+            let upstream = shared.upstream.clone().expect("checked by the guard");
+            let query = parts.uri.query();
+            let req = Forward { agent, prefix, format, path: inner, query, headers: &parts.headers, body };
+            return upstream::forward(&shared, &upstream, req).await;
+        }
         Route::Provider { format, gemini_stream } => {
             let mut m = shared.lock();
             let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");

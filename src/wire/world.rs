@@ -133,6 +133,9 @@ pub struct World {
     pub tool_calls: u64,
     pub faults_injected: u64,
     pub wasted_retries: u64,
+    /// Live mode: requests refused by the spending limit, and those the upstream never answered.
+    pub spending_refusals: u64,
+    pub upstream_failures: u64,
     /// Calls the fleet's shared limits refused (tool rate and concurrency, provider rpm/tpm).
     pub load_rejections: u64,
     /// Until when each target's shared rate limit said it would refuse this agent.
@@ -196,6 +199,8 @@ impl World {
             tool_calls: 0,
             faults_injected: 0,
             wasted_retries: 0,
+            spending_refusals: 0,
+            upstream_failures: 0,
             load_rejections: 0,
             load_until: vec![0; targets],
             service,

@@ -28,6 +28,7 @@ mod import_otel;
 mod import_swe_agent;
 mod import_tau2;
 mod importers;
+mod live;
 mod mcp;
 mod order;
 mod replay;

@@ -1,0 +1,600 @@
+//! Live mode: the real providers behind the provider endpoints. A request meets the fleet's
+//! limits and the scenario's provider faults first, answered in the provider's dialect as the
+//! mock answers them; a request that passes is forwarded to the provider (the agent's own
+//! key with it), and its answer streamed back to the agent as it arrives. What the trace keeps
+//! of it: the status, the usage the answer reports, the model's tool calls and final text,
+//! the time it took — never a header, so a key never reaches a trace, a report or a log.
+//!
+//! Spending is bounded before it happens: with a limit on model calls, a request past it is
+//! refused here and never sent. An upstream that cannot be reached is answered with a 502 of
+//! tracefault's own and noted as such, never counted as the model's behaviour.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::{Body as AxumBody, Bytes};
+use axum::http::{HeaderMap, HeaderName, StatusCode};
+use axum::response::Response;
+use serde_json::{Value, json};
+
+use super::dispatch::{Shared, respond};
+use super::provider::{call_ids, refusal};
+use super::world::World;
+use crate::error::{Error, Result};
+use crate::exchange::{Args, Item};
+use crate::provider::{Format, Reply};
+use crate::trace::{Stop, TraceEvent};
+
+/// The providers' public endpoints, the upstreams when none is named.
+pub const DEFAULTS: [(&str, &str); 3] = [
+    ("openai", "https://api.openai.com"),
+    ("anthropic", "https://api.anthropic.com"),
+    ("gemini", "https://generativelanguage.googleapis.com"),
+];
+
+/// How much of one answer is kept to read its usage, calls and text (the agent gets all of it).
+const KEPT_BYTES: usize = 4 << 20;
+
+/// How long a connection to an upstream may take to open.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Request headers that are the connection's, not the request's (RFC 9110 §7.6.1), and those
+/// this hop sets itself: never forwarded. `accept-encoding` is dropped so the answer comes
+/// uncompressed and can be read for its usage.
+const HOP_HEADERS: [&str; 11] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authorization",
+    "proxy-authenticate",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+    "content-length",
+];
+
+/// The real providers a live run forwards to, and its spending limit.
+pub struct Upstream {
+    /// openai, anthropic, gemini: the origin (and any path prefix) a request's path is put after.
+    bases: [String; 3],
+    client: reqwest::Client,
+    max_model_calls: Option<u64>,
+    /// Requests sent upstream so far, over every run and agent of this process.
+    sent: AtomicU64,
+}
+
+impl Upstream {
+    /// From `--upstream` values (`openai=URL,anthropic=URL,gemini=URL`, repeatable; an
+    /// unnamed provider keeps its public endpoint) and `--max-model-calls`.
+    pub fn new(specs: &[String], max_model_calls: Option<u64>) -> Result<Upstream> {
+        let mut bases = DEFAULTS.map(|(_, url)| url.to_owned());
+        for spec in specs.iter().flat_map(|s| s.split(',')).map(str::trim).filter(|s| !s.is_empty()) {
+            let bad = |why: &str| Error::Usage(format!("--upstream {spec:?}: {why}"));
+            let (name, url) =
+                spec.split_once('=').ok_or_else(|| bad("expected PROVIDER=URL, e.g. openai=http://127.0.0.1:8080"))?;
+            let i = DEFAULTS
+                .iter()
+                .position(|(n, _)| *n == name.trim())
+                .ok_or_else(|| bad("the provider is one of openai, anthropic, gemini"))?;
+            let url = url.trim().trim_end_matches('/');
+            let parsed = reqwest::Url::parse(url).map_err(|e| bad(&format!("not a URL ({e})")))?;
+            if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+                return Err(bad("expected an http:// or https:// URL with a host"));
+            }
+            if parsed.query().is_some() || !parsed.username().is_empty() || parsed.password().is_some() {
+                return Err(bad("give the origin and path alone: no query, no user or password in the URL"));
+            }
+            bases[i] = url.to_owned();
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| Error::Usage(format!("cannot start the upstream client: {e}")))?;
+        Ok(Upstream { bases, client, max_model_calls, sent: AtomicU64::new(0) })
+    }
+
+    /// Where `format`'s requests go.
+    pub fn base(&self, format: Format) -> &str {
+        match format {
+            Format::OpenAiChat | Format::OpenAiResponses => &self.bases[0],
+            Format::Anthropic => &self.bases[1],
+            Format::Gemini | Format::GeminiOpenAi => &self.bases[2],
+        }
+    }
+
+    /// Every upstream, `name=URL`, for the banner.
+    pub fn describe(&self) -> String {
+        DEFAULTS.iter().zip(&self.bases).map(|((n, _), b)| format!("{n}={b}")).collect::<Vec<_>>().join(", ")
+    }
+
+    /// Takes one request's place under the limit; `false` when the limit is reached.
+    fn reserve(&self) -> bool {
+        let n = self.sent.fetch_add(1, Ordering::SeqCst);
+        if self.max_model_calls.is_some_and(|max| n >= max) {
+            self.sent.fetch_sub(1, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+
+    /// Gives back a place taken for a request that never reached the provider.
+    fn release(&self) {
+        self.sent.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Requests sent upstream so far.
+    pub fn sent(&self) -> u64 {
+        self.sent.load(Ordering::SeqCst)
+    }
+}
+
+/// The path a request goes to upstream: as the agent sent it, with the format's version put
+/// back where the agent's SDK left it out (`/messages` is `/v1/messages`).
+fn upstream_path(format: Format, path: &str) -> String {
+    if path.starts_with("/v1/") || path.starts_with("/v1beta/") {
+        return path.to_owned();
+    }
+    let version = match format {
+        Format::OpenAiChat | Format::OpenAiResponses | Format::Anthropic => "/v1",
+        Format::Gemini => "/v1beta",
+        Format::GeminiOpenAi => "/v1beta/openai",
+    };
+    format!("{version}{path}")
+}
+
+/// What one request is, for the forwarding.
+pub struct Forward<'a> {
+    pub agent: u32,
+    pub prefix: Option<u32>,
+    pub format: Format,
+    /// The path after any `/agents/K` prefix, and the query.
+    pub path: &'a str,
+    pub query: Option<&'a str>,
+    pub headers: &'a HeaderMap,
+    pub body: Bytes,
+}
+
+/// One provider request in live mode: refused by the limits, a fault or the spending limit as
+/// the scenario says, else forwarded and its answer streamed back and recorded.
+pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forward<'_>) -> Response {
+    let Forward { agent, prefix, format, path, query, headers, body } = req;
+    let (c, turn, started_ms) = match admit(shared, upstream, agent, prefix, format, &body) {
+        Ok(place) => place,
+        Err(reply) => return respond(reply).await,
+    };
+    let base = upstream.base(format).to_owned();
+    let mut url = format!("{base}{}", upstream_path(format, path));
+    if let Some(q) = query {
+        url.push('?');
+        url.push_str(q);
+    }
+    let mut out = reqwest::header::HeaderMap::new();
+    for (k, v) in headers {
+        if !HOP_HEADERS.contains(&k.as_str()) && k != "accept-encoding" {
+            out.append(k.clone(), v.clone());
+        }
+    }
+    let answer = match upstream.client.post(&url).headers(out).body(body).send().await {
+        Ok(a) => a,
+        Err(e) => {
+            upstream.release();
+            let why = if e.is_timeout() { "timed out".to_owned() } else { error_chain(&e) };
+            let message = format!(
+                "tracefault: the upstream {base} could not be reached ({why}); the request was not answered by the provider"
+            );
+            if let Some(w) = shared.lock().world(agent) {
+                w.upstream_failures += 1;
+                w.note(format!("the upstream {base} could not be reached ({why}): not the model's behaviour"));
+            }
+            return respond(Reply::json(502, &json!({"error": {"type": "upstream_unreachable", "message": message}})))
+                .await;
+        }
+    };
+    let status = answer.status().as_u16();
+    let mut response = Response::builder().status(StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY));
+    let mut is_sse = false;
+    for (k, v) in answer.headers() {
+        if HOP_HEADERS.contains(&k.as_str()) {
+            continue;
+        }
+        is_sse |= k == "content-type" && v.to_str().is_ok_and(|t| t.starts_with("text/event-stream"));
+        if let Ok(name) = HeaderName::from_bytes(k.as_str().as_bytes()) {
+            response = response.header(name, v.as_bytes());
+        }
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::result::Result<Bytes, std::io::Error>>(16);
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        let mut answer = answer;
+        let mut kept = Vec::new();
+        let mut broken = None;
+        let mut agent_left = false;
+        loop {
+            match answer.chunk().await {
+                Ok(Some(bytes)) => {
+                    if kept.len() < KEPT_BYTES {
+                        let room = KEPT_BYTES - kept.len();
+                        kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
+                    }
+                    if tx.send(Ok(bytes)).await.is_err() {
+                        agent_left = true;
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    broken = Some(error_chain(&e));
+                    let _ = tx.send(Err(std::io::Error::other(e))).await;
+                    break;
+                }
+            }
+        }
+        let mut m = shared.lock();
+        if let Some(w) = m.world(agent) {
+            let latency_ms = w.clock.now_ms().saturating_sub(started_ms);
+            answered(w, Answered { c, turn, format, status, is_sse, kept: &kept, latency_ms, broken, agent_left });
+        }
+    });
+    response.body(AxumBody::new(Channel(rx))).unwrap_or_else(|_| Response::new(AxumBody::empty()))
+}
+
+/// A live request's place (its conversation, turn, and the clock's reading) when it goes upstream; else the answer
+/// it gets here: the fleet's limits, a provider fault, the spending limit.
+fn admit(
+    shared: &Shared,
+    upstream: &Upstream,
+    agent: u32,
+    prefix: Option<u32>,
+    format: Format,
+    body: &[u8],
+) -> std::result::Result<(usize, u32, u64), Reply> {
+    let mut m = shared.lock();
+    let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked by the caller");
+    w.http_requests[0] += 1;
+    w.trace.header.provider.get_or_insert_with(|| format.name().to_owned());
+    let items = serde_json::from_slice::<Value>(body).map(|b| format.request_items(&b)).unwrap_or_default();
+    let c = conversation(w, prefix, format, &items);
+    record_history(w, c, &items);
+    let n = w.model_calls as u32 + 1;
+    if let Some(reply) = refusal(w, &mut limits.provider, c, format, n, body.len() as u64 / 4) {
+        return Err(reply);
+    }
+    if !upstream.reserve() {
+        let max = upstream.max_model_calls.unwrap_or_default();
+        w.spending_refusals += 1;
+        if w.spending_refusals == 1 {
+            w.note(format!(
+                "the spending limit stopped the run: --max-model-calls {max} reached, later requests were refused \
+                 here and never sent to the provider"
+            ));
+        }
+        let message = format!(
+            "tracefault: the spending limit is reached (--max-model-calls {max}); this request was not sent to the \
+             provider"
+        );
+        return Err(Reply::json(403, &json!({"error": {"type": "spending_limit", "message": message}})));
+    }
+    Ok((c, w.conversation(c).turns + 1, w.clock.now_ms()))
+}
+
+/// An error with its causes, on one line (reqwest's own says little: "error sending request").
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        out.push_str(": ");
+        out.push_str(&c.to_string());
+        cause = c.source();
+    }
+    out
+}
+
+/// The conversation a live request belongs to: the one that gave out (or saw) one of its
+/// call ids; else, when it carries calls or results, the latest of its agent prefix; else (a
+/// first request) a new one.
+fn conversation(w: &mut World, prefix: Option<u32>, format: Format, items: &[Item]) -> usize {
+    let ids = call_ids(items);
+    if let Some(c) = ids.iter().rev().find_map(|id| w.owner.get(id).copied())
+        && let Some(c) = w.conversation_index(c)
+    {
+        return c;
+    }
+    let continues = items.iter().any(|i| matches!(i, Item::Result { .. } | Item::Model { .. }));
+    if continues && let Some((&c, _)) = w.conversations.iter().rev().find(|(_, conv)| conv.agent == prefix) {
+        return c;
+    }
+    w.add_conversation(|w, index| {
+        super::conversation::Conversation::new(w.conversation_key(index), index, prefix, format)
+    })
+}
+
+/// What a request's history shows that the trace has not yet: the model's calls (when the
+/// answer that made them was a stream, read from the history the agent sends back) and their
+/// results, in the order the agent sends them.
+fn record_history(w: &mut World, c: usize, items: &[Item]) {
+    let turn = w.conversation(c).turns;
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    for item in items {
+        match item {
+            Item::Model { calls, .. } => {
+                for call in calls {
+                    let Some(id) = &call.id else { continue };
+                    if w.owner.contains_key(id) {
+                        continue;
+                    }
+                    w.owner.insert(id.clone(), c);
+                    w.record(TraceEvent::ToolCall {
+                        turn,
+                        call_id: id.clone(),
+                        name: call.name.clone(),
+                        args: call.args.clone(),
+                    });
+                }
+            }
+            Item::Result { id: Some(id), content, flag, .. } => {
+                let key = format!("result:{id}");
+                if w.owner.contains_key(&key) || !seen.insert(key.clone()) {
+                    continue;
+                }
+                w.owner.insert(key, c);
+                let failed = flag.is_some();
+                w.record(TraceEvent::ToolResult {
+                    call_id: id.clone(),
+                    ok: !failed,
+                    status: None,
+                    content: content.clone(),
+                    error_class: None,
+                    latency_ms: None,
+                    attempts: None,
+                    evidence: failed.then(|| "the provider's error flag on the result".to_owned()),
+                    cancelled: false,
+                    attempt_ms: Vec::new(),
+                });
+            }
+            _ => {}
+        }
+    }
+}
+
+/// What came back from upstream for one request.
+struct Answered<'a> {
+    c: usize,
+    turn: u32,
+    format: Format,
+    status: u16,
+    is_sse: bool,
+    kept: &'a [u8],
+    latency_ms: u64,
+    /// The upstream's stream broke off (why).
+    broken: Option<String>,
+    /// The agent closed its connection before the answer ended.
+    agent_left: bool,
+}
+
+/// Records an answer from upstream: a model call with its usage, the calls it made (ids kept,
+/// so the results that come back are known), and whether it ended the conversation.
+fn answered(w: &mut World, a: Answered<'_>) {
+    let Answered { c, turn, format, status, is_sse, kept, latency_ms, broken, agent_left } = a;
+    w.model_calls += 1;
+    w.conversation(c).turns = turn;
+    let text = String::from_utf8_lossy(kept);
+    let read = if is_sse { read_stream(&text) } else { read_json(format, &text) };
+    if status == 200 && read.is_none() && broken.is_none() {
+        w.note(format!(
+            "request {}: the provider's answer could not be read ({} bytes); passed on unchanged",
+            w.model_calls,
+            kept.len()
+        ));
+    }
+    let read = read.unwrap_or_default();
+    if let Some(why) = &broken {
+        w.note(format!("request {}: the provider's stream broke off ({why})", w.model_calls));
+    }
+    if agent_left {
+        w.note(format!("request {}: the agent closed the connection before the answer ended", w.model_calls));
+    }
+    let ok = status == 200 && broken.is_none();
+    if ok {
+        w.succeeded(w.provider_target());
+    }
+    let stop = match (ok, read.calls) {
+        (false, _) => Stop::Error,
+        (true, true) => Stop::ToolCalls,
+        (true, false) => Stop::End,
+    };
+    w.record(TraceEvent::ModelCall {
+        turn,
+        status: if ok {
+            200
+        } else if status == 200 {
+            502
+        } else {
+            status
+        },
+        tokens_in: read.tokens_in,
+        tokens_out: read.tokens_out,
+        latency_ms: Some(latency_ms),
+        t_ms: None,
+        stop,
+        text: read.text.clone(),
+    });
+    for (id, name, args) in read.call_list {
+        if let Some(id) = &id {
+            w.owner.insert(id.clone(), c);
+        }
+        w.record(TraceEvent::ToolCall { turn, call_id: id.unwrap_or_default(), name, args });
+    }
+    w.conversation(c).ended = (ok && !read.calls).then_some("answer");
+}
+
+/// What an answer says of itself.
+#[derive(Default)]
+struct Read {
+    tokens_in: u64,
+    tokens_out: u64,
+    /// It asks for tools.
+    calls: bool,
+    /// The calls, when the answer was read whole: (id, name, arguments).
+    call_list: Vec<(Option<String>, String, Args)>,
+    text: Option<String>,
+}
+
+/// A JSON answer, read by its format's reader; `None` when it is not one.
+fn read_json(format: Format, text: &str) -> Option<Read> {
+    let v: Value = serde_json::from_str(text).ok()?;
+    let mut read = Read::default();
+    usage(&v, &mut read);
+    if let Some(Item::Model { text, calls, .. }) = format.provider().response(&v) {
+        read.calls = !calls.is_empty();
+        read.call_list = calls.into_iter().map(|c| (c.id, c.name, c.args)).collect();
+        read.text = text;
+    } else {
+        read.calls = asks_for_tools(&v);
+    }
+    Some(read)
+}
+
+/// A server-sent-events answer: every `data:` event that is JSON, read for usage (the largest
+/// count any event reports: providers repeat and grow them) and for a call's mark; `None`
+/// when no event is JSON.
+fn read_stream(text: &str) -> Option<Read> {
+    let mut read = Read::default();
+    let mut any = false;
+    for line in text.lines() {
+        let Some(data) = line.strip_prefix("data:") else { continue };
+        let Ok(v) = serde_json::from_str::<Value>(data.trim()) else { continue };
+        any = true;
+        usage(&v, &mut read);
+        read.calls |= asks_for_tools(&v);
+    }
+    any.then_some(read)
+}
+
+/// The usage fields of every provider, wherever they sit in `v`: the largest of each.
+fn usage(v: &Value, read: &mut Read) {
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                let n = x.as_u64();
+                match (k.as_str(), n) {
+                    ("prompt_tokens" | "input_tokens" | "promptTokenCount", Some(n)) => {
+                        read.tokens_in = read.tokens_in.max(n)
+                    }
+                    ("completion_tokens" | "output_tokens" | "candidatesTokenCount", Some(n)) => {
+                        read.tokens_out = read.tokens_out.max(n)
+                    }
+                    _ => usage(x, read),
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| usage(x, read)),
+        _ => {}
+    }
+}
+
+/// Whether a piece of an answer asks for a tool, in any provider's shape: OpenAI's
+/// `tool_calls` (or a `tool_calls` finish), a Responses `function_call` item, an Anthropic
+/// `tool_use` block (or stop), a Gemini `functionCall` part.
+fn asks_for_tools(v: &Value) -> bool {
+    match v {
+        Value::Object(o) => o.iter().any(|(k, x)| match (k.as_str(), x) {
+            ("tool_calls", Value::Array(a)) => !a.is_empty(),
+            ("functionCall", Value::Object(_)) => true,
+            ("type", Value::String(t)) => matches!(t.as_str(), "function_call" | "tool_use" | "custom_tool_call"),
+            ("finish_reason" | "stop_reason", Value::String(r)) => matches!(r.as_str(), "tool_calls" | "tool_use"),
+            _ => asks_for_tools(x),
+        }),
+        Value::Array(a) => a.iter().any(asks_for_tools),
+        _ => false,
+    }
+}
+
+/// A body fed by the task that reads the upstream's answer.
+struct Channel(tokio::sync::mpsc::Receiver<std::result::Result<Bytes, std::io::Error>>);
+
+impl http_body::Body for Channel {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<std::result::Result<http_body::Frame<Bytes>, Self::Error>>> {
+        self.0.poll_recv(cx).map(|o| o.map(|r| r.map(http_body::Frame::data)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upstreams_parse_and_refuse_what_is_no_origin() {
+        let u = Upstream::new(&["openai=http://127.0.0.1:9/,gemini=https://g.example/x".into()], None).unwrap();
+        assert_eq!(u.base(Format::OpenAiChat), "http://127.0.0.1:9");
+        assert_eq!(u.base(Format::Anthropic), "https://api.anthropic.com");
+        assert_eq!(u.base(Format::GeminiOpenAi), "https://g.example/x");
+        for bad in ["openai", "mistral=http://x", "openai=ftp://x", "openai=http://k:s@x", "openai=http://x?a=1"] {
+            let e = Upstream::new(&[bad.into()], None).err().unwrap().to_string();
+            assert!(e.contains("--upstream"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_limit_is_never_passed() {
+        let u = Upstream::new(&[], Some(2)).unwrap();
+        assert!(u.reserve() && u.reserve());
+        assert!(!u.reserve());
+        u.release();
+        assert!(u.reserve());
+        assert!(!u.reserve());
+        assert_eq!(u.sent(), 2);
+    }
+
+    #[test]
+    fn paths_get_their_version_back() {
+        assert_eq!(upstream_path(Format::Anthropic, "/messages"), "/v1/messages");
+        assert_eq!(upstream_path(Format::OpenAiChat, "/v1/chat/completions"), "/v1/chat/completions");
+        assert_eq!(upstream_path(Format::Gemini, "/models/m:generateContent"), "/v1beta/models/m:generateContent");
+        assert_eq!(upstream_path(Format::GeminiOpenAi, "/chat/completions"), "/v1beta/openai/chat/completions");
+    }
+
+    /// Usage and a call's mark from each provider's stream, counted by hand from the events.
+    #[test]
+    fn streams_are_read_for_usage_and_calls() {
+        let anthropic = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":25,\"output_tokens\":1}}}\n\n\
+            event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"get\",\"input\":{}}}\n\n\
+            event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":15}}\n\n";
+        let r = read_stream(anthropic).unwrap();
+        assert_eq!((r.tokens_in, r.tokens_out, r.calls), (25, 15, true));
+        let chat = "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"},\"finish_reason\":null}]}\n\n\
+            data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":null}\n\n\
+            data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":2,\"total_tokens\":11}}\n\ndata: [DONE]\n\n";
+        let r = read_stream(chat).unwrap();
+        assert_eq!((r.tokens_in, r.tokens_out, r.calls), (9, 2, false));
+        let gemini = "data: {\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"get\",\"args\":{}}}]}}],\"usageMetadata\":{\"promptTokenCount\":7,\"candidatesTokenCount\":3}}\r\n\r\n";
+        let r = read_stream(gemini).unwrap();
+        assert_eq!((r.tokens_in, r.tokens_out, r.calls), (7, 3, true));
+        assert!(read_stream("not an event stream").is_none());
+    }
+
+    #[test]
+    fn a_json_answer_is_read_by_its_format() {
+        let body = json!({"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "tool_calls",
+            "message": {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": "lookup", "arguments": "{\"q\":\"x\"}"}}]}}],
+            "usage": {"prompt_tokens": 31, "completion_tokens": 12, "total_tokens": 43}});
+        let r = read_json(Format::OpenAiChat, &body.to_string()).unwrap();
+        assert_eq!((r.tokens_in, r.tokens_out, r.calls), (31, 12, true));
+        assert_eq!(r.call_list.len(), 1);
+        assert_eq!(r.call_list[0].0.as_deref(), Some("call_1"));
+        assert_eq!(r.call_list[0].1, "lookup");
+        assert!(read_json(Format::OpenAiChat, "<html>").is_none());
+    }
+}

@@ -1,0 +1,306 @@
+//! Live mode against a fake provider upstream (wiremock): what passes goes through byte for
+//! byte with the agent's key, what the scenario faults is answered here and never sent, the
+//! spending limit is never passed, a down upstream is said to be one, and no key reaches a trace.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+
+use serde_json::{Value, json};
+use wiremock::matchers::{header, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::root;
+
+const KEY: &str = "sk-live-secret-0123456789";
+
+/// A chat completion as a provider sends it, with its usage (31 in, 12 out) and one call.
+fn chat_answer() -> Vec<u8> {
+    serde_json::to_vec_pretty(&json!({"id": "chatcmpl-9", "object": "chat.completion", "model": "gpt-x",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+        "tool_calls": [{"id": "call_up_1", "type": "function", "function": {"name": "search", "arguments": "{\"query\":\"Paris\"}"}}]}}],
+        "usage": {"prompt_tokens": 31, "completion_tokens": 12, "total_tokens": 43}}))
+    .unwrap()
+}
+
+fn request() -> Value {
+    json!({"model": "gpt-x", "messages": [{"role": "user", "content": "Weather in Paris?"}],
+        "tools": [{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}]})
+}
+
+/// A running `tracefault proxy`, stopped by Ctrl-C when dropped.
+struct Proxy {
+    child: Child,
+    base: String,
+    out: tempfile::TempDir,
+}
+
+impl Proxy {
+    fn start(scenario: &str, extra: &[&str]) -> Proxy {
+        let out = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("tracefault"))
+            .current_dir(root())
+            .args(["proxy", scenario, "--out"])
+            .arg(out.path().join("set"))
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut base = String::new();
+        for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+            let line = line.unwrap();
+            if let Some(v) = line.strip_prefix("export ANTHROPIC_BASE_URL=") {
+                base = v.to_owned();
+            }
+            assert!(!line.contains("_API_KEY"), "live mode sets no key: {line}");
+            if line.starts_with("# tracefault is serving") {
+                break;
+            }
+        }
+        assert!(base.starts_with("http://127.0.0.1:"), "loopback by default: {base:?}");
+        Proxy { child, base, out }
+    }
+
+    /// POSTs `body` with the agent's key: (status, headers' content-type, body bytes).
+    fn post(&self, path: &str, body: &Value) -> (u16, String, Vec<u8>) {
+        let r = match ureq::post(&format!("{}{path}", self.base))
+            .set("authorization", &format!("Bearer {KEY}"))
+            .send_json(body.clone())
+        {
+            Ok(r) | Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("{e}"),
+        };
+        let (status, ct) = (r.status(), r.header("content-type").unwrap_or_default().to_owned());
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut r.into_reader(), &mut bytes).unwrap();
+        (status, ct, bytes)
+    }
+
+    /// Stops it (Ctrl-C) and returns its stderr and the trace of agent 0.
+    fn stop(self) -> (String, Vec<Value>, tempfile::TempDir) {
+        rustix::process::kill_process(rustix::process::Pid::from_child(&self.child), rustix::process::Signal::INT)
+            .unwrap();
+        let out = self.child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let trace = std::fs::read_to_string(self.out.path().join("set/traces/agent-0.jsonl")).unwrap_or_default();
+        let events = trace.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        (stderr, events, self.out)
+    }
+}
+
+/// Every file under `dir`, read as text.
+fn all_text(dir: &std::path::Path) -> String {
+    let mut out = String::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.push_str(&all_text(&p));
+        } else {
+            out.push_str(&String::from_utf8_lossy(&std::fs::read(&p).unwrap()));
+        }
+    }
+    out
+}
+
+fn model_calls(events: &[Value]) -> Vec<&Value> {
+    events.iter().filter(|e| e["type"] == "model_call").collect()
+}
+
+#[test]
+fn an_answer_passes_byte_for_byte_with_the_agents_key_which_no_trace_keeps() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let upstream = rt.block_on(MockServer::start());
+    rt.block_on(
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .and(header("authorization", format!("Bearer {KEY}").as_str()))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(chat_answer(), "application/json"))
+            .expect(1)
+            .mount(&upstream),
+    );
+    let p = Proxy::start("tests/fixtures/wire/plain.toml", &["--upstream", &format!("openai={}", upstream.uri())]);
+    let (status, ct, bytes) = p.post("/v1/chat/completions", &request());
+    assert_eq!((status, ct.as_str()), (200, "application/json"));
+    assert_eq!(bytes, chat_answer(), "the provider's bytes, unchanged");
+    let (stderr, events, out) = p.stop();
+    assert!(stderr.contains("1 sent to the providers"), "{stderr}");
+    let calls = model_calls(&events);
+    assert_eq!(calls.len(), 1, "{events:?}");
+    // The usage the answer reports, and the call it made.
+    assert_eq!(
+        (calls[0]["status"].as_u64(), calls[0]["tokens_in"].as_u64(), calls[0]["tokens_out"].as_u64()),
+        (Some(200), Some(31), Some(12))
+    );
+    let tool_calls: Vec<&Value> = events.iter().filter(|e| e["type"] == "tool_call").collect();
+    assert_eq!(tool_calls.len(), 1);
+    assert_eq!(
+        (tool_calls[0]["call_id"].as_str(), tool_calls[0]["name"].as_str()),
+        (Some("call_up_1"), Some("search"))
+    );
+    assert!(!all_text(out.path()).contains(KEY), "a key in the written set");
+    rt.block_on(upstream.verify());
+}
+
+/// A stream is passed on as the provider sends it; its usage comes from its events.
+#[test]
+fn a_stream_passes_byte_for_byte_and_is_read_for_its_usage() {
+    let sse = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"usage\":{\"input_tokens\":25,\"output_tokens\":1}}}\n\n\
+        event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"18 C\"}}\n\n\
+        event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":15}}\n\n\
+        event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let upstream = rt.block_on(MockServer::start());
+    rt.block_on(
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(sse.as_bytes().to_vec(), "text/event-stream"))
+            .expect(1)
+            .mount(&upstream),
+    );
+    let p = Proxy::start("tests/fixtures/wire/plain.toml", &["--upstream", &format!("anthropic={}", upstream.uri())]);
+    let body = json!({"model": "claude-x", "max_tokens": 100, "stream": true, "messages": [{"role": "user", "content": "Weather?"}]});
+    // An SDK that leaves the version out of the path (`/messages`) reaches `/v1/messages`.
+    let (status, ct, bytes) = p.post("/messages", &body);
+    assert_eq!((status, ct.as_str()), (200, "text/event-stream"));
+    assert_eq!(String::from_utf8(bytes).unwrap(), sse);
+    let (_, events, _) = p.stop();
+    let calls = model_calls(&events);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        (calls[0]["tokens_in"].as_u64(), calls[0]["tokens_out"].as_u64(), calls[0]["stop"].as_str()),
+        (Some(25), Some(15), Some("end"))
+    );
+    rt.block_on(upstream.verify());
+}
+
+/// The scenario's provider fault is answered here, in the provider's dialect, and never sent;
+/// the spending limit refuses what would pass it; the upstream sees exactly what was allowed.
+#[test]
+fn a_fault_and_the_spending_limit_are_answered_here_and_never_sent() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let upstream = rt.block_on(MockServer::start());
+    rt.block_on(
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(chat_answer(), "application/json"))
+            .expect(1)
+            .mount(&upstream),
+    );
+    let p = Proxy::start(
+        "tests/fixtures/wire/live-429-first.toml",
+        &["--upstream", &format!("openai={}", upstream.uri()), "--max-model-calls", "1", "--time-scale", "0.01"],
+    );
+    let (status, _, bytes) = p.post("/v1/chat/completions", &request());
+    assert_eq!(status, 429);
+    let v: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(v["error"]["code"], "rate_limit_exceeded", "OpenAI's own error shape: {v}");
+    assert_eq!(rt.block_on(upstream.received_requests()).unwrap().len(), 0, "a fault never reaches the provider");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let (status, _, bytes) = p.post("/v1/chat/completions", &request());
+    assert_eq!(status, 200);
+    assert_eq!(bytes, chat_answer());
+    let (status, _, bytes) = p.post("/v1/chat/completions", &request());
+    assert_eq!(status, 403, "{}", String::from_utf8_lossy(&bytes));
+    let v: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(v["error"]["type"], "spending_limit");
+    assert!(v["error"]["message"].as_str().unwrap().contains("--max-model-calls 1"), "{v}");
+    let (stderr, events, _) = p.stop();
+    let statuses: Vec<u64> = model_calls(&events).iter().filter_map(|e| e["status"].as_u64()).collect();
+    assert_eq!(statuses, [429, 200], "the fault and the one call sent; the refusal is no model call");
+    assert!(stderr.contains("1 sent to the providers"), "{stderr}");
+    rt.block_on(upstream.verify());
+}
+
+/// An upstream that is down is said to be one, with a 502 of tracefault's own, and is no
+/// model call.
+#[test]
+fn a_down_upstream_is_a_502_that_says_so_and_no_model_call() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let p = Proxy::start("tests/fixtures/wire/plain.toml", &["--upstream", &format!("openai=http://127.0.0.1:{port}")]);
+    let (status, _, bytes) = p.post("/v1/chat/completions", &request());
+    assert_eq!(status, 502);
+    let v: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(v["error"]["type"], "upstream_unreachable");
+    assert!(v["error"]["message"].as_str().unwrap().contains(&format!("127.0.0.1:{port}")), "{v}");
+    let (stderr, events, _) = p.stop();
+    assert!(model_calls(&events).is_empty(), "{events:?}");
+    assert!(stderr.contains("0 sent to the providers, 1 not answered by them"), "{stderr}");
+}
+
+#[test]
+fn bad_upstreams_and_a_limit_without_live_mode_are_refused() {
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin!("tracefault"))
+        .current_dir(root())
+        .args(["proxy", "tests/fixtures/wire/plain.toml", "--upstream", "mistral=http://x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("one of openai, anthropic, gemini"));
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin!("tracefault"))
+        .current_dir(root())
+        .args(["exec", "tests/fixtures/wire/plain.toml", "--max-model-calls", "3", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs --live"), "{out:?}");
+}
+
+/// `exec --live`: the reference agent's model requests go to the upstream (a scripted model:
+/// a call of `search`, then, once a result comes back, an answer), its tool calls to the
+/// scenario's mock tool, whose first attempt meets a 503. By hand, per run: 2 model calls, both
+/// sent upstream with the usage the upstream reports (31 + 12, then 40 + 5), 2 tool calls (the
+/// 503 and the agent's own retry), 1 fault, an answer.
+#[test]
+fn exec_live_scores_a_real_agent_against_the_upstream_by_runs_definitions() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let upstream = rt.block_on(MockServer::start());
+    let answer = json!({"id": "chatcmpl-2", "object": "chat.completion", "model": "gpt-x",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "It is 18 C."}}],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 5, "total_tokens": 45}});
+    rt.block_on(async {
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .and(wiremock::matchers::body_string_contains("tool_call_id"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(answer))
+            .with_priority(1)
+            .expect(2)
+            .mount(&upstream)
+            .await;
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(chat_answer(), "application/json"))
+            .with_priority(2)
+            .expect(2)
+            .mount(&upstream)
+            .await;
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let sc = crate::write(
+        dir.path(),
+        "live.toml",
+        "name = \"live\"\n[task]\n[[task.steps]]\ntool = \"search\"\nargs = { query = \"Paris\" }\nresult = { temp_c = 18 }\n\
+         [[faults]]\ntarget = \"search\"\nat = [1]\nhttp = 503\n",
+    );
+    let agent = crate::wire::reference_agent();
+    let out = dir.path().join("out");
+    let (code, report, stdout) = crate::wire::exec(
+        sc.to_str().unwrap(),
+        &out,
+        &[agent.to_str().unwrap(), "--format", "openai-chat", "--strategy", "five-field"],
+        &["--runs", "2", "--live", "--upstream", &format!("openai={}", upstream.uri()), "--max-model-calls", "4"],
+    );
+    assert_eq!(code, 0, "{stdout}");
+    assert!(stdout.contains("answered 2/2"), "{stdout}");
+    let rows = crate::support::csv::Table::read(&out.join("runs.csv")).rows;
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        let cells = [&r["model_calls"], &r["tool_calls"], &r["faults_injected"], &r["terminated_by"]];
+        assert_eq!(cells, ["2", "2", "1", "answer"], "{:?}", r.cells());
+        assert_eq!(r["tokens"], "88", "31 + 12 + 40 + 5: {:?}", r.cells());
+    }
+    assert_eq!(report["runs"].as_array().map(Vec::len), Some(2), "{report}");
+    assert_eq!(report["model"]["answered_by"], "the providers (live)", "{report}");
+    assert_eq!(report["model"]["requests_sent"], 4, "{report}");
+    rt.block_on(upstream.verify());
+}
