@@ -76,6 +76,7 @@ fn scenario(
         faults: FaultPlan::new(rules, task.tools.len()),
         loads: vec![ToolLoad::default(); task.tools.len()],
         loaded: false,
+        tool_upstreams: vec![None; task.tools.len()],
         provider_load: ProviderLoad::default(),
         pricing: None,
         fleet: Fleet::default(),

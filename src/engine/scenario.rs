@@ -67,6 +67,8 @@ pub struct Scenario {
     /// than "everything".
     pub loads: Vec<ToolLoad>,
     pub loaded: bool,
+    /// `[tools.NAME] upstream`, by tool index: the user's real tool, called in live mode alone.
+    pub tool_upstreams: Vec<Option<String>>,
     /// `[provider] rpm`, `tpm`: the fleet's limits at the provider.
     pub provider_load: ProviderLoad,
     /// `[pricing]`: the billed model and its USD per million input and output tokens.

@@ -565,6 +565,10 @@ pub struct ToolDto {
     /// `"occ"`: optimistic concurrency; a call fails with 409 if another call committed while it
     /// was served (default none).
     pub conflict: Option<String>,
+    /// Live mode only (`exec --live`, `proxy`): the user's real tool, an `http://` or `https://`
+    /// URL. A call no fault stops is POSTed there (its JSON arguments as the body) and its answer
+    /// is the result; without live mode the mock answers (default: the mock, always).
+    pub upstream: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -191,6 +191,7 @@ pub fn validate(dto: ScenarioDto, files: Files, ctx: &Ctx) -> std::result::Resul
     );
     let fleet = keep(p, fleet::fleet_from_dto(ctx, dto.fleet.as_ref()));
     let loads = task.as_ref().and_then(|task| keep(p, fleet::loads_from_dto(ctx, &dto.tools, &task.tools)));
+    let upstreams = task.as_ref().and_then(|task| keep(p, fleet::upstreams_from_dto(ctx, &dto.tools, &task.tools)));
 
     let (
         Some(task),
@@ -203,7 +204,8 @@ pub fn validate(dto: ScenarioDto, files: Files, ctx: &Ctx) -> std::result::Resul
         Some(pricing),
         Some(fleet),
         Some(loads),
-    ) = (task, provider_load, format, policy, profile, strategies, baseline, pricing, fleet, loads)
+        Some(tool_upstreams),
+    ) = (task, provider_load, format, policy, profile, strategies, baseline, pricing, fleet, loads, upstreams)
     else {
         return Err(problems);
     };
@@ -216,6 +218,7 @@ pub fn validate(dto: ScenarioDto, files: Files, ctx: &Ctx) -> std::result::Resul
     let scenario = Scenario {
         loaded: provider_load.is_limited() || loads.iter().any(|l| *l != ToolLoad::default()),
         loads,
+        tool_upstreams,
         provider_load,
         pricing,
         fleet,

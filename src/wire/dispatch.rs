@@ -97,22 +97,51 @@ pub async fn tool_call(
     if let Some(d) = delay {
         tokio::time::sleep(d).await;
     }
-    let mut m = shared.lock();
-    if m.epoch != epoch {
-        held.place = false;
+    // Live mode: a call no fault stopped goes to the user's real tool, when it has one.
+    let real = {
+        let mut m = shared.lock();
+        if m.epoch != epoch {
+            held.place = false;
+            held.serving = false;
+            return Ok(called);
+        }
+        let real = match (&shared.upstream, &m.scenario().tool_upstreams[tool]) {
+            (Some(up), Some(url)) if called.fault.is_none() => Some((up.clone(), url.clone())),
+            _ => None,
+        };
+        let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
         held.serving = false;
-        return Ok(called);
-    }
-    let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
-    held.serving = false;
-    let committed = limits.tools[tool].end((occ && called.fault.is_none()).then_some(read));
-    if std::mem::take(&mut held.place) {
-        limits.hand_on(tool);
-    }
-    if !committed {
-        return Err(tools::refused(w, name, LoadFault::Conflict, None));
+        let committed = limits.tools[tool].end((occ && called.fault.is_none()).then_some(read));
+        if std::mem::take(&mut held.place) {
+            limits.hand_on(tool);
+        }
+        if !committed {
+            return Err(tools::refused(w, name, LoadFault::Conflict, None));
+        }
+        real
+    };
+    let Some((upstream, url)) = real else { return Ok(called) };
+    let mut called = called;
+    match upstream.call_tool(&url, &args).await {
+        Ok(result) => called.result = result,
+        Err(fault) => {
+            if let Some(w) = shared.lock().world(agent) {
+                w.real_tool_failures += 1;
+                w.note(format!("the real tool {name} at {url} failed: {}", fault_line(&fault)));
+            }
+            called.fault = Some(fault);
+        }
     }
     Ok(called)
+}
+
+/// A real tool's failure in a few words.
+fn fault_line(f: &Fault) -> String {
+    match f {
+        Fault::Http { status, message, .. } => format!("{status} {}", message.as_deref().unwrap_or_default()),
+        Fault::Timeout { after_ms } => format!("no answer within {after_ms} ms"),
+        other => format!("{other:?}"),
+    }
 }
 
 /// A place or a service a tool call holds, given back if the call is dropped before its end

@@ -25,6 +25,7 @@ use super::provider::{call_ids, refusal};
 use super::world::World;
 use crate::error::{Error, Result};
 use crate::exchange::{Args, Item};
+use crate::fault::Fault;
 use crate::provider::{Format, Reply};
 use crate::trace::{Stop, TraceEvent};
 
@@ -131,6 +132,50 @@ impl Upstream {
     /// Requests sent upstream so far.
     pub fn sent(&self) -> u64 {
         self.sent.load(Ordering::SeqCst)
+    }
+}
+
+/// How long a real tool may take to answer.
+const TOOL_TIMEOUT: Duration = Duration::from_secs(120);
+
+impl Upstream {
+    /// A call of the user's real tool at `url`: its arguments POSTed as JSON. A 2xx JSON answer is
+    /// the result (a 2xx that is not JSON, its text as a string); any other status is that
+    /// failure, with its `retry-after` and the first line of its body; no answer is a timeout
+    /// or a reset.
+    pub async fn call_tool(&self, url: &str, args: &Value) -> std::result::Result<Value, Fault> {
+        let body = serde_json::to_vec(args).expect("a JSON value serializes");
+        let sent = self
+            .client
+            .post(url)
+            .header("content-type", "application/json")
+            .body(body)
+            .timeout(TOOL_TIMEOUT)
+            .send()
+            .await;
+        let answer = match sent {
+            Ok(a) => a,
+            Err(e) if e.is_timeout() => return Err(Fault::Timeout { after_ms: TOOL_TIMEOUT.as_millis() as u64 }),
+            Err(_) => return Err(Fault::Reset),
+        };
+        let status = answer.status().as_u16();
+        let retry_after_ms = answer
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(|s| (s * 1000.0) as u64);
+        let text = match answer.text().await {
+            Ok(t) => t,
+            Err(_) => return Err(Fault::Reset),
+        };
+        if !(200..300).contains(&status) {
+            let line: String = text.lines().next().unwrap_or_default().chars().take(200).collect();
+            let message = (!line.trim().is_empty()).then_some(line);
+            return Err(Fault::Http { status, retry_after_ms, param: None, message });
+        }
+        Ok(serde_json::from_str(&text).unwrap_or(Value::String(text)))
     }
 }
 

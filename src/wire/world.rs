@@ -136,6 +136,8 @@ pub struct World {
     /// Live mode: requests refused by the spending limit, and those the upstream never answered.
     pub spending_refusals: u64,
     pub upstream_failures: u64,
+    /// Live mode: calls the user's real tools failed (no injected fault: the tool's own answer).
+    pub real_tool_failures: u64,
     /// Calls the fleet's shared limits refused (tool rate and concurrency, provider rpm/tpm).
     pub load_rejections: u64,
     /// Until when each target's shared rate limit said it would refuse this agent.
@@ -201,6 +203,7 @@ impl World {
             wasted_retries: 0,
             spending_refusals: 0,
             upstream_failures: 0,
+            real_tool_failures: 0,
             load_rejections: 0,
             load_until: vec![0; targets],
             service,

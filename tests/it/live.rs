@@ -304,3 +304,195 @@ fn exec_live_scores_a_real_agent_against_the_upstream_by_runs_definitions() {
     assert_eq!(report["model"]["requests_sent"], 4, "{report}");
     rt.block_on(upstream.verify());
 }
+
+/// A Chat Completions stream as OpenAI sends it: chunks, then (`include_usage`) the usage.
+fn chat_stream(deltas: &[Value], finish: &str, usage: (u64, u64)) -> String {
+    let chunk = |choices: Value, usage: Value| {
+        format!(
+            "data: {}\n\n",
+            json!({"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": 1, "model": "gpt-x",
+                "choices": choices, "usage": usage})
+        )
+    };
+    let mut out = String::new();
+    for d in deltas {
+        out += &chunk(json!([{"index": 0, "delta": d, "finish_reason": null}]), Value::Null);
+    }
+    out += &chunk(json!([{"index": 0, "delta": {}, "finish_reason": finish}]), Value::Null);
+    let (tin, tout) = usage;
+    out += &chunk(json!([]), json!({"prompt_tokens": tin, "completion_tokens": tout, "total_tokens": tin + tout}));
+    out + "data: [DONE]\n\n"
+}
+
+/// The official `openai` SDK (examples/openai_agent.py), streaming and not, through
+/// `exec --live`: its key reaches the upstream, the scenario's 429 (answered here) is retried by
+/// the SDK itself, and the upstream (a scripted model: a call of `search`, then an answer once a
+/// result comes back) sees only what passed. By hand, per run: 3 model calls (the 429, then two
+/// sent upstream with usage 31 + 12 and 40 + 5), 2 tool calls (the mock tool's 503, which the
+/// agent's tool client retries, then 200), 2 faults, an answer.
+#[test]
+fn the_official_openai_sdk_through_exec_live_streaming_and_not() {
+    let Some(python) = crate::wire::sdk_python() else { return };
+    for stream in [false, true] {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let upstream = rt.block_on(MockServer::start());
+        let (call, answer) = if stream {
+            let call = chat_stream(
+                &[
+                    json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": "call_s1", "type": "function",
+                        "function": {"name": "search", "arguments": ""}}]}),
+                    json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"query\":\"Paris\"}"}}]}),
+                ],
+                "tool_calls",
+                (31, 12),
+            );
+            let answer = chat_stream(&[json!({"role": "assistant", "content": "It is 18 C."})], "stop", (40, 5));
+            (
+                ResponseTemplate::new(200).set_body_raw(call.into_bytes(), "text/event-stream"),
+                ResponseTemplate::new(200).set_body_raw(answer.into_bytes(), "text/event-stream"),
+            )
+        } else {
+            let answer = json!({"id": "chatcmpl-2", "object": "chat.completion", "created": 1, "model": "gpt-x",
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "It is 18 C."}}],
+                "usage": {"prompt_tokens": 40, "completion_tokens": 5, "total_tokens": 45}});
+            (
+                ResponseTemplate::new(200).set_body_raw(chat_answer(), "application/json"),
+                ResponseTemplate::new(200).set_body_json(answer),
+            )
+        };
+        rt.block_on(async {
+            let key = || header("authorization", "Bearer sk-live-sdk-test");
+            Mock::given(method("POST"))
+                .and(path("/v1/chat/completions"))
+                .and(key())
+                .and(wiremock::matchers::body_string_contains("\"tool\""))
+                .respond_with(answer)
+                .with_priority(1)
+                .expect(1)
+                .mount(&upstream)
+                .await;
+            Mock::given(method("POST"))
+                .and(path("/v1/chat/completions"))
+                .and(key())
+                .respond_with(call)
+                .with_priority(2)
+                .expect(1)
+                .mount(&upstream)
+                .await;
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let sc = crate::write(
+            dir.path(),
+            "live-sdk.toml",
+            "name = \"live-sdk\"\n[task]\n[[task.steps]]\ntool = \"search\"\nargs = { query = \"Paris\" }\n\
+             result = { temp_c = 18 }\n[[faults]]\ntarget = \"provider\"\nat = [1]\nhttp = 429\nretry_after_s = 1\n\
+             [[faults]]\ntarget = \"search\"\nat = [1]\nhttp = 503\n",
+        );
+        let out = dir.path().join("out");
+        let mut agent = vec![python.to_str().unwrap(), "examples/openai_agent.py"];
+        if stream {
+            agent.push("--stream");
+        }
+        let o = crate::tracefault()
+            .env("OPENAI_API_KEY", "sk-live-sdk-test")
+            .args(["exec", sc.to_str().unwrap(), "--out", out.to_str().unwrap(), "--live", "--time-scale", "0.01"])
+            .args(["--upstream", &format!("openai={}", upstream.uri())])
+            .arg("--")
+            .args(&agent)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(0), "stream {stream}: {stdout}");
+        let rows = crate::support::csv::Table::read(&out.join("runs.csv")).rows;
+        let r = &rows[0];
+        let cells = [&r["model_calls"], &r["tool_calls"], &r["faults_injected"], &r["terminated_by"], &r["tokens"]];
+        assert_eq!(cells, ["3", "2", "2", "answer", "88"], "stream {stream}: {:?}", r.cells());
+        let trace =
+            std::fs::read_to_string(out.join("traces").read_dir().unwrap().next().unwrap().unwrap().path()).unwrap();
+        let events: Vec<Value> = trace.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let statuses: Vec<u64> = model_calls(&events).iter().filter_map(|e| e["status"].as_u64()).collect();
+        assert_eq!(statuses, [429, 200, 200], "stream {stream}");
+        let call = events.iter().find(|e| e["type"] == "tool_call").unwrap();
+        assert_eq!(call["name"], "search", "stream {stream}: the model's call, read from the history after a stream");
+        assert!(!all_text(&out).contains("sk-live-sdk-test"), "stream {stream}: the key in the written set");
+        rt.block_on(upstream.verify());
+    }
+}
+
+/// `[tools.NAME] upstream`: in live mode a call no fault stops goes to the user's real tool
+/// and its answer is the result; a scheduled fault is answered here and never sent; the real
+/// tool's own failure is passed on as that failure. Without live mode the mock answers and the
+/// real tool hears nothing.
+#[test]
+fn a_real_tool_answers_in_live_mode_alone_and_faults_still_come_first() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let tool = rt.block_on(MockServer::start());
+    rt.block_on(async {
+        Mock::given(method("POST"))
+            .and(path("/search"))
+            .and(wiremock::matchers::body_json(json!({"query": "Paris"})))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({"temp_c": 21, "from": "the real tool"})))
+            .up_to_n_times(1)
+            .expect(1)
+            .mount(&tool)
+            .await;
+        Mock::given(method("POST"))
+            .and(path("/search"))
+            .respond_with(ResponseTemplate::new(500).set_body_string("backend down\nstack trace here"))
+            .with_priority(10)
+            .expect(1)
+            .mount(&tool)
+            .await;
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let sc = crate::write(
+        dir.path(),
+        "real-tool.toml",
+        &format!(
+            "name = \"real-tool\"\n[task]\n[[task.steps]]\ntool = \"search\"\nargs = {{ query = \"Paris\" }}\n\
+             result = {{ temp_c = 18 }}\n[tools.search]\nupstream = \"{}/search\"\n\
+             [[faults]]\ntarget = \"search\"\nat = [2]\nhttp = 503\n",
+            tool.uri()
+        ),
+    );
+    let sc = sc.to_str().unwrap();
+    let args = json!({"query": "Paris"});
+    // Without live mode: the mock's result, and nothing sent.
+    let served = crate::wire::Served::start_with(sc, &[]);
+    let r = ureq::post(&format!("{}/tools/search", served.base)).send_json(args.clone()).unwrap();
+    assert_eq!(r.into_json::<Value>().unwrap()["temp_c"], 18);
+    drop(served);
+    assert_eq!(rt.block_on(tool.received_requests()).unwrap().len(), 0, "serve sends nothing to a real tool");
+    let p = Proxy::start(sc, &["--upstream", "openai=http://127.0.0.1:9"]);
+    let post = |args: &Value| match ureq::post(&format!("{}/tools/search", p.base)).send_json(args.clone()) {
+        Ok(r) => (r.status(), r.into_json::<Value>().unwrap()),
+        Err(ureq::Error::Status(code, r)) => (code, r.into_json::<Value>().unwrap_or(Value::Null)),
+        Err(e) => panic!("{e}"),
+    };
+    let (status, body) = post(&args);
+    assert_eq!((status, &body["from"]), (200, &json!("the real tool")), "{body}");
+    let (status, _) = post(&args);
+    assert_eq!(status, 503, "the scheduled fault, answered here");
+    assert_eq!(rt.block_on(tool.received_requests()).unwrap().len(), 1, "a fault never reaches the real tool");
+    let (status, body) = post(&args);
+    // Told as the mock tells a 500 (the run's notes keep the real tool's first line).
+    assert_eq!(status, 500, "the real tool's own failure: {body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("HTTP 500"), "{body}");
+    assert!(!body.to_string().contains("stack trace"), "{body}");
+    p.stop();
+    rt.block_on(tool.verify());
+}
+
+#[test]
+fn a_tool_upstream_that_is_no_url_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = crate::write(
+        dir.path(),
+        "bad.toml",
+        "name = \"bad\"\n[task]\n[[task.steps]]\ntool = \"search\"\n[tools.search]\nupstream = \"ftp://x/y\"\n",
+    );
+    let out = crate::tracefault().args(["validate", sc.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let text = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("tools.search.upstream") && text.contains("http://"), "{text}");
+}

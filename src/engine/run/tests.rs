@@ -38,6 +38,7 @@ fn scenario(rules: Vec<FaultRule>, policy: Policy) -> Scenario {
         fleet: Default::default(),
         loads: vec![Default::default(); tools],
         loaded: false,
+        tool_upstreams: vec![None; tools],
         provider_load: Default::default(),
         pricing: None,
         target_hashes,

@@ -90,6 +90,31 @@ pub(super) fn loads_from_dto(ctx: &Ctx, d: &BTreeMap<String, ToolDto>, tools: &[
     Ok(loads)
 }
 
+/// `[tools.NAME] upstream` by the task's tool index: the user's real tool, for live mode.
+/// (`loads_from_dto` has checked the names.)
+pub(super) fn upstreams_from_dto(
+    ctx: &Ctx,
+    d: &BTreeMap<String, ToolDto>,
+    tools: &[String],
+) -> Result<Vec<Option<String>>> {
+    let mut out = vec![None; tools.len()];
+    for (name, t) in d {
+        let (Some(url), Some(i)) = (&t.upstream, tools.iter().position(|x| x == name)) else { continue };
+        let rest = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://"));
+        let host = rest.map(|r| r.split(['/', '?', '#']).next().unwrap_or_default());
+        let fits = host.is_some_and(|h| !h.is_empty() && !h.contains('@'))
+            && !url.chars().any(|c| c.is_whitespace() || c.is_control());
+        if !fits {
+            return Err(ctx.err(
+                format!("tools.{name}.upstream"),
+                format!("an http:// or https:// URL with a host and no user or password, got {url:?}"),
+            ));
+        }
+        out[i] = Some(url.clone());
+    }
+    Ok(out)
+}
+
 fn service(ctx: &Ctx, field: &str, s: &ServiceDto) -> Result<Service> {
     let d = match s {
         ServiceDto::Constant(v) => return Ok(Service::Constant(ms(ctx, field, Some(*v))?.unwrap_or(0))),
