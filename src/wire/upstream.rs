@@ -229,6 +229,8 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
         Ok(a) => a,
         Err(e) => {
             upstream.release();
+            // Without its URL: a query may hold a key (Gemini's `?key=`).
+            let e = e.without_url();
             let why = if e.is_timeout() { "timed out".to_owned() } else { error_chain(&e) };
             let message = format!(
                 "tracefault: the upstream {base} could not be reached ({why}); the request was not answered by the provider"
@@ -274,6 +276,7 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
                 }
                 Ok(None) => break,
                 Err(e) => {
+                    let e = e.without_url();
                     broken = Some(error_chain(&e));
                     let _ = tx.send(Err(std::io::Error::other(e))).await;
                     break;

@@ -217,15 +217,22 @@ fn a_fault_and_the_spending_limit_are_answered_here_and_never_sent() {
 #[test]
 fn a_down_upstream_is_a_502_that_says_so_and_no_model_call() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let p = Proxy::start("tests/fixtures/wire/plain.toml", &["--upstream", &format!("openai=http://127.0.0.1:{port}")]);
+    let down = format!("http://127.0.0.1:{port}");
+    let p = Proxy::start("tests/fixtures/wire/plain.toml", &["--upstream", &format!("openai={down},gemini={down}")]);
     let (status, _, bytes) = p.post("/v1/chat/completions", &request());
     assert_eq!(status, 502);
     let v: Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(v["error"]["type"], "upstream_unreachable");
     assert!(v["error"]["message"].as_str().unwrap().contains(&format!("127.0.0.1:{port}")), "{v}");
-    let (stderr, events, _) = p.stop();
+    // A key in the query (Gemini's `?key=`) is in no answer or log.
+    let gemini = json!({"contents": [{"role": "user", "parts": [{"text": "Weather?"}]}]});
+    let (status, _, bytes) = p.post(&format!("/v1beta/models/gemini-x:generateContent?key={KEY}"), &gemini);
+    assert_eq!(status, 502);
+    assert!(!String::from_utf8_lossy(&bytes).contains(KEY), "{}", String::from_utf8_lossy(&bytes));
+    let (stderr, events, out) = p.stop();
+    assert!(!stderr.contains(KEY) && !all_text(out.path()).contains(KEY), "{stderr}");
     assert!(model_calls(&events).is_empty(), "{events:?}");
-    assert!(stderr.contains("0 sent to the providers, 1 not answered by them"), "{stderr}");
+    assert!(stderr.contains("0 sent to the providers, 2 not answered by them"), "{stderr}");
 }
 
 #[test]
@@ -495,4 +502,30 @@ fn a_tool_upstream_that_is_no_url_is_refused_by_name() {
     assert_eq!(out.status.code(), Some(2));
     let text = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("tools.search.upstream") && text.contains("http://"), "{text}");
+}
+
+/// A key in a request's query (Gemini's `?key=`) reaches no file `exec --live` writes, even when
+/// the upstream is down and the run's notes say why.
+#[test]
+fn a_key_in_the_query_reaches_no_report_when_the_upstream_is_down() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let agent = format!(
+        "import json, os, urllib.request, urllib.error\n\
+         url = os.environ['TRACEFAULT_BASE_URL'] + '/v1beta/models/gemini-x:generateContent?key={KEY}'\n\
+         body = json.dumps({{'contents': [{{'role': 'user', 'parts': [{{'text': 'hi'}}]}}]}}).encode()\n\
+         req = urllib.request.Request(url, data=body, headers={{'content-type': 'application/json'}})\n\
+         try:\n    urllib.request.urlopen(req, timeout=30)\nexcept urllib.error.HTTPError as e:\n    print(e.code)\n"
+    );
+    let script = crate::write(dir.path(), "agent.py", &agent);
+    let out = dir.path().join("out");
+    let o = crate::tracefault()
+        .args(["exec", "tests/fixtures/wire/plain.toml", "--out", out.to_str().unwrap(), "--live"])
+        .args(["--upstream", &format!("gemini=http://127.0.0.1:{port}"), "--", "python3", script.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let written = all_text(&out);
+    assert!(written.contains("could not be reached"), "the notes say the upstream was down: {stdout}");
+    assert!(!written.contains(KEY) && !stdout.contains(KEY), "a key in the written set: {stdout}");
 }
