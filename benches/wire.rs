@@ -1,9 +1,11 @@
-//! Wire-mode overhead: request latency of tracefault's mock tool and mock provider against a bare
+//! Wire-mode overhead: request latency of tracefault's mock tool and mock provider, and of live
+//! mode's proxy in front of a provider (here the bare server, as the upstream), against a bare
 //! response from the same HTTP stack (axum on hyper), on loopback, with one keep-alive client.
 //! Prints p50/p99 from 3000 requests each (design 9: a mock adds < 1 ms p99), then criterion's
 //! means.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -11,26 +13,32 @@ use serde_json::json;
 use tracefault::envelope::Encoding;
 use tracefault::scenario::load::load_file;
 use tracefault::wire::WireServer;
+use tracefault::wire::upstream::Upstream;
 
 struct Servers {
     _rt: tokio::runtime::Runtime,
     bare: String,
     mock: WireServer,
+    /// Live mode, the bare server as every provider's upstream.
+    live: WireServer,
 }
 
 fn servers() -> Servers {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let sc = load_file(&root.join("tests/fixtures/wire/plain.toml")).unwrap().scenario;
-    let (bare, mock) = rt.block_on(async {
+    let (bare, mock, live) = rt.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let bare = format!("http://{}", listener.local_addr().unwrap());
         let app =
             axum::Router::new().fallback(|| async { ([("content-type", "application/json")], r#"{"temp_c":18}"#) });
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        (bare, WireServer::start(sc, "127.0.0.1:0".parse().unwrap(), 1.0, 1, Encoding::Flag, None).await.unwrap())
+        let upstream = Upstream::new(&[format!("openai={bare}")], None).unwrap();
+        let addr = "127.0.0.1:0".parse().unwrap();
+        let live = WireServer::start(sc.clone(), addr, 1.0, 1, Encoding::Flag, Some(Arc::new(upstream))).await.unwrap();
+        (bare, WireServer::start(sc, addr, 1.0, 1, Encoding::Flag, None).await.unwrap(), live)
     });
-    Servers { _rt: rt, bare, mock }
+    Servers { _rt: rt, bare, mock, live }
 }
 
 // A latency benchmark measures wall time; the ban on the wall clock is for the engine.
@@ -56,6 +64,7 @@ fn wire(c: &mut Criterion) {
         ("bare axum", format!("{}/tools/search", s.bare), args.clone()),
         ("mock tool", format!("{}/tools/search", s.mock.uri()), args.clone()),
         ("mock provider (chat completions)", format!("{}/v1/chat/completions", s.mock.uri()), chat.clone()),
+        ("live proxy to the bare upstream", format!("{}/v1/chat/completions", s.live.uri()), chat.clone()),
     ];
     let mut bare_p99 = 0.0;
     for (name, url, body) in &cases {
