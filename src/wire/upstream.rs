@@ -376,7 +376,7 @@ fn record_history(w: &mut World, c: usize, items: &[Item]) {
                     if w.owner.contains_key(id) {
                         continue;
                     }
-                    w.owner.insert(id.clone(), c);
+                    own(w, id.clone(), c);
                     w.record(TraceEvent::ToolCall {
                         turn,
                         call_id: id.clone(),
@@ -390,7 +390,7 @@ fn record_history(w: &mut World, c: usize, items: &[Item]) {
                 if w.owner.contains_key(&key) || !seen.insert(key.clone()) {
                     continue;
                 }
-                w.owner.insert(key, c);
+                own(w, key, c);
                 let failed = flag.is_some();
                 w.record(TraceEvent::ToolResult {
                     call_id: id.clone(),
@@ -408,6 +408,13 @@ fn record_history(w: &mut World, c: usize, items: &[Item]) {
             _ => {}
         }
     }
+}
+
+/// Notes that `key` (a call id, or `result:` and one) was seen in conversation `c`: it is
+/// forgotten with the conversation, so a long proxy's memory does not grow with every call.
+fn own(w: &mut World, key: String, c: usize) {
+    w.conversation(c).ids.push(key.clone());
+    w.owner.insert(key, c);
 }
 
 /// What came back from upstream for one request.
@@ -474,7 +481,7 @@ fn answered(w: &mut World, a: Answered<'_>) {
     });
     for (id, name, args) in read.call_list {
         if let Some(id) = &id {
-            w.owner.insert(id.clone(), c);
+            own(w, id.clone(), c);
         }
         w.record(TraceEvent::ToolCall { turn, call_id: id.unwrap_or_default(), name, args });
     }
