@@ -108,7 +108,8 @@ pub struct ExecArgs {
 #[derive(Debug, Args)]
 pub struct LiveArgs {
     /// Forward the agent's model requests to the real providers (with the agent's own keys),
-    /// injecting the scenario's provider faults on the way. Nothing goes to a provider without it.
+    /// injecting the scenario's provider faults on the way. Nothing goes to a provider without
+    /// it or `--upstream`.
     #[arg(long)]
     pub live: bool,
     #[command(flatten)]
@@ -118,8 +119,9 @@ pub struct LiveArgs {
 /// Where live mode sends model requests, and how many at most.
 #[derive(Debug, Args)]
 pub struct UpstreamArgs {
-    /// Where each provider is: openai=URL,anthropic=URL,gemini=URL (repeatable). A provider not
-    /// named keeps its public endpoint.
+    /// Where each provider is: openai=URL,anthropic=URL,gemini=URL (repeatable; implies live
+    /// mode). The URL is the origin the agent's request path (`/v1/…`) is put after, so
+    /// `https://api.openai.com`, not `…/v1`. A provider not named keeps its public endpoint.
     #[arg(long, value_name = "PROVIDER=URL")]
     pub upstream: Vec<String>,
     /// Model requests sent to the providers at most, over every run and agent: past it a request
@@ -146,9 +148,34 @@ impl LiveArgs {
             }
             return Ok(None);
         }
+        // The agent's base URL is replaced by the mocks': a key it holds for another service
+        // (a gateway, OpenRouter, Azure) must not go to the public endpoint instead.
+        for (var, provider) in BASE_URL_VARS {
+            let named = self
+                .to
+                .upstream
+                .iter()
+                .flat_map(|s| s.split(','))
+                .any(|s| s.trim().starts_with(&format!("{provider}=")));
+            if !named && std::env::var(var).is_ok_and(|v| !v.trim().is_empty()) {
+                return Err(Error::Usage(format!(
+                    "{var} is set: your agent's {provider} requests go to that service, and its key is for it; say \
+                     where live mode sends them with --upstream {provider}=URL (the URL's origin, without /v1)"
+                )));
+            }
+        }
         self.to.build().map(Some)
     }
 }
+
+/// The base-URL variables an agent may carry for another service, and their provider.
+const BASE_URL_VARS: [(&str, &str); 5] = [
+    ("OPENAI_BASE_URL", "openai"),
+    ("OPENAI_API_BASE", "openai"),
+    ("ANTHROPIC_BASE_URL", "anthropic"),
+    ("GOOGLE_GEMINI_BASE_URL", "gemini"),
+    ("GEMINI_API_BASE", "gemini"),
+];
 
 fn time_scale(s: &str) -> std::result::Result<f64, String> {
     match s.parse::<f64>() {
@@ -305,23 +332,22 @@ pub fn proxy(args: ProxyArgs) -> Result<i32> {
         let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
         drop(out);
         stop.await;
+        // Stopped first, so the answers still streaming are in the traces.
+        let shared = server.shared.clone();
+        server.stop().await;
         // Begun once stopped: a set being written is what Ctrl-C throws away.
         let set = FolderWriter::begin(&out_dir)?;
-        {
-            let m = server.mocks();
-            for (k, w) in m.worlds().enumerate() {
-                if w.http_requests.iter().any(|&n| n > 0) {
-                    set.write(&format!("traces/agent-{k}.jsonl"), w.trace.to_jsonl().as_bytes())?;
-                }
-            }
-            let (model, tool) = m.worlds().fold((0, 0), |(a, b), w| (a + w.model_calls, b + w.tool_calls));
-            let failed: u64 = m.worlds().map(|w| w.upstream_failures).sum();
-            eprintln!(
-                "served {model} model calls ({} sent to the providers, {failed} not answered by them) and {tool} tool calls",
-                upstream.sent()
-            );
+        let m = shared.lock();
+        for w in m.worlds().filter(|w| w.http_requests.iter().any(|&n| n > 0)) {
+            set.write(&format!("traces/agent-{}.jsonl", w.agent), w.trace.to_jsonl().as_bytes())?;
         }
-        server.stop().await;
+        let (model, tool) = m.worlds().fold((0, 0), |(a, b), w| (a + w.model_calls, b + w.tool_calls));
+        let failed: u64 = m.worlds().map(|w| w.upstream_failures).sum();
+        eprintln!(
+            "served {model} model calls ({} sent to the providers, {failed} not answered by them) and {tool} tool calls",
+            upstream.sent()
+        );
+        drop(m);
         set.commit()?;
         Ok(exit::OK)
     })

@@ -125,9 +125,15 @@ pub async fn tool_call(
     match upstream.call_tool(&url, &args).await {
         Ok(result) => called.result = result,
         Err(fault) => {
-            if let Some(w) = shared.lock().world(agent) {
+            let mut m = shared.lock();
+            if m.epoch == epoch
+                && let Some(w) = m.world(agent)
+            {
                 w.real_tool_failures += 1;
-                w.note(format!("the real tool {name} at {url} failed: {}", fault_line(&fault)));
+                // Its name, not its URL: a query may hold a key.
+                w.note(format!("the real tool behind {name} failed: {}", fault_line(&fault)));
+                // Its `retry-after`, on the run's clock.
+                called.retry_after_ms = fault.retry_after_ms().map(|ms| (ms as f64 / w.clock.scale()) as u64);
             }
             called.fault = Some(fault);
         }

@@ -2,8 +2,9 @@
 //! limits and the scenario's provider faults first, answered in the provider's dialect as the
 //! mock answers them; a request that passes is forwarded to the provider (the agent's own
 //! key with it), and its answer streamed back to the agent as it arrives. What the trace keeps
-//! of it: the status, the usage the answer reports, the model's tool calls and final text,
-//! the time it took — never a header, so a key never reaches a trace, a report or a log.
+//! of it: the status, the usage the answer reports, the model's tool calls, its final text (of
+//! an answer read whole; a stream's text is not assembled), the time it took — never a header
+//! or a query, so a key never reaches a trace, a report or a log.
 //!
 //! Spending is bounded before it happens: with a limit on model calls, a request past it is
 //! refused here and never sent. An upstream that cannot be reached is answered with a 502 of
@@ -75,7 +76,10 @@ impl Upstream {
     pub fn new(specs: &[String], max_model_calls: Option<u64>) -> Result<Upstream> {
         let mut bases = DEFAULTS.map(|(_, url)| url.to_owned());
         for spec in specs.iter().flat_map(|s| s.split(',')).map(str::trim).filter(|s| !s.is_empty()) {
-            let bad = |why: &str| Error::Usage(format!("--upstream {spec:?}: {why}"));
+            // The value is not echoed: the ones refused are the ones that may carry a key.
+            let who = spec.split_once('=').map_or("a value", |(n, _)| n.trim());
+            let who = if DEFAULTS.iter().any(|(n, _)| *n == who) { who } else { "a value" };
+            let bad = |why: &str| Error::Usage(format!("--upstream ({who}): {why}"));
             let (name, url) =
                 spec.split_once('=').ok_or_else(|| bad("expected PROVIDER=URL, e.g. openai=http://127.0.0.1:8080"))?;
             let i = DEFAULTS
@@ -209,7 +213,7 @@ pub struct Forward<'a> {
 /// the scenario says, else forwarded and its answer streamed back and recorded.
 pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forward<'_>) -> Response {
     let Forward { agent, prefix, format, path, query, headers, body } = req;
-    let (c, turn, started_ms) = match admit(shared, upstream, agent, prefix, format, &body) {
+    let (c, turn, started_ms, epoch) = match admit(shared, upstream, agent, prefix, format, &body) {
         Ok(place) => place,
         Err(reply) => return respond(reply).await,
     };
@@ -228,16 +232,24 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
     let answer = match upstream.client.post(&url).headers(out).body(body).send().await {
         Ok(a) => a,
         Err(e) => {
-            upstream.release();
+            // The place is given back only when nothing can have reached the provider.
+            if e.is_connect() || e.is_builder() {
+                upstream.release();
+            }
             // Without its URL: a query may hold a key (Gemini's `?key=`).
             let e = e.without_url();
             let why = if e.is_timeout() { "timed out".to_owned() } else { error_chain(&e) };
             let message = format!(
                 "tracefault: the upstream {base} could not be reached ({why}); the request was not answered by the provider"
             );
-            if let Some(w) = shared.lock().world(agent) {
-                w.upstream_failures += 1;
-                w.note(format!("the upstream {base} could not be reached ({why}): not the model's behaviour"));
+            {
+                let mut m = shared.lock();
+                if m.epoch == epoch
+                    && let Some(w) = m.world(agent)
+                {
+                    w.upstream_failures += 1;
+                    w.note(format!("the upstream {base} could not be reached ({why}): not the model's behaviour"));
+                }
             }
             return respond(Reply::json(502, &json!({"error": {"type": "upstream_unreachable", "message": message}})))
                 .await;
@@ -283,10 +295,17 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
                 }
             }
         }
+        // An answer that ends after its run did (the agent killed, the next run begun) is no
+        // part of any run.
         let mut m = shared.lock();
-        if let Some(w) = m.world(agent) {
+        if m.epoch != epoch {
+            return;
+        }
+        if let Some((w, limits)) = m.agent(agent) {
             let latency_ms = w.clock.now_ms().saturating_sub(started_ms);
-            answered(w, Answered { c, turn, format, status, is_sse, kept: &kept, latency_ms, broken, agent_left });
+            let a = Answered { c, turn, format, status, is_sse, kept: &kept, latency_ms, broken, agent_left };
+            let tokens_out = answered(w, a);
+            limits.provider.charge(tokens_out);
         }
     });
     response.body(AxumBody::new(Channel(rx))).unwrap_or_else(|_| Response::new(AxumBody::empty()))
@@ -301,7 +320,7 @@ fn admit(
     prefix: Option<u32>,
     format: Format,
     body: &[u8],
-) -> std::result::Result<(usize, u32, u64), Reply> {
+) -> std::result::Result<(usize, u32, u64, u64), Reply> {
     let mut m = shared.lock();
     let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked by the caller");
     w.http_requests[0] += 1;
@@ -328,7 +347,9 @@ fn admit(
         );
         return Err(Reply::json(403, &json!({"error": {"type": "spending_limit", "message": message}})));
     }
-    Ok((c, w.conversation(c).turns + 1, w.clock.now_ms()))
+    let place = (c, w.conversation(c).turns + 1, w.clock.now_ms());
+    let epoch = m.epoch;
+    Ok((place.0, place.1, place.2, epoch))
 }
 
 /// An error with its causes, on one line (reqwest's own says little: "error sending request").
@@ -391,7 +412,7 @@ fn record_history(w: &mut World, c: usize, items: &[Item]) {
                     continue;
                 }
                 own(w, key, c);
-                let failed = flag.is_some();
+                let failed = flag.is_some_and(|(failed, _)| failed);
                 w.record(TraceEvent::ToolResult {
                     call_id: id.clone(),
                     ok: !failed,
@@ -413,8 +434,10 @@ fn record_history(w: &mut World, c: usize, items: &[Item]) {
 /// Notes that `key` (a call id, or `result:` and one) was seen in conversation `c`: it is
 /// forgotten with the conversation, so a long proxy's memory does not grow with every call.
 fn own(w: &mut World, key: String, c: usize) {
-    w.conversation(c).ids.push(key.clone());
-    w.owner.insert(key, c);
+    if let Some(conv) = w.conversations.get_mut(&c) {
+        conv.ids.push(key.clone());
+        w.owner.insert(key, c);
+    }
 }
 
 /// What came back from upstream for one request.
@@ -434,10 +457,9 @@ struct Answered<'a> {
 
 /// Records an answer from upstream: a model call with its usage, the calls it made (ids kept,
 /// so the results that come back are known), and whether it ended the conversation.
-fn answered(w: &mut World, a: Answered<'_>) {
+fn answered(w: &mut World, a: Answered<'_>) -> u64 {
     let Answered { c, turn, format, status, is_sse, kept, latency_ms, broken, agent_left } = a;
     w.model_calls += 1;
-    w.conversation(c).turns = turn;
     let text = String::from_utf8_lossy(kept);
     let read = if is_sse { read_stream(&text) } else { read_json(format, &text) };
     if status == 200 && read.is_none() && broken.is_none() {
@@ -454,7 +476,10 @@ fn answered(w: &mut World, a: Answered<'_>) {
     if agent_left {
         w.note(format!("request {}: the agent closed the connection before the answer ended", w.model_calls));
     }
-    let ok = status == 200 && broken.is_none();
+    let ok = status == 200 && broken.is_none() && !read.error;
+    if read.error {
+        w.note(format!("request {}: the provider's stream carried an error event", w.model_calls));
+    }
     if ok {
         w.succeeded(w.provider_target());
     }
@@ -479,13 +504,23 @@ fn answered(w: &mut World, a: Answered<'_>) {
         stop,
         text: read.text.clone(),
     });
+    let held = w.conversations.contains_key(&c);
     for (id, name, args) in read.call_list {
-        if let Some(id) = &id {
+        if let Some(id) = &id
+            && held
+        {
             own(w, id.clone(), c);
         }
         w.record(TraceEvent::ToolCall { turn, call_id: id.unwrap_or_default(), name, args });
     }
-    w.conversation(c).ended = (ok && !read.calls).then_some("answer");
+    // A conversation forgotten meanwhile (a long proxy holds a bounded number) is not brought back.
+    if let Some(conv) = w.conversations.get_mut(&c) {
+        if ok {
+            conv.turns = turn;
+        }
+        conv.ended = (ok && !read.calls && !agent_left).then_some("answer");
+    }
+    read.tokens_out
 }
 
 /// What an answer says of itself.
@@ -498,6 +533,8 @@ struct Read {
     /// The calls, when the answer was read whole: (id, name, arguments).
     call_list: Vec<(Option<String>, String, Args)>,
     text: Option<String>,
+    /// A stream that carried an error event (Anthropic's `error`, Responses' `response.failed`).
+    error: bool,
 }
 
 /// A JSON answer, read by its format's reader; `None` when it is not one.
@@ -525,6 +562,7 @@ fn read_stream(text: &str) -> Option<Read> {
         let Some(data) = line.strip_prefix("data:") else { continue };
         let Ok(v) = serde_json::from_str::<Value>(data.trim()) else { continue };
         any = true;
+        read.error |= matches!(v.get("type").and_then(Value::as_str), Some("error" | "response.failed"));
         usage(&v, &mut read);
         read.calls |= asks_for_tools(&v);
     }
@@ -637,6 +675,10 @@ mod tests {
         let r = read_stream(gemini).unwrap();
         assert_eq!((r.tokens_in, r.tokens_out, r.calls), (7, 3, true));
         assert!(read_stream("not an event stream").is_none());
+        let overloaded = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3}}}\n\n\
+            event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
+        assert!(read_stream(overloaded).unwrap().error, "an error event mid-stream");
+        assert!(!read_stream(anthropic).unwrap().error);
     }
 
     #[test]

@@ -251,6 +251,30 @@ fn bad_upstreams_and_a_limit_without_live_mode_are_refused() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("needs --live"), "{out:?}");
+    // A refused value is not echoed: it may carry a key.
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin!("tracefault"))
+        .current_dir(root())
+        .args([
+            "proxy",
+            "tests/fixtures/wire/plain.toml",
+            "--upstream",
+            &format!("openai=https://x.example/?key={KEY}"),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr.contains("--upstream (openai)") && !stderr.contains(KEY), "{stderr}");
+    // An agent whose base URL points at another service keeps its key for that service:
+    // live mode will not send it to the public endpoint unless told where to.
+    let out = crate::tracefault()
+        .env("OPENAI_BASE_URL", "https://openrouter.example/api/v1")
+        .args(["exec", "tests/fixtures/wire/plain.toml", "--live", "--", "true"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("OPENAI_BASE_URL is set") && stderr.contains("--upstream openai="), "{stderr}");
 }
 
 /// `exec --live`: the reference agent's model requests go to the upstream (a scripted model:

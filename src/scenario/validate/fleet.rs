@@ -107,7 +107,7 @@ pub(super) fn upstreams_from_dto(
         if !fits {
             return Err(ctx.err(
                 format!("tools.{name}.upstream"),
-                format!("an http:// or https:// URL with a host and no user or password, got {url:?}"),
+                "an http:// or https:// URL with a host and no user or password (the value is not shown: it may hold a key)",
             ));
         }
         out[i] = Some(url.clone());
