@@ -347,9 +347,8 @@ fn admit(
         );
         return Err(Reply::json(403, &json!({"error": {"type": "spending_limit", "message": message}})));
     }
-    let place = (c, w.conversation(c).turns + 1, w.clock.now_ms());
-    let epoch = m.epoch;
-    Ok((place.0, place.1, place.2, epoch))
+    let (turn, now) = (w.conversation(c).turns + 1, w.clock.now_ms());
+    Ok((c, turn, now, m.epoch))
 }
 
 /// An error with its causes, on one line (reqwest's own says little: "error sending request").
