@@ -18,16 +18,15 @@ use crate::trace::import::lenient::{List, Loose, Obj};
 
 /// The spans of an OTLP/JSON request, in the order the whole reading lists them; `None` when
 /// the line is no request (no `resourceSpans` / `resource_spans`) or a span is no object.
-/// `at` is the index of the request's first span in the file.
-pub(super) fn spans(line: &str, at: usize) -> Option<Vec<Span>> {
+/// A span without an id of its own is not numbered yet ([`Span::numbered`]).
+pub(super) fn spans(line: &str) -> Option<Vec<Span>> {
     let request: Request = serde_json::from_str(line).ok()?;
     let resources = request.camel.or(request.snake)?;
     let texts = resources.into_vec().into_iter().filter_map(Obj::into_object).flat_map(Resource::into_spans);
     let mut out = Vec::new();
     for text in texts {
         let Obj::Object(text) = text else { return None };
-        let n = at + out.len();
-        out.push(text.into_span(n));
+        out.push(text.into_span());
     }
     Some(out)
 }
@@ -114,14 +113,14 @@ const ATTRIBUTES: usize = 0;
 const EVENTS: usize = 1;
 
 impl SpanText<'_> {
-    /// The `n`th span of the file.
-    fn into_span(self, n: usize) -> Span {
+    /// The span, not numbered yet.
+    fn into_span(self) -> Span {
         let events = self.events.map(List::into_vec).unwrap_or_default().into_iter().map(EventText::event).collect();
         let mut attrs = self.attributes.flattened();
         for (k, v) in as_object(self.columns) {
             flatten(k.strip_prefix("attributes.").unwrap_or(&k), v, &mut attrs);
         }
-        span_with(&Value::Object(self.fields), attrs, events, n)
+        span_with(&Value::Object(self.fields), attrs, events)
     }
 }
 
@@ -461,7 +460,9 @@ mod tests {
         otlp_spans(&request["resourceSpans"], &mut whole);
         let whole: Vec<Span> = whole.iter().enumerate().map(|(n, v)| span_of(v, 3 + n).unwrap()).collect();
         assert_eq!(whole.len(), 2);
-        assert_eq!(spans(&request.to_string(), 3).unwrap(), whole);
+        let numbered: Vec<Span> =
+            spans(&request.to_string()).unwrap().into_iter().zip(3..).map(|(s, n)| s.numbered(n)).collect();
+        assert_eq!(numbered, whole);
         // The corners above did matter: the reading is what the whole reading says.
         let s = &whole[0];
         assert_eq!((s.trace.as_str(), s.id.as_str(), s.kind.as_str()), ("abc", "7", "LLM"));
@@ -491,7 +492,7 @@ mod tests {
         ]);
         let span = json!({"traceId": "t", "spanId": "s", "name": "x", "attributes": attributes});
         let request = json!({"resourceSpans": [{"scopeSpans": [{"spans": [span.clone()]}]}]});
-        let line = spans(&request.to_string(), 0).unwrap();
+        let line = spans(&request.to_string()).unwrap();
         assert_eq!(line, vec![span_of(&span, 0).unwrap()]);
         let keys: Vec<(&str, &Value)> = line[0].attrs.iter().map(|(k, v)| (k.as_str(), v)).collect();
         assert_eq!(keys, [("a", &json!(2)), ("d", &json!(false))]);
@@ -512,9 +513,9 @@ mod tests {
     /// A span that is no object, and a line that is no request, are left to the whole reading.
     #[test]
     fn what_does_not_fit_is_refused() {
-        assert!(spans(r#"{"resourceSpans": [{"scopeSpans": [{"spans": [1]}]}]}"#, 0).is_none());
-        assert!(spans(r#"{"name": "x", "traceId": "t", "spanId": "s", "attributes": {}}"#, 0).is_none());
-        assert!(spans("[]", 0).is_none());
-        assert_eq!(spans(r#"{"resourceSpans": null}"#, 0).map(|s| s.len()), Some(0));
+        assert!(spans(r#"{"resourceSpans": [{"scopeSpans": [{"spans": [1]}]}]}"#).is_none());
+        assert!(spans(r#"{"name": "x", "traceId": "t", "spanId": "s", "attributes": {}}"#).is_none());
+        assert!(spans("[]").is_none());
+        assert_eq!(spans(r#"{"resourceSpans": null}"#).map(|s| s.len()), Some(0));
     }
 }
