@@ -33,7 +33,7 @@ fn servers() -> Servers {
         let app =
             axum::Router::new().fallback(|| async { ([("content-type", "application/json")], r#"{"temp_c":18}"#) });
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        let upstream = Upstream::new(&[format!("openai={bare}")], None).unwrap();
+        let upstream = Upstream::new(&[format!("openai={bare}")], None, None).unwrap();
         let addr = "127.0.0.1:0".parse().unwrap();
         let live = WireServer::start(sc.clone(), addr, 1.0, 1, Encoding::Flag, Some(Arc::new(upstream))).await.unwrap();
         (bare, WireServer::start(sc, addr, 1.0, 1, Encoding::Flag, None).await.unwrap(), live)

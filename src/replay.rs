@@ -79,6 +79,7 @@ fn scenario(
         tool_upstreams: vec![None; task.tools.len()],
         provider_load: ProviderLoad::default(),
         pricing: None,
+        prices: Default::default(),
         fleet: Fleet::default(),
         task,
         policy: Policy::default(),

@@ -15,6 +15,7 @@ use std::path::Path;
 
 use super::redact::redact;
 use crate::engine::events::TerminatedBy;
+use crate::engine::scenario::Price;
 use crate::metrics::run::RunMetrics;
 use crate::output::FolderWriter;
 use crate::report::checks::{CheckRow, CheckStatus, Checklist};
@@ -24,6 +25,7 @@ use crate::trace::{FinalOutcome, Trace, TraceEvent};
 use crate::wire::WireServer;
 use crate::wire::checks::{Check, Finding};
 use crate::wire::mcp;
+use crate::wire::spending::Budget;
 use crate::wire::upstream::Upstream;
 use crate::wire::world::World;
 
@@ -128,23 +130,33 @@ pub struct UpstreamArgs {
     /// is refused here (403, `spending_limit`) and never sent.
     #[arg(long, value_name = "N")]
     pub max_model_calls: Option<u64>,
+    /// USD spent on the providers at most, over every run and agent, priced by the scenario's
+    /// `[pricing.models]`: each request is reserved at the most it can cost before it is sent,
+    /// and refused here (403, `spending_limit`) when that could pass the limit.
+    #[arg(long, value_name = "USD")]
+    pub max_usd: Option<f64>,
 }
 
 impl UpstreamArgs {
-    pub fn build(&self) -> Result<std::sync::Arc<Upstream>> {
-        Ok(std::sync::Arc::new(Upstream::new(&self.upstream, self.max_model_calls)?))
+    /// The upstreams, the USD limit priced by `prices` (the scenario's).
+    pub fn build(&self, prices: &BTreeMap<String, Price>) -> Result<std::sync::Arc<Upstream>> {
+        let budget = self.max_usd.map(|usd| Budget::new(usd, prices).map_err(Error::Usage)).transpose()?;
+        Ok(std::sync::Arc::new(Upstream::new(&self.upstream, self.max_model_calls, budget)?))
     }
 }
 
 impl LiveArgs {
     /// The upstreams, when live mode is on (`--live`, or an `--upstream` named).
-    pub fn upstream(&self) -> Result<Option<std::sync::Arc<Upstream>>> {
+    pub fn upstream(&self, prices: &BTreeMap<String, Price>) -> Result<Option<std::sync::Arc<Upstream>>> {
         if !self.live && self.to.upstream.is_empty() {
-            if self.to.max_model_calls.is_some() {
-                return Err(Error::Usage(
-                    "--max-model-calls bounds the requests sent to real providers: it needs --live or --upstream"
-                        .into(),
-                ));
+            for (flag, given) in
+                [("--max-model-calls", self.to.max_model_calls.is_some()), ("--max-usd", self.to.max_usd.is_some())]
+            {
+                if given {
+                    return Err(Error::Usage(format!(
+                        "{flag} bounds the requests sent to real providers: it needs --live or --upstream"
+                    )));
+                }
             }
             return Ok(None);
         }
@@ -164,7 +176,7 @@ impl LiveArgs {
                 )));
             }
         }
-        self.to.build().map(Some)
+        self.to.build(prices).map(Some)
     }
 }
 
@@ -302,9 +314,9 @@ pub struct ProxyArgs {
 /// scenario's provider faults injected on the way; the tools are the scenario's mocks. Until
 /// Ctrl-C, then the traces of what passed are written as one set.
 pub fn proxy(args: ProxyArgs) -> Result<i32> {
-    let upstream = args.to.build()?;
+    let sc = load_file(&args.serve.scenario)?.scenario;
+    let upstream = args.to.build(&sc.prices)?;
     let (args, out_dir, max) = (args.serve, args.out, args.to.max_model_calls);
-    let sc = load_file(&args.scenario)?.scenario;
     runtime()?.block_on(async {
         let mcp = mcp::encoding_of(&args.mcp_strategy)?;
         let server =
@@ -318,8 +330,15 @@ pub fn proxy(args: ProxyArgs) -> Result<i32> {
         {
             let _ = writeln!(banner, "export {k}={v}");
         }
-        let limit = max.map_or_else(|| "no limit".to_owned(), |n| format!("at most {n}"));
-        let _ = writeln!(banner, "# model requests go to {} ({limit}); your agent's own keys go with them", upstream.describe());
+        let mut limit = max.map_or_else(|| "no limit on calls".to_owned(), |n| format!("at most {n}"));
+        if let Some((usd, _)) = upstream.spending() {
+            let _ = write!(limit, ", at most ${usd} priced by the scenario");
+        }
+        let _ = writeln!(
+            banner,
+            "# model requests go to {} ({limit}); your agent's own keys go with them",
+            upstream.describe()
+        );
         let _ = writeln!(
             banner,
             "# tracefault is serving {} live (run {}, time scale {}); Ctrl-C to stop and write {}",
@@ -343,8 +362,10 @@ pub fn proxy(args: ProxyArgs) -> Result<i32> {
         }
         let (model, tool) = m.worlds().fold((0, 0), |(a, b), w| (a + w.model_calls, b + w.tool_calls));
         let failed: u64 = m.worlds().map(|w| w.upstream_failures).sum();
+        let spent = upstream.spending().map_or_else(String::new, |(_, usd)| format!(", ${usd:.6} spent"));
         eprintln!(
-            "served {model} model calls ({} sent to the providers, {failed} not answered by them) and {tool} tool calls",
+            "served {model} model calls ({} sent to the providers{spent}, {failed} not answered by them) and {tool} \
+             tool calls",
             upstream.sent()
         );
         drop(m);
@@ -731,7 +752,7 @@ async fn exec_run(args: &ExecArgs, server: &WireServer, run: u64, logs: &Path) -
 pub fn exec(args: ExecArgs) -> Result<i32> {
     let sc = load_file(&args.scenario)?;
     let label = agent_label(&args)?;
-    let upstream = args.live.upstream()?;
+    let upstream = args.live.upstream(&sc.scenario.prices)?;
     let (mut reported, dropped) = exec_scenario(&sc, &label);
     reported.runs = args.runs;
     check_exec_gates(&reported, &args.scenario)?;
@@ -1073,7 +1094,8 @@ fn exec_json(
     // Live mode: which providers answered the model requests (the mock model answered none).
     let model = match upstream {
         Some(u) => json!({"answered_by": "the providers (live)", "upstreams": u.describe(), "requests_sent": u.sent(),
-            "max_model_calls": args.live.to.max_model_calls}),
+            "max_model_calls": args.live.to.max_model_calls, "max_usd": args.live.to.max_usd,
+            "usd_spent": u.spending().map(|(_, usd)| usd)}),
         None => json!({"answered_by": "the mock model"}),
     };
     let doc = json!({"tracefault_version": report::VERSION, "scenario": sc.name, "seed": sc.seed,

@@ -42,6 +42,17 @@ impl Gate {
     }
 }
 
+/// A model's prices, `[pricing.models.NAME]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Price {
+    /// USD per million input tokens.
+    pub input_per_mtok: f64,
+    /// USD per million output tokens.
+    pub output_per_mtok: f64,
+    /// The most output tokens the model gives in one answer, when the scenario says.
+    pub max_output_tokens: Option<u64>,
+}
+
 /// A validated scenario: everything the engine needs, nothing that can be invalid.
 #[derive(Clone, Debug)]
 pub struct Scenario {
@@ -73,6 +84,9 @@ pub struct Scenario {
     pub provider_load: ProviderLoad,
     /// `[pricing]`: the billed model and its USD per million input and output tokens.
     pub pricing: Option<(String, f64, f64)>,
+    /// `[pricing.models]`: every model priced, by name (live mode's `--max-usd` prices each
+    /// request by the model it names).
+    pub prices: std::collections::BTreeMap<String, Price>,
     /// FNV-1a of each tool name, then of "provider": targets' parts of fault-stream keys.
     pub target_hashes: Vec<u64>,
 }

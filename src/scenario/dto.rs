@@ -103,6 +103,10 @@ pub struct PriceDto {
     pub input_per_mtok: f64,
     /// USD per million output tokens, 0 or more. Required.
     pub output_per_mtok: f64,
+    /// The most output tokens the model gives in one answer (its provider's documented
+    /// maximum). Live mode's `--max-usd` reserves this many for a request that sets no output
+    /// limit of its own; without it such a request is refused (default none).
+    pub max_output_tokens: Option<u64>,
 }
 
 /// `strategies = ["preset", …]`, or `[strategies.NAME]` tables in file order (an empty table

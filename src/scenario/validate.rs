@@ -17,6 +17,7 @@ use crate::engine::limits::ToolLoad;
 use crate::engine::profile::{PROBABILITIES, Profile};
 use crate::engine::retry::{self, Backoff, MAX_ATTEMPTS_LIMIT, RetryAfter, RetryPolicy};
 use crate::engine::rng::fnv1a64;
+use crate::engine::scenario::Price;
 use crate::engine::strategy::{Partials, Routing, Strategy};
 use crate::engine::task::{MAX_PARALLEL_CALLS, Policy, Task};
 use crate::envelope::Encoding;
@@ -189,6 +190,14 @@ pub fn validate(dto: ScenarioDto, files: Files, ctx: &Ctx) -> std::result::Resul
         p,
         pricing_from_dto(ctx, dto.pricing.as_ref(), replay.as_ref().and_then(|r| r.trace.header.model.as_deref())),
     );
+    let prices = dto.pricing.as_ref().map(|d| {
+        let price = |p: &PriceDto| Price {
+            input_per_mtok: p.input_per_mtok,
+            output_per_mtok: p.output_per_mtok,
+            max_output_tokens: p.max_output_tokens,
+        };
+        d.models.iter().map(|(name, p)| (name.clone(), price(p))).collect()
+    });
     let fleet = keep(p, fleet::fleet_from_dto(ctx, dto.fleet.as_ref()));
     let loads = task.as_ref().and_then(|task| keep(p, fleet::loads_from_dto(ctx, &dto.tools, &task.tools)));
     let upstreams = task.as_ref().and_then(|task| keep(p, fleet::upstreams_from_dto(ctx, &dto.tools, &task.tools)));
@@ -221,6 +230,7 @@ pub fn validate(dto: ScenarioDto, files: Files, ctx: &Ctx) -> std::result::Resul
         tool_upstreams,
         provider_load,
         pricing,
+        prices: prices.unwrap_or_default(),
         fleet,
         name_hash: fnv1a64(dto.name.as_bytes()),
         name: dto.name,

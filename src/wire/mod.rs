@@ -12,7 +12,7 @@
 //! messages checked, and [`stdio`] its transport over stdin and stdout; [`checks`] the
 //! checklist `exec` holds an agent to; [`plain`] tool results handed back as ordinary
 //! messages; [`recorded`] what a run's trace keeps of the traffic; [`upstream`] the real
-//! providers behind the provider endpoints in live mode.
+//! providers behind the provider endpoints in live mode, and [`spending`] its USD limit.
 
 pub mod checks;
 pub mod conversation;
@@ -26,6 +26,7 @@ pub mod provider;
 pub mod recorded;
 pub mod schema;
 pub mod server;
+pub mod spending;
 pub mod stdio;
 pub mod tools;
 pub mod upstream;

@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 
 use super::dispatch::{Shared, respond};
 use super::provider::{call_ids, refusal};
+use super::spending::{Budget, Reservation, Usage};
 use super::world::World;
 use crate::error::{Error, Result};
 use crate::exchange::{Args, Item};
@@ -68,12 +69,14 @@ pub struct Upstream {
     max_model_calls: Option<u64>,
     /// Requests sent upstream so far, over every run and agent of this process.
     sent: AtomicU64,
+    /// `--max-usd`, over the scenario's prices.
+    budget: Option<Budget>,
 }
 
 impl Upstream {
     /// From `--upstream` values (`openai=URL,anthropic=URL,gemini=URL`, repeatable; an
-    /// unnamed provider keeps its public endpoint) and `--max-model-calls`.
-    pub fn new(specs: &[String], max_model_calls: Option<u64>) -> Result<Upstream> {
+    /// unnamed provider keeps its public endpoint), `--max-model-calls` and `--max-usd`.
+    pub fn new(specs: &[String], max_model_calls: Option<u64>, budget: Option<Budget>) -> Result<Upstream> {
         let mut bases = DEFAULTS.map(|(_, url)| url.to_owned());
         for spec in specs.iter().flat_map(|s| s.split(',')).map(str::trim).filter(|s| !s.is_empty()) {
             // The value is not echoed: the ones refused are the ones that may carry a key.
@@ -101,7 +104,7 @@ impl Upstream {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| Error::Usage(format!("cannot start the upstream client: {e}")))?;
-        Ok(Upstream { bases, client, max_model_calls, sent: AtomicU64::new(0) })
+        Ok(Upstream { bases, client, max_model_calls, sent: AtomicU64::new(0), budget })
     }
 
     /// Where `format`'s requests go.
@@ -118,24 +121,36 @@ impl Upstream {
         DEFAULTS.iter().zip(&self.bases).map(|((n, _), b)| format!("{n}={b}")).collect::<Vec<_>>().join(", ")
     }
 
-    /// Takes one request's place under the limit; `false` when the limit is reached.
-    fn reserve(&self) -> bool {
+    /// Takes one request's place under the limits (its USD reservation when there is a USD
+    /// limit); `Err(why)` when it would pass one, nothing taken then.
+    fn reserve(&self, format: Format, path: &str, body: &[u8]) -> std::result::Result<Option<Reservation>, String> {
         let n = self.sent.fetch_add(1, Ordering::SeqCst);
-        if self.max_model_calls.is_some_and(|max| n >= max) {
+        if let Some(max) = self.max_model_calls.filter(|max| n >= *max) {
             self.sent.fetch_sub(1, Ordering::SeqCst);
-            return false;
+            return Err(format!("--max-model-calls {max} reached"));
         }
-        true
+        let Some(budget) = &self.budget else { return Ok(None) };
+        budget.reserve(format, path, body).map(Some).inspect_err(|_| {
+            self.sent.fetch_sub(1, Ordering::SeqCst);
+        })
     }
 
     /// Gives back a place taken for a request that never reached the provider.
-    fn release(&self) {
+    fn release(&self, usd: Option<Reservation>) {
         self.sent.fetch_sub(1, Ordering::SeqCst);
+        if let (Some(b), Some(r)) = (&self.budget, usd) {
+            b.release(r);
+        }
     }
 
     /// Requests sent upstream so far.
     pub fn sent(&self) -> u64 {
         self.sent.load(Ordering::SeqCst)
+    }
+
+    /// `--max-usd` and the USD spent (and reserved), when there is a USD limit.
+    pub fn spending(&self) -> Option<(f64, f64)> {
+        self.budget.as_ref().map(|b| (b.max_usd(), b.spent_usd()))
     }
 }
 
@@ -213,7 +228,7 @@ pub struct Forward<'a> {
 /// the scenario says, else forwarded and its answer streamed back and recorded.
 pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forward<'_>) -> Response {
     let Forward { agent, prefix, format, path, query, headers, body } = req;
-    let (c, turn, started_ms, epoch) = match admit(shared, upstream, agent, prefix, format, &body) {
+    let (c, turn, started_ms, epoch, usd) = match admit(shared, upstream, agent, (prefix, format, path), &body) {
         Ok(place) => place,
         Err(reply) => return respond(reply).await,
     };
@@ -234,7 +249,7 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
         Err(e) => {
             // The place is given back only when nothing can have reached the provider.
             if e.is_connect() || e.is_builder() {
-                upstream.release();
+                upstream.release(usd);
             }
             // Without its URL: a query may hold a key (Gemini's `?key=`).
             let e = e.without_url();
@@ -268,7 +283,7 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
         }
     }
     let (tx, rx) = tokio::sync::mpsc::channel::<std::result::Result<Bytes, std::io::Error>>(16);
-    let shared = shared.clone();
+    let (shared, upstream) = (shared.clone(), upstream.clone());
     tokio::spawn(async move {
         let mut answer = answer;
         let mut kept = Vec::new();
@@ -298,14 +313,35 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
         // An answer that ends after its run did (the agent killed, the next run begun) is no
         // part of any run.
         let mut m = shared.lock();
-        if m.epoch != epoch {
+        let current = m.epoch == epoch;
+        let world = m.agent(agent).filter(|_| current);
+        let Some((w, limits)) = world else {
+            // Spent all the same: settled at the most it could cost.
+            if let (Some(b), Some(r)) = (&upstream.budget, usd) {
+                b.settle(r, None);
+            }
             return;
-        }
-        if let Some((w, limits)) = m.agent(agent) {
-            let latency_ms = w.clock.now_ms().saturating_sub(started_ms);
-            let a = Answered { c, turn, format, status, is_sse, kept: &kept, latency_ms, broken, agent_left };
-            let tokens_out = answered(w, a);
-            limits.provider.charge(tokens_out);
+        };
+        let latency_ms = w.clock.now_ms().saturating_sub(started_ms);
+        let a = Answered { c, turn, format, status, is_sse, kept: &kept, latency_ms, broken, agent_left };
+        let usage = answered(w, a);
+        limits.provider.charge(usage.output);
+        if let (Some(b), Some(r)) = (&upstream.budget, usd) {
+            // No usage read: a failed answer is not billed; a good one costs what was reserved.
+            let billed = match (usage.is_empty(), status) {
+                (false, _) => Some(usage),
+                (true, 200) => None,
+                (true, _) => Some(Usage::default()),
+            };
+            let cost = b.settle(r, billed);
+            if cost > r.most as f64 / 1e12 {
+                w.note(format!(
+                    "request {}: cost ${cost:.6}, more than the ${:.6} reserved for it (an image or file linked by \
+                     URL or id is billed beyond its bytes): --max-usd may be passed",
+                    w.model_calls,
+                    r.most as f64 / 1e12
+                ));
+            }
         }
     });
     response.body(AxumBody::new(Channel(rx))).unwrap_or_else(|_| Response::new(AxumBody::empty()))
@@ -313,14 +349,15 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
 
 /// A live request's place (its conversation, turn, and the clock's reading) when it goes upstream; else the answer
 /// it gets here: the fleet's limits, a provider fault, the spending limit.
+/// `to`: the request's `/agents/K` prefix, format and path.
 fn admit(
     shared: &Shared,
     upstream: &Upstream,
     agent: u32,
-    prefix: Option<u32>,
-    format: Format,
+    to: (Option<u32>, Format, &str),
     body: &[u8],
-) -> std::result::Result<(usize, u32, u64, u64), Reply> {
+) -> std::result::Result<Place, Reply> {
+    let (prefix, format, path) = to;
     let mut m = shared.lock();
     let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked by the caller");
     w.http_requests[0] += 1;
@@ -332,24 +369,27 @@ fn admit(
     if let Some(reply) = refusal(w, &mut limits.provider, c, format, n, body.len() as u64 / 4) {
         return Err(reply);
     }
-    if !upstream.reserve() {
-        let max = upstream.max_model_calls.unwrap_or_default();
-        w.spending_refusals += 1;
-        if w.spending_refusals == 1 {
-            w.note(format!(
-                "the spending limit stopped the run: --max-model-calls {max} reached, later requests were refused \
-                 here and never sent to the provider"
-            ));
+    let usd = match upstream.reserve(format, path, body) {
+        Ok(usd) => usd,
+        Err(why) => {
+            w.spending_refusals += 1;
+            if w.spending_refusals == 1 {
+                w.note(format!(
+                    "the spending limit refused a request ({why}); refused requests were never sent to the provider"
+                ));
+            }
+            let message =
+                format!("tracefault: the spending limit refused this request ({why}); it was not sent to the provider");
+            return Err(Reply::json(403, &json!({"error": {"type": "spending_limit", "message": message}})));
         }
-        let message = format!(
-            "tracefault: the spending limit is reached (--max-model-calls {max}); this request was not sent to the \
-             provider"
-        );
-        return Err(Reply::json(403, &json!({"error": {"type": "spending_limit", "message": message}})));
-    }
+    };
     let (turn, now) = (w.conversation(c).turns + 1, w.clock.now_ms());
-    Ok((c, turn, now, m.epoch))
+    Ok((c, turn, now, m.epoch, usd))
 }
+
+/// Where a request admitted stands: its conversation, turn, the clock's reading when it went,
+/// the run's epoch, and its USD reservation.
+type Place = (usize, u32, u64, u64, Option<Reservation>);
 
 /// An error with its causes, on one line (reqwest's own says little: "error sending request").
 fn error_chain(e: &dyn std::error::Error) -> String {
@@ -455,8 +495,9 @@ struct Answered<'a> {
 }
 
 /// Records an answer from upstream: a model call with its usage, the calls it made (ids kept,
-/// so the results that come back are known), and whether it ended the conversation.
-fn answered(w: &mut World, a: Answered<'_>) -> u64 {
+/// so the results that come back are known), and whether it ended the conversation; returns
+/// the usage it reports, as billed.
+fn answered(w: &mut World, a: Answered<'_>) -> Usage {
     let Answered { c, turn, format, status, is_sse, kept, latency_ms, broken, agent_left } = a;
     w.model_calls += 1;
     let text = String::from_utf8_lossy(kept);
@@ -519,7 +560,11 @@ fn answered(w: &mut World, a: Answered<'_>) -> u64 {
         }
         conv.ended = (ok && !read.calls && !agent_left).then_some("answer");
     }
-    read.tokens_out
+    Usage {
+        input: read.tokens_in.saturating_add(read.cache_read),
+        cache_write: read.cache_write,
+        output: read.tokens_out.saturating_add(read.thoughts),
+    }
 }
 
 /// What an answer says of itself.
@@ -534,6 +579,11 @@ struct Read {
     text: Option<String>,
     /// A stream that carried an error event (Anthropic's `error`, Responses' `response.failed`).
     error: bool,
+    /// Anthropic's cache reads and writes (beside `input_tokens`), Gemini's thinking (beside
+    /// `candidatesTokenCount`).
+    cache_read: u64,
+    cache_write: u64,
+    thoughts: u64,
 }
 
 /// A JSON answer, read by its format's reader; `None` when it is not one.
@@ -581,6 +631,9 @@ fn usage(v: &Value, read: &mut Read) {
                     ("completion_tokens" | "output_tokens" | "candidatesTokenCount", Some(n)) => {
                         read.tokens_out = read.tokens_out.max(n)
                     }
+                    ("cache_read_input_tokens", Some(n)) => read.cache_read = read.cache_read.max(n),
+                    ("cache_creation_input_tokens", Some(n)) => read.cache_write = read.cache_write.max(n),
+                    ("thoughtsTokenCount", Some(n)) => read.thoughts = read.thoughts.max(n),
                     _ => usage(x, read),
                 }
             }
@@ -628,25 +681,59 @@ mod tests {
 
     #[test]
     fn upstreams_parse_and_refuse_what_is_no_origin() {
-        let u = Upstream::new(&["openai=http://127.0.0.1:9/,gemini=https://g.example/x".into()], None).unwrap();
+        let u = Upstream::new(&["openai=http://127.0.0.1:9/,gemini=https://g.example/x".into()], None, None).unwrap();
         assert_eq!(u.base(Format::OpenAiChat), "http://127.0.0.1:9");
         assert_eq!(u.base(Format::Anthropic), "https://api.anthropic.com");
         assert_eq!(u.base(Format::GeminiOpenAi), "https://g.example/x");
         for bad in ["openai", "mistral=http://x", "openai=ftp://x", "openai=http://k:s@x", "openai=http://x?a=1"] {
-            let e = Upstream::new(&[bad.into()], None).err().unwrap().to_string();
+            let e = Upstream::new(&[bad.into()], None, None).err().unwrap().to_string();
             assert!(e.contains("--upstream"), "{bad}: {e}");
         }
     }
 
     #[test]
     fn the_limit_is_never_passed() {
-        let u = Upstream::new(&[], Some(2)).unwrap();
-        assert!(u.reserve() && u.reserve());
-        assert!(!u.reserve());
-        u.release();
-        assert!(u.reserve());
-        assert!(!u.reserve());
+        let u = Upstream::new(&[], Some(2), None).unwrap();
+        let reserve = || u.reserve(Format::OpenAiChat, "/v1/chat/completions", b"{}");
+        assert!(reserve().is_ok() && reserve().is_ok());
+        assert_eq!(reserve().unwrap_err(), "--max-model-calls 2 reached");
+        u.release(None);
+        assert!(reserve().is_ok());
+        assert!(reserve().is_err());
         assert_eq!(u.sent(), 2);
+    }
+
+    /// Both limits at once: a request the USD limit refuses takes no call's place.
+    #[test]
+    fn a_request_the_usd_limit_refuses_takes_no_place() {
+        let price =
+            crate::engine::scenario::Price { input_per_mtok: 1.0, output_per_mtok: 1.0, max_output_tokens: None };
+        let budget = Budget::new(0.01, &std::collections::BTreeMap::from([("m".to_owned(), price)])).unwrap();
+        let u = Upstream::new(&[], Some(5), Some(budget)).unwrap();
+        let cheap = br#"{"model": "m", "max_tokens": 10}"#;
+        let dear = br#"{"model": "m", "max_tokens": 100000}"#;
+        let r = u.reserve(Format::OpenAiChat, "/", cheap).unwrap();
+        assert!(r.is_some());
+        assert!(u.reserve(Format::OpenAiChat, "/", dear).unwrap_err().contains("--max-usd 0.01"));
+        assert_eq!(u.sent(), 1);
+        u.release(r);
+        assert_eq!((u.sent(), u.spending()), (0, Some((0.01, 0.0))));
+    }
+
+    /// What is billed beside the plain counts: Anthropic's cache reads and writes, Gemini's
+    /// thinking; OpenAI's cached tokens are inside `prompt_tokens` already.
+    #[test]
+    fn cache_and_thinking_tokens_are_read_for_pricing() {
+        let mut read = Read::default();
+        usage(
+            &json!({"usage": {"input_tokens": 7, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 50,
+                "output_tokens": 3}}),
+            &mut read,
+        );
+        usage(&json!({"usageMetadata": {"candidatesTokenCount": 4, "thoughtsTokenCount": 9}}), &mut read);
+        usage(&json!({"usage": {"prompt_tokens": 5, "prompt_tokens_details": {"cached_tokens": 2}}}), &mut read);
+        let got = (read.tokens_in, read.cache_read, read.cache_write, read.tokens_out, read.thoughts);
+        assert_eq!(got, (7, 100, 50, 4, 9));
     }
 
     #[test]

@@ -553,3 +553,66 @@ fn a_key_in_the_query_reaches_no_report_when_the_upstream_is_down() {
     assert!(written.contains("could not be reached"), "the notes say the upstream was down: {stdout}");
     assert!(!written.contains(KEY) && !stdout.contains(KEY), "a key in the written set: {stdout}");
 }
+
+/// `--max-usd`: each request is reserved at the most it can cost before it is sent, then
+/// settled at its usage. By hand, with the scenario's $2.5 and $10 per million tokens: a body
+/// of B bytes asking for at most 100 tokens may cost (B + 1024) × 2.5 + 100 × 10 µUSD; each
+/// answer (40 in, 10 out) costs 40 × 2.5 + 10 × 10 = 200 µUSD. With a limit of that most plus
+/// 500 µUSD, three requests go (0, 200 and 400 µUSD spent before each) and the fourth, with 600
+/// spent, could pass it: refused here, never sent. A model without a price is refused by name.
+#[test]
+fn the_usd_limit_is_reserved_before_and_settled_after_and_never_passed() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let upstream = rt.block_on(MockServer::start());
+    let answer = json!({"id": "chatcmpl-3", "object": "chat.completion", "model": "gpt-x",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "18 C."}}],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 10, "total_tokens": 50}});
+    rt.block_on(
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(answer))
+            .expect(3)
+            .mount(&upstream),
+    );
+    let mut body = request();
+    body["max_tokens"] = json!(100);
+    let b = serde_json::to_vec(&body).unwrap().len() as f64;
+    let most_usd = ((b + 1024.0) * 2.5 + 100.0 * 10.0) / 1e6;
+    let limit = format!("{:.9}", most_usd + 500e-6);
+    let p = Proxy::start(
+        "tests/fixtures/wire/live-priced.toml",
+        &["--upstream", &format!("openai={}", upstream.uri()), "--max-usd", &limit],
+    );
+    for n in 1..=3 {
+        let (status, _, bytes) = p.post("/v1/chat/completions", &body);
+        assert_eq!(status, 200, "request {n}: {}", String::from_utf8_lossy(&bytes));
+    }
+    let (status, _, bytes) = p.post("/v1/chat/completions", &body);
+    assert_eq!(status, 403, "{}", String::from_utf8_lossy(&bytes));
+    let v: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(v["error"]["type"], "spending_limit");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.contains("$0.000600 spent or reserved") && message.contains("may cost up to"), "{message}");
+    let mut other = body.clone();
+    other["model"] = json!("gpt-unpriced");
+    let (status, _, bytes) = p.post("/v1/chat/completions", &other);
+    assert_eq!(status, 403);
+    assert!(
+        String::from_utf8_lossy(&bytes).contains("\\\"gpt-unpriced\\\" has no price"),
+        "{}",
+        String::from_utf8_lossy(&bytes)
+    );
+    let (stderr, events, _) = p.stop();
+    assert!(stderr.contains("3 sent to the providers, $0.000600 spent"), "{stderr}");
+    assert_eq!(model_calls(&events).len(), 3, "refusals are no model calls");
+    rt.block_on(upstream.verify());
+    // A USD limit needs prices, and live mode.
+    for (args, says) in [
+        (vec!["proxy", "tests/fixtures/wire/plain.toml", "--max-usd", "1"], "[pricing.models.NAME]"),
+        (vec!["exec", "tests/fixtures/wire/live-priced.toml", "--max-usd", "1", "--", "true"], "needs --live"),
+    ] {
+        let out = crate::tracefault().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(says), "{out:?}");
+    }
+}

@@ -41,6 +41,7 @@ fn scenario(rules: Vec<FaultRule>, policy: Policy) -> Scenario {
         tool_upstreams: vec![None; tools],
         provider_load: Default::default(),
         pricing: None,
+        prices: Default::default(),
         target_hashes,
     }
 }
