@@ -26,7 +26,7 @@ use super::provider::{call_ids, refusal};
 use super::spending::{Budget, Reservation, Usage};
 use super::world::World;
 use crate::error::{Error, Result};
-use crate::exchange::{Args, Item};
+use crate::exchange::{Args, Item, parse_args};
 use crate::fault::Fault;
 use crate::provider::{Format, Reply};
 use crate::trace::{Stop, TraceEvent};
@@ -228,10 +228,11 @@ pub struct Forward<'a> {
 /// the scenario says, else forwarded and its answer streamed back and recorded.
 pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forward<'_>) -> Response {
     let Forward { agent, prefix, format, path, query, headers, body } = req;
-    let (c, turn, started_ms, epoch, usd) = match admit(shared, upstream, agent, (prefix, format, path), &body) {
-        Ok(place) => place,
-        Err(reply) => return respond(reply).await,
-    };
+    let Place { c, turn, started_ms, epoch, usd, models } =
+        match admit(shared, upstream, agent, (prefix, format, path), &body) {
+            Ok(place) => place,
+            Err(reply) => return respond(reply).await,
+        };
     let base = upstream.base(format).to_owned();
     let mut url = format!("{base}{}", upstream_path(format, path));
     if let Some(q) = query {
@@ -239,8 +240,9 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
         url.push_str(q);
     }
     let mut out = reqwest::header::HeaderMap::new();
+    let named = connection_named(headers);
     for (k, v) in headers {
-        if !HOP_HEADERS.contains(&k.as_str()) && k != "accept-encoding" {
+        if !HOP_HEADERS.contains(&k.as_str()) && k != "accept-encoding" && !named.iter().any(|n| n == k.as_str()) {
             out.append(k.clone(), v.clone());
         }
     }
@@ -273,8 +275,9 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
     let status = answer.status().as_u16();
     let mut response = Response::builder().status(StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY));
     let mut is_sse = false;
+    let named = connection_named(answer.headers());
     for (k, v) in answer.headers() {
-        if HOP_HEADERS.contains(&k.as_str()) {
+        if HOP_HEADERS.contains(&k.as_str()) || named.iter().any(|n| n == k.as_str()) {
             continue;
         }
         is_sse |= k == "content-type" && v.to_str().is_ok_and(|t| t.starts_with("text/event-stream"));
@@ -323,7 +326,7 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
             return;
         };
         let latency_ms = w.clock.now_ms().saturating_sub(started_ms);
-        let a = Answered { c, turn, format, status, is_sse, kept: &kept, latency_ms, broken, agent_left };
+        let a = Answered { c, turn, models, format, status, is_sse, kept: &kept, latency_ms, broken, agent_left };
         let usage = answered(w, a);
         limits.provider.charge(usage.output);
         if let (Some(b), Some(r)) = (&upstream.budget, usd) {
@@ -384,12 +387,42 @@ fn admit(
         }
     };
     let (turn, now) = (w.conversation(c).turns + 1, w.clock.now_ms());
-    Ok((c, turn, now, m.epoch, usd))
+    let models = items.iter().filter(|i| matches!(i, Item::Model { .. })).count();
+    Ok(Place { c, turn, started_ms: now, epoch: m.epoch, usd, models })
 }
 
-/// Where a request admitted stands: its conversation, turn, the clock's reading when it went,
-/// the run's epoch, and its USD reservation.
-type Place = (usize, u32, u64, u64, Option<Reservation>);
+/// Where a request admitted stands.
+struct Place {
+    /// Its conversation and turn.
+    c: usize,
+    turn: u32,
+    /// The clock's reading when it went, and the run's epoch.
+    started_ms: u64,
+    epoch: u64,
+    usd: Option<Reservation>,
+    /// The model answers in its history: the place of the answer it asks for.
+    models: usize,
+}
+
+/// The id a call without one is recorded under (Gemini's calls often have none): its
+/// conversation, the place of its answer in the history, and its place in that answer. The
+/// results sent back for it, in the same order, get the same.
+fn positional(c: usize, answer: usize, call: usize) -> String {
+    format!("tracefault-{c}-{answer}-{call}")
+}
+
+/// The headers a message's `Connection` field names: the connection's own, never forwarded
+/// (RFC 9110 §7.6.1), lower case.
+fn connection_named(headers: &HeaderMap) -> Vec<String> {
+    headers
+        .get_all("connection")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|t| t.trim().to_ascii_lowercase())
+        .filter(|t| !t.is_empty())
+        .collect()
+}
 
 /// An error with its causes, on one line (reqwest's own says little: "error sending request").
 fn error_chain(e: &dyn std::error::Error) -> String {
@@ -428,24 +461,31 @@ fn conversation(w: &mut World, prefix: Option<u32>, format: Format, items: &[Ite
 fn record_history(w: &mut World, c: usize, items: &[Item]) {
     let turn = w.conversation(c).turns;
     let mut seen: BTreeSet<String> = BTreeSet::new();
+    // Answers seen, and results without an id since the last (paired with its calls in order).
+    let (mut answers, mut unnamed) = (0, 0);
     for item in items {
         match item {
             Item::Model { calls, .. } => {
-                for call in calls {
-                    let Some(id) = &call.id else { continue };
-                    if w.owner.contains_key(id) {
+                for (j, call) in calls.iter().enumerate() {
+                    let id = call.id.clone().unwrap_or_else(|| positional(c, answers, j));
+                    if w.owner.contains_key(&id) {
                         continue;
                     }
                     own(w, id.clone(), c);
                     w.record(TraceEvent::ToolCall {
                         turn,
-                        call_id: id.clone(),
+                        call_id: id,
                         name: call.name.clone(),
                         args: call.args.clone(),
                     });
                 }
+                (answers, unnamed) = (answers + 1, 0);
             }
-            Item::Result { id: Some(id), content, flag, .. } => {
+            Item::Result { id, content, flag, .. } => {
+                let id = id.clone().unwrap_or_else(|| {
+                    unnamed += 1;
+                    positional(c, answers.saturating_sub(1), unnamed - 1)
+                });
                 let key = format!("result:{id}");
                 if w.owner.contains_key(&key) || !seen.insert(key.clone()) {
                     continue;
@@ -453,7 +493,7 @@ fn record_history(w: &mut World, c: usize, items: &[Item]) {
                 own(w, key, c);
                 let failed = flag.is_some_and(|(failed, _)| failed);
                 w.record(TraceEvent::ToolResult {
-                    call_id: id.clone(),
+                    call_id: id,
                     ok: !failed,
                     status: None,
                     content: content.clone(),
@@ -483,6 +523,8 @@ fn own(w: &mut World, key: String, c: usize) {
 struct Answered<'a> {
     c: usize,
     turn: u32,
+    /// The model answers in the request's history (this answer's place).
+    models: usize,
     format: Format,
     status: u16,
     is_sse: bool,
@@ -498,7 +540,7 @@ struct Answered<'a> {
 /// so the results that come back are known), and whether it ended the conversation; returns
 /// the usage it reports, as billed.
 fn answered(w: &mut World, a: Answered<'_>) -> Usage {
-    let Answered { c, turn, format, status, is_sse, kept, latency_ms, broken, agent_left } = a;
+    let Answered { c, turn, models, format, status, is_sse, kept, latency_ms, broken, agent_left } = a;
     w.model_calls += 1;
     let text = String::from_utf8_lossy(kept);
     let read = if is_sse { read_stream(&text) } else { read_json(format, &text) };
@@ -545,13 +587,12 @@ fn answered(w: &mut World, a: Answered<'_>) -> Usage {
         text: read.text.clone(),
     });
     let held = w.conversations.contains_key(&c);
-    for (id, name, args) in read.call_list {
-        if let Some(id) = &id
-            && held
-        {
+    for (j, (id, name, args)) in read.call_list.into_iter().enumerate() {
+        let id = id.unwrap_or_else(|| positional(c, models, j));
+        if held {
             own(w, id.clone(), c);
         }
-        w.record(TraceEvent::ToolCall { turn, call_id: id.unwrap_or_default(), name, args });
+        w.record(TraceEvent::ToolCall { turn, call_id: id, name, args });
     }
     // A conversation forgotten meanwhile (a long proxy holds a bounded number) is not brought back.
     if let Some(conv) = w.conversations.get_mut(&c) {
@@ -602,10 +643,11 @@ fn read_json(format: Format, text: &str) -> Option<Read> {
 }
 
 /// A server-sent-events answer: every `data:` event that is JSON, read for usage (the largest
-/// count any event reports: providers repeat and grow them) and for a call's mark; `None`
-/// when no event is JSON.
+/// count any event reports: providers repeat and grow them), for a call's mark, and assembled
+/// into the answer's text and calls ([`assemble`]); `None` when no event is JSON.
 fn read_stream(text: &str) -> Option<Read> {
     let mut read = Read::default();
+    let mut whole = Assembly::default();
     let mut any = false;
     for line in text.lines() {
         let Some(data) = line.strip_prefix("data:") else { continue };
@@ -614,8 +656,135 @@ fn read_stream(text: &str) -> Option<Read> {
         read.error |= matches!(v.get("type").and_then(Value::as_str), Some("error" | "response.failed"));
         usage(&v, &mut read);
         read.calls |= asks_for_tools(&v);
+        assemble(&v, &mut whole);
     }
+    read.text = Some(whole.text).filter(|t| !t.is_empty());
+    read.calls |= !whole.calls.is_empty();
+    read.call_list = whole
+        .calls
+        .into_iter()
+        .map(|c| {
+            let args = match c.whole {
+                Some(v) => Args::new(&v),
+                None if c.args.trim().is_empty() => Args::new(&json!({})),
+                None => parse_args(&c.args),
+            };
+            (c.id, c.name, args)
+        })
+        .collect();
     any.then_some(read)
+}
+
+/// A stream's text and calls, as its events give them.
+#[derive(Default)]
+struct Assembly {
+    text: String,
+    /// In order of first appearance, each under its dialect and index in the stream.
+    calls: Vec<StreamCall>,
+}
+
+#[derive(Default)]
+struct StreamCall {
+    key: (u8, u64),
+    id: Option<String>,
+    name: String,
+    /// The arguments' JSON text as it came in pieces, or (`whole`) a value given at once.
+    args: String,
+    whole: Option<Value>,
+}
+
+impl Assembly {
+    /// The call at `key`, begun when it is new.
+    fn call(&mut self, key: (u8, u64)) -> &mut StreamCall {
+        let at = match self.calls.iter().position(|c| c.key == key) {
+            Some(at) => at,
+            None => {
+                self.calls.push(StreamCall { key, ..StreamCall::default() });
+                self.calls.len() - 1
+            }
+        };
+        &mut self.calls[at]
+    }
+}
+
+/// One event's piece of the answer, in any provider's dialect: Chat Completions' deltas (the
+/// first choice; Gemini's OpenAI-compatible endpoint too), Anthropic's content blocks, the
+/// Responses API's text deltas and finished items, Gemini's candidate parts (thoughts left out).
+fn assemble(v: &Value, a: &mut Assembly) {
+    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+    let index = |v: &Value, k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+    if let Some(choices) = v.get("choices").and_then(Value::as_array) {
+        for delta in choices.iter().filter(|c| index(c, "index") == 0).filter_map(|c| c.get("delta")) {
+            a.text.push_str(delta.get("content").and_then(Value::as_str).unwrap_or_default());
+            for tc in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+                let c = a.call((0, index(tc, "index")));
+                c.id = c.id.take().or_else(|| s(tc, "id"));
+                if let Some(f) = tc.get("function") {
+                    if c.name.is_empty() {
+                        c.name = s(f, "name").unwrap_or_default();
+                    }
+                    c.args.push_str(f.get("arguments").and_then(Value::as_str).unwrap_or_default());
+                }
+            }
+        }
+        return;
+    }
+    if let Some(candidates) = v.get("candidates").and_then(Value::as_array) {
+        let parts = candidates.first().and_then(|c| c.get("content")).and_then(|c| c.get("parts"));
+        for part in parts.and_then(Value::as_array).into_iter().flatten() {
+            if let Some(f) = part.get("functionCall") {
+                let n = a.calls.len() as u64;
+                let c = a.call((3, n));
+                (c.id, c.name, c.whole) = (s(f, "id"), s(f, "name").unwrap_or_default(), f.get("args").cloned());
+            } else if part.get("thought").and_then(Value::as_bool) != Some(true) {
+                a.text.push_str(part.get("text").and_then(Value::as_str).unwrap_or_default());
+            }
+        }
+        return;
+    }
+    let none = Value::Null;
+    match v.get("type").and_then(Value::as_str) {
+        Some("content_block_start") => {
+            let block = v.get("content_block").unwrap_or(&none);
+            match block.get("type").and_then(Value::as_str) {
+                Some("tool_use") => {
+                    let c = a.call((1, index(v, "index")));
+                    (c.id, c.name) = (s(block, "id"), s(block, "name").unwrap_or_default());
+                }
+                Some("text") => a.text.push_str(block.get("text").and_then(Value::as_str).unwrap_or_default()),
+                _ => {}
+            }
+        }
+        Some("content_block_delta") => {
+            let delta = v.get("delta").unwrap_or(&none);
+            match delta.get("type").and_then(Value::as_str) {
+                Some("text_delta") => a.text.push_str(delta.get("text").and_then(Value::as_str).unwrap_or_default()),
+                Some("input_json_delta") => {
+                    let piece = delta.get("partial_json").and_then(Value::as_str).unwrap_or_default();
+                    a.call((1, index(v, "index"))).args.push_str(piece);
+                }
+                _ => {}
+            }
+        }
+        Some("response.output_text.delta") => {
+            a.text.push_str(v.get("delta").and_then(Value::as_str).unwrap_or_default())
+        }
+        Some("response.output_item.done") => {
+            let item = v.get("item").unwrap_or(&none);
+            let args = match item.get("type").and_then(Value::as_str) {
+                Some("function_call") => item.get("arguments").and_then(Value::as_str).map(|t| (t.to_owned(), None)),
+                // As the Responses reader takes it: the freeform input is the arguments.
+                Some("custom_tool_call") => Some((String::new(), Some(item.get("input").cloned().unwrap_or_default()))),
+                _ => None,
+            };
+            if let Some((text, whole)) = args {
+                let c = a.call((2, index(v, "output_index")));
+                (c.id, c.name, c.args, c.whole) =
+                    (s(item, "call_id"), s(item, "name").unwrap_or_default(), text, whole);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// The usage fields of every provider, wherever they sit in `v`: the largest of each.
@@ -734,6 +903,69 @@ mod tests {
         usage(&json!({"usage": {"prompt_tokens": 5, "prompt_tokens_details": {"cached_tokens": 2}}}), &mut read);
         let got = (read.tokens_in, read.cache_read, read.cache_write, read.tokens_out, read.thoughts);
         assert_eq!(got, (7, 100, 50, 4, 9));
+    }
+
+    /// Headers the `Connection` field names are the hop's own, in any case.
+    #[test]
+    fn connection_named_headers_are_the_hops() {
+        let mut h = HeaderMap::new();
+        h.append("connection", "Keep-Alive, X-Hop".parse().unwrap());
+        h.append("connection", "close".parse().unwrap());
+        assert_eq!(connection_named(&h), ["keep-alive", "x-hop", "close"]);
+    }
+
+    /// Each dialect's stream assembled into its answer's text and calls: Chat Completions'
+    /// pieces of arguments by index, Anthropic's blocks and `input_json_delta`s, the Responses
+    /// API's finished items (a freeform call's input as its arguments), Gemini's parts without
+    /// their thoughts and calls without ids.
+    #[test]
+    fn streams_are_assembled_into_text_and_calls() {
+        let chat = concat!(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Let me \"}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"look.\",\"tool_calls\":[{\"index\":0,\"id\":\"call_a\",\"function\":{\"name\":\"search\",\"arguments\":\"{\\\"q\\\":\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"call_b\",\"function\":{\"name\":\"get\",\"arguments\":\"\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"\\\"Paris\\\"}\"}}]}}]}\n\n",
+            "data: [DONE]\n\n"
+        );
+        let r = read_stream(chat).unwrap();
+        assert_eq!(r.text.as_deref(), Some("Let me look."));
+        let calls: Vec<_> = r.call_list.iter().map(|(id, n, a)| (id.as_deref(), n.as_str(), a.to_string())).collect();
+        assert_eq!(
+            calls,
+            [(Some("call_a"), "search", r#"{"q":"Paris"}"#.to_owned()), (Some("call_b"), "get", "{}".to_owned())]
+        );
+        let anthropic = concat!(
+            "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"On it.\"}}\n\n",
+            "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"search\",\"input\":{}}}\n\n",
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"q\\\": \\\"Pa\"}}\n\n",
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"ris\\\"}\"}}\n\n"
+        );
+        let r = read_stream(anthropic).unwrap();
+        assert_eq!(r.text.as_deref(), Some("On it."));
+        assert_eq!(r.call_list.len(), 1);
+        assert_eq!(
+            (r.call_list[0].0.as_deref(), r.call_list[0].2.to_string()),
+            (Some("toolu_1"), r#"{"q":"Paris"}"#.to_owned())
+        );
+        let responses = concat!(
+            "data: {\"type\":\"response.output_text.delta\",\"delta\":\"Patching.\"}\n\n",
+            "data: {\"type\":\"response.output_item.done\",\"output_index\":1,\"item\":{\"type\":\"custom_tool_call\",\"call_id\":\"call_p\",\"name\":\"apply_patch\",\"input\":\"*** Begin Patch\"}}\n\n"
+        );
+        let r = read_stream(responses).unwrap();
+        assert_eq!(r.text.as_deref(), Some("Patching."));
+        assert_eq!(
+            (r.call_list[0].1.as_str(), r.call_list[0].2.to_string()),
+            ("apply_patch", r#""*** Begin Patch""#.to_owned())
+        );
+        let gemini = concat!(
+            "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"hmm\",\"thought\":true},{\"text\":\"Sure.\"}]}}]}\r\n\r\n",
+            "data: {\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"get\",\"args\":{\"city\":\"Oslo\"}}},{\"functionCall\":{\"name\":\"get\",\"args\":{\"city\":\"Rome\"}}}]}}]}\r\n\r\n"
+        );
+        let r = read_stream(gemini).unwrap();
+        assert_eq!(r.text.as_deref(), Some("Sure."));
+        let calls: Vec<_> = r.call_list.iter().map(|(id, _, a)| (id.is_none(), a.to_string())).collect();
+        assert_eq!(calls, [(true, r#"{"city":"Oslo"}"#.to_owned()), (true, r#"{"city":"Rome"}"#.to_owned())]);
     }
 
     #[test]

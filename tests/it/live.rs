@@ -171,6 +171,64 @@ fn a_stream_passes_byte_for_byte_and_is_read_for_its_usage() {
         (calls[0]["tokens_in"].as_u64(), calls[0]["tokens_out"].as_u64(), calls[0]["stop"].as_str()),
         (Some(25), Some(15), Some("end"))
     );
+    assert_eq!(calls[0]["text"], "18 C", "the stream's text assembled");
+    rt.block_on(upstream.verify());
+}
+
+/// Gemini's calls often carry no id: a streamed answer with two such calls is recorded at once
+/// (its calls from the stream), under ids of tracefault's own, and the results the agent sends
+/// back without ids are paired with them in order, each recorded once.
+#[test]
+fn gemini_calls_without_ids_are_recorded_from_the_stream_and_paired_with_their_results() {
+    let sse = "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"functionCall\":{\"name\":\"search\",\"args\":{\"query\":\"Oslo\"}}},\
+        {\"functionCall\":{\"name\":\"search\",\"args\":{\"query\":\"Rome\"}}}]}}],\"usageMetadata\":{\"promptTokenCount\":9,\"candidatesTokenCount\":6}}\r\n\r\n";
+    let answer = json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Oslo 3 C, Rome 18 C."}]}, "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": 30, "candidatesTokenCount": 8}});
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let upstream = rt.block_on(MockServer::start());
+    rt.block_on(async {
+        Mock::given(method("POST"))
+            .and(path("/v1beta/models/gemini-x:streamGenerateContent"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(sse.as_bytes().to_vec(), "text/event-stream"))
+            .expect(1)
+            .mount(&upstream)
+            .await;
+        Mock::given(method("POST"))
+            .and(path("/v1beta/models/gemini-x:generateContent"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(answer))
+            .expect(1)
+            .mount(&upstream)
+            .await;
+    });
+    let p = Proxy::start("tests/fixtures/wire/plain.toml", &["--upstream", &format!("gemini={}", upstream.uri())]);
+    let user = json!({"role": "user", "parts": [{"text": "Weather in Oslo and Rome?"}]});
+    let (status, _, _) = p.post("/v1beta/models/gemini-x:streamGenerateContent?alt=sse", &json!({"contents": [user]}));
+    assert_eq!(status, 200);
+    let calls = json!({"role": "model", "parts": [{"functionCall": {"name": "search", "args": {"query": "Oslo"}}},
+        {"functionCall": {"name": "search", "args": {"query": "Rome"}}}]});
+    let results = json!({"role": "user", "parts": [{"functionResponse": {"name": "search", "response": {"temp_c": 3}}},
+        {"functionResponse": {"name": "search", "response": {"temp_c": 18}}}]});
+    let (status, _, _) =
+        p.post("/v1beta/models/gemini-x:generateContent", &json!({"contents": [user, calls, results]}));
+    assert_eq!(status, 200);
+    let (_, events, _) = p.stop();
+    let of = |ty: &str| -> Vec<(String, String)> {
+        events
+            .iter()
+            .filter(|e| e["type"] == ty)
+            .map(|e| (e["call_id"].as_str().unwrap().to_owned(), e["args"].to_string() + &e["content"].to_string()))
+            .collect()
+    };
+    let called = of("tool_call");
+    assert_eq!(called.len(), 2, "{events:?}");
+    assert!(called[0].1.contains("Oslo") && called[1].1.contains("Rome"), "{called:?}");
+    let answered = of("tool_result");
+    assert_eq!(answered.len(), 2, "{events:?}");
+    assert_eq!((&answered[0].0, &answered[1].0), (&called[0].0, &called[1].0), "paired in order");
+    assert!(answered[0].1.contains('3') && answered[1].1.contains("18"), "{answered:?}");
+    assert_ne!(called[0].0, called[1].0);
+    let texts: Vec<&Value> = model_calls(&events).iter().map(|e| &e["text"]).collect();
+    assert_eq!(texts, [&Value::Null, &json!("Oslo 3 C, Rome 18 C.")]);
     rt.block_on(upstream.verify());
 }
 
