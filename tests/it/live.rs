@@ -674,3 +674,185 @@ fn the_usd_limit_is_reserved_before_and_settled_after_and_never_passed() {
         assert!(String::from_utf8_lossy(&out.stderr).contains(says), "{out:?}");
     }
 }
+
+/// Anthropic's event stream for one answer: a text or a `tool_use` block (its input in two
+/// `input_json_delta` pieces), with usage.
+fn anthropic_stream(text: Option<&str>, usage: (u64, u64)) -> String {
+    let ev = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
+    let (tin, tout) = usage;
+    let mut out = ev(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "msg_s", "type": "message", "role": "assistant", "content": [],
+            "model": "claude-sonnet-4-5", "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": tin, "output_tokens": 1}}}),
+    );
+    let stop = match text {
+        Some(t) => {
+            out += &ev(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            );
+            out += &ev(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}}),
+            );
+            "end_turn"
+        }
+        None => {
+            out += &ev(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_s1", "name": "search", "input": {}}}),
+            );
+            for piece in ["{\"query\": ", "\"Paris\"}"] {
+                out += &ev(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": piece}}),
+                );
+            }
+            "tool_use"
+        }
+    };
+    out += &ev("content_block_stop", json!({"type": "content_block_stop", "index": 0}));
+    out += &ev(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": tout}}),
+    );
+    out + &ev("message_stop", json!({"type": "message_stop"}))
+}
+
+/// The official `anthropic` and `google-genai` SDKs (examples/anthropic_agent.py,
+/// examples/gemini_agent.py), streaming and not, through `exec --live` against a scripted
+/// upstream: a call of `search`, then, once its result comes back, an answer. The scenario's 503
+/// on the first tool call, and for Anthropic a 429 first (the SDK retries it; google-genai does
+/// not retry by default, so Gemini gets none). By hand, per run: Anthropic 3 model calls (429,
+/// 200, 200), Gemini 2; 2 tool calls (the 503 and the agent's retry); tokens 31 + 12 + 40 + 5 =
+/// 88; the model's call recorded once, from the answer, and its result paired with it (Gemini's
+/// call has no id: tracefault's own). Anthropic's runs also carry `--max-usd` at $3 and $15 per
+/// million tokens: 31·3 + 12·15 + 40·3 + 5·15 = 468 µUSD spent.
+#[test]
+fn the_official_anthropic_and_gemini_sdks_through_exec_live_streaming_and_not() {
+    let Some(python) = crate::wire::sdk_python() else { return };
+    for (sdk, stream) in [("anthropic", false), ("anthropic", true), ("gemini", false), ("gemini", true)] {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let upstream = rt.block_on(MockServer::start());
+        let gemini_answer = |parts: Value, usage: (u64, u64)| {
+            json!({"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+                "usageMetadata": {"promptTokenCount": usage.0, "candidatesTokenCount": usage.1, "totalTokenCount": usage.0 + usage.1}})
+        };
+        let (route, follow_up, call, answer) = match (sdk, stream) {
+            ("anthropic", false) => (
+                "/v1/messages".to_owned(),
+                "tool_result",
+                ResponseTemplate::new(200).set_body_json(json!({"id": "msg_1", "type": "message", "role": "assistant",
+                    "model": "claude-sonnet-4-5", "stop_reason": "tool_use", "stop_sequence": null,
+                    "content": [{"type": "tool_use", "id": "toolu_1", "name": "search", "input": {"query": "Paris"}}],
+                    "usage": {"input_tokens": 31, "output_tokens": 12}})),
+                ResponseTemplate::new(200).set_body_json(json!({"id": "msg_2", "type": "message", "role": "assistant",
+                    "model": "claude-sonnet-4-5", "stop_reason": "end_turn", "stop_sequence": null,
+                    "content": [{"type": "text", "text": "It is 18 C."}], "usage": {"input_tokens": 40, "output_tokens": 5}})),
+            ),
+            ("anthropic", true) => (
+                "/v1/messages".to_owned(),
+                "tool_result",
+                ResponseTemplate::new(200).set_body_raw(anthropic_stream(None, (31, 12)).into_bytes(), "text/event-stream"),
+                ResponseTemplate::new(200)
+                    .set_body_raw(anthropic_stream(Some("It is 18 C."), (40, 5)).into_bytes(), "text/event-stream"),
+            ),
+            (_, false) => (
+                "/v1beta/models/gemini-2.5-flash:generateContent".to_owned(),
+                "functionResponse",
+                ResponseTemplate::new(200)
+                    .set_body_json(gemini_answer(json!([{"functionCall": {"name": "search", "args": {"query": "Paris"}}}]), (31, 12))),
+                ResponseTemplate::new(200).set_body_json(gemini_answer(json!([{"text": "It is 18 C."}]), (40, 5))),
+            ),
+            (_, true) => {
+                let sse = |v: Value| format!("data: {v}\r\n\r\n").into_bytes();
+                (
+                    "/v1beta/models/gemini-2.5-flash:streamGenerateContent".to_owned(),
+                    "functionResponse",
+                    ResponseTemplate::new(200).set_body_raw(
+                        sse(gemini_answer(json!([{"functionCall": {"name": "search", "args": {"query": "Paris"}}}]), (31, 12))),
+                        "text/event-stream",
+                    ),
+                    ResponseTemplate::new(200)
+                        .set_body_raw(sse(gemini_answer(json!([{"text": "It is 18 C."}]), (40, 5))), "text/event-stream"),
+                )
+            }
+        };
+        rt.block_on(async {
+            Mock::given(method("POST"))
+                .and(path(route.as_str()))
+                .and(wiremock::matchers::body_string_contains(follow_up))
+                .respond_with(answer)
+                .with_priority(1)
+                .expect(1)
+                .mount(&upstream)
+                .await;
+            Mock::given(method("POST"))
+                .and(path(route.as_str()))
+                .respond_with(call)
+                .with_priority(2)
+                .expect(1)
+                .mount(&upstream)
+                .await;
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let provider_fault = if sdk == "anthropic" {
+            "[[faults]]\ntarget = \"provider\"\nat = [1]\nhttp = 429\nretry_after_s = 1\n\
+             [pricing]\n[pricing.models.claude-sonnet-4-5]\ninput_per_mtok = 3.0\noutput_per_mtok = 15.0\n"
+        } else {
+            ""
+        };
+        let sc = crate::write(
+            dir.path(),
+            "live-sdk.toml",
+            &format!(
+                "name = \"live-sdk\"\n[task]\n[[task.steps]]\ntool = \"search\"\nargs = {{ query = \"Paris\" }}\n\
+                 result = {{ temp_c = 18 }}\n[[faults]]\ntarget = \"search\"\nat = [1]\nhttp = 503\n{provider_fault}"
+            ),
+        );
+        let out = dir.path().join("out");
+        let script = format!("examples/{sdk}_agent.py");
+        let mut agent = vec![python.to_str().unwrap(), script.as_str()];
+        if stream {
+            agent.push("--stream");
+        }
+        let key = "sk-live-sdk-test-2";
+        let mut cmd = crate::tracefault();
+        cmd.env("ANTHROPIC_API_KEY", key).env("GEMINI_API_KEY", key).env_remove("GOOGLE_API_KEY");
+        cmd.args(["exec", sc.to_str().unwrap(), "--out", out.to_str().unwrap(), "--live", "--time-scale", "0.01"]);
+        cmd.args(["--upstream", &format!("{sdk}={}", upstream.uri())]);
+        if sdk == "anthropic" {
+            cmd.args(["--max-usd", "1"]);
+        }
+        let o = cmd.arg("--").args(&agent).output().unwrap();
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        let what = format!("{sdk}, stream {stream}");
+        assert_eq!(o.status.code(), Some(0), "{what}: {stdout} {}", String::from_utf8_lossy(&o.stderr));
+        let rows = crate::support::csv::Table::read(&out.join("runs.csv")).rows;
+        let r = &rows[0];
+        let cells = [&r["model_calls"], &r["tool_calls"], &r["faults_injected"], &r["terminated_by"], &r["tokens"]];
+        let (calls, faults) = if sdk == "anthropic" { ("3", "2") } else { ("2", "1") };
+        assert_eq!(cells, [calls, "2", faults, "answer", "88"], "{what}: {:?}", r.cells());
+        let trace =
+            std::fs::read_to_string(out.join("traces").read_dir().unwrap().next().unwrap().unwrap().path()).unwrap();
+        let events: Vec<Value> = trace.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let called: Vec<&Value> = events.iter().filter(|e| e["type"] == "tool_call").collect();
+        assert_eq!(called.len(), 1, "{what}: the model's call, once: {events:?}");
+        assert_eq!((&called[0]["name"], &called[0]["args"]["query"]), (&json!("search"), &json!("Paris")), "{what}");
+        let id = called[0]["call_id"].as_str().unwrap();
+        assert!(!id.is_empty(), "{what}");
+        let results: Vec<&Value> = events.iter().filter(|e| e["type"] == "tool_result").collect();
+        assert_eq!(results.len(), 1, "{what}: {events:?}");
+        assert_eq!(results[0]["call_id"], id, "{what}: the result paired with its call");
+        let texts: Vec<&Value> = model_calls(&events).iter().map(|e| &e["text"]).filter(|t| !t.is_null()).collect();
+        assert_eq!(texts, [&json!("It is 18 C.")], "{what}");
+        let report: Value = serde_json::from_str(&std::fs::read_to_string(out.join("exec.json")).unwrap()).unwrap();
+        if sdk == "anthropic" {
+            let spent = report["model"]["usd_spent"].as_f64().unwrap();
+            assert!((spent - 468e-6).abs() < 1e-12, "{what}: {spent}");
+        }
+        assert!(!all_text(&out).contains(key), "{what}: the key in the written set");
+        rt.block_on(upstream.verify());
+    }
+}
