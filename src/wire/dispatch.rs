@@ -97,46 +97,57 @@ pub async fn tool_call(
     if let Some(d) = delay {
         tokio::time::sleep(d).await;
     }
-    // Live mode: a call no fault stopped goes to the user's real tool, when it has one.
+    // Live mode: a call no fault stopped goes to the user's real tool, when it has one, while
+    // it holds its place and its service (the tool's concurrency counts it).
     let real = {
-        let mut m = shared.lock();
+        let m = shared.lock();
         if m.epoch != epoch {
             held.place = false;
             held.serving = false;
             return Ok(called);
         }
-        let real = match (&shared.upstream, &m.scenario().tool_upstreams[tool]) {
+        match (&shared.upstream, &m.scenario().tool_upstreams[tool]) {
             (Some(up), Some(url)) if called.fault.is_none() => Some((up.clone(), url.clone())),
             _ => None,
-        };
-        let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
-        held.serving = false;
-        let committed = limits.tools[tool].end((occ && called.fault.is_none()).then_some(read));
-        if std::mem::take(&mut held.place) {
-            limits.hand_on(tool);
         }
-        if !committed {
-            return Err(tools::refused(w, name, LoadFault::Conflict, None));
-        }
-        real
     };
-    let Some((upstream, url)) = real else { return Ok(called) };
     let mut called = called;
-    match upstream.call_tool(&url, &args).await {
-        Ok(result) => called.result = result,
-        Err(fault) => {
+    let is_real = real.is_some();
+    if let Some((upstream, url)) = real {
+        let answer = upstream.call_tool(&url, &args).await;
+        if let Err(fault) = answer.as_ref() {
             let mut m = shared.lock();
             if m.epoch == epoch
                 && let Some(w) = m.world(agent)
             {
                 w.real_tool_failures += 1;
                 // Its name, not its URL: a query may hold a key.
-                w.note(format!("the real tool behind {name} failed: {}", fault_line(&fault)));
+                w.note(format!("the real tool behind {name} failed: {}", fault_line(fault)));
                 // Its `retry-after`, on the run's clock.
                 called.retry_after_ms = fault.retry_after_ms().map(|ms| (ms as f64 / w.clock.scale()) as u64);
+                tools::failed_for_real(w, name, &args, fault);
             }
-            called.fault = Some(fault);
         }
+        match answer {
+            Ok(result) => called.result = result,
+            Err(fault) => called.fault = Some(fault),
+        }
+    }
+    let mut m = shared.lock();
+    if m.epoch != epoch {
+        held.place = false;
+        held.serving = false;
+        return Ok(called);
+    }
+    let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
+    held.serving = false;
+    // A real tool decides its own conflicts: the mock's optimistic check is the mock's.
+    let committed = limits.tools[tool].end((occ && !is_real && called.fault.is_none()).then_some(read));
+    if std::mem::take(&mut held.place) {
+        limits.hand_on(tool);
+    }
+    if !committed {
+        return Err(tools::refused(w, name, LoadFault::Conflict, None));
     }
     Ok(called)
 }

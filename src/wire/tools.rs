@@ -190,6 +190,22 @@ pub fn invoke(world: &mut World, tool: &str, args: &Value) -> Called {
     Called { tool: tool.to_owned(), result, fault, retry_after_ms, transport, list_changed }
 }
 
+/// A call the mocks let through that the user's real tool then failed (live mode): the world
+/// remembers the failure as it would the mock's own (the success [`invoke`] counted taken back,
+/// the call's outcome its class), though no fault was injected.
+pub fn failed_for_real(world: &mut World, tool: &str, args: &Value, fault: &Fault) {
+    let Some(tool_idx) = index(world, tool) else { return };
+    let call_key = (tool.to_owned(), args_key(&canonical_args(args)));
+    world.unsucceeded(tool_idx);
+    let class = fault.class();
+    if class.is_failure() {
+        world.last_failure.insert(call_key.clone(), (class, false));
+    }
+    world.outcomes.insert(call_key, Some(class));
+    world.last_outcome.insert(tool.to_owned(), Some(class));
+    world.bound_memory();
+}
+
 /// A call's answer as an HTTP tool sends it (a timeout's delay is the server's to apply).
 pub fn http_reply(world: &World, called: &Called) -> Reply {
     match &called.fault {

@@ -254,6 +254,11 @@ impl World {
         self.successes[target] += 1;
     }
 
+    /// Takes back a success counted for `target` (a real tool failed the call after all).
+    pub fn unsucceeded(&mut self, target: usize) {
+        self.successes[target] = self.successes[target].saturating_sub(1);
+    }
+
     /// Records a trace event (when this world records traffic).
     pub fn record(&mut self, ev: crate::trace::TraceEvent) {
         if self.record_trace {

@@ -856,3 +856,62 @@ fn the_official_anthropic_and_gemini_sdks_through_exec_live_streaming_and_not() 
         rt.block_on(upstream.verify());
     }
 }
+
+/// A real tool's call is part of the call: it holds the tool's place while it runs (so
+/// `concurrency = 1` refuses a second call meanwhile), and a real failure is a failure to the
+/// scenario's triggers (an `after_successes = 1` fault fires only after a real success). By
+/// hand: the first call's real tool fails (500), the second succeeds, the third meets the fault
+/// (503); a call sent while the slow real tool serves another is refused as busy.
+#[test]
+fn a_real_tools_call_holds_its_place_and_its_failure_is_no_success() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let tool = rt.block_on(MockServer::start());
+    rt.block_on(async {
+        Mock::given(method("POST"))
+            .and(path("/search"))
+            .respond_with(ResponseTemplate::new(500).set_body_string("backend down"))
+            .up_to_n_times(1)
+            .with_priority(1)
+            .expect(1)
+            .mount(&tool)
+            .await;
+        Mock::given(method("POST"))
+            .and(path("/search"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(json!({"temp_c": 21}))
+                    .set_delay(std::time::Duration::from_millis(600)),
+            )
+            .with_priority(2)
+            .expect(1)
+            .mount(&tool)
+            .await;
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let sc = crate::write(
+        dir.path(),
+        "real-tool-held.toml",
+        &format!(
+            "name = \"real-tool-held\"\n[task]\n[[task.steps]]\ntool = \"search\"\nargs = {{ query = \"Paris\" }}\n\
+             result = {{ temp_c = 18 }}\n[tools.search]\nupstream = \"{}/search\"\nconcurrency = 1\n\
+             [[faults]]\ntarget = \"search\"\nafter_successes = 1\nhttp = 503\n",
+            tool.uri()
+        ),
+    );
+    let p = Proxy::start(sc.to_str().unwrap(), &["--upstream", "openai=http://127.0.0.1:9"]);
+    let url = format!("{}/tools/search", p.base);
+    let post = move || match ureq::post(&url).send_json(json!({"query": "Paris"})) {
+        Ok(r) => r.status(),
+        Err(ureq::Error::Status(code, _)) => code,
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(post(), 500, "the real tool's failure");
+    let slow = std::thread::spawn(post.clone());
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let busy = post();
+    assert_eq!(slow.join().unwrap(), 200, "no success before it: the fault does not fire");
+    assert!(matches!(busy, 429 | 503), "the real tool held the one place: {busy}");
+    assert_eq!(post(), 503, "after one real success, the scheduled fault");
+    p.stop();
+    rt.block_on(tool.verify());
+}
