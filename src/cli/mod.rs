@@ -58,6 +58,9 @@ pub enum Command {
     Proxy(wire::ProxyArgs),
     /// Serve the scenario's tools as an MCP server on stdio (streamable HTTP: `serve`, at /mcp).
     Mcp(wire::McpArgs),
+    /// Sit in front of your real MCP server (started as `-- CMD ARGS`, over stdio): its tools
+    /// listed as they are, the scenario's tool faults injected, every other call forwarded.
+    McpProxy(wire::McpProxyArgs),
     /// Check scenario files without running them: every problem listed; exit 0 or 2.
     Validate(validate::ValidateArgs),
     /// Print the JSON Schema of a scenario file (for editors: schema/scenario.schema.json).
@@ -179,6 +182,7 @@ pub fn execute(cli: Cli) -> Result<i32> {
         Command::Exec(args) => wire::exec(args),
         Command::Proxy(args) => wire::proxy(args),
         Command::Mcp(args) => wire::mcp_stdio(args),
+        Command::McpProxy(args) => wire::mcp_proxy(args),
         Command::Validate(args) => validate::validate(args),
         Command::Schema => validate::schema(),
         Command::Diff(args) => run::diff(args),

@@ -376,11 +376,18 @@ pub fn proxy(args: ProxyArgs) -> Result<i32> {
 
 #[derive(Debug, Args)]
 pub struct McpArgs {
-    pub scenario: PathBuf,
+    #[command(flatten)]
+    pub serve: McpServeArgs,
     /// Speak MCP on stdin and stdout (for hosts that start a server as a subprocess). For
     /// streamable HTTP, `tracefault serve` serves `/mcp`.
     #[arg(long, required = true)]
     pub stdio: bool,
+}
+
+/// What an MCP server on stdio serves: `mcp` and `mcp-proxy` alike.
+#[derive(Debug, Args)]
+pub struct McpServeArgs {
+    pub scenario: PathBuf,
     /// Which run's fault draws to serve.
     #[arg(long, default_value_t = 0)]
     pub run: u64,
@@ -392,19 +399,63 @@ pub struct McpArgs {
     pub mcp_strategy: String,
 }
 
+impl McpServeArgs {
+    /// The scenario's mocks for one agent of run `--run`, and the MCP encoding.
+    fn mocks(&self) -> Result<(std::sync::Arc<crate::wire::dispatch::Shared>, crate::envelope::Encoding)> {
+        let sc = load_file(&self.scenario)?.scenario;
+        let encoding = mcp::encoding_of(&self.mcp_strategy)?;
+        let mocks = crate::wire::mocks::Mocks::new(sc, self.run, 1, self.time_scale, false);
+        let shared = crate::wire::dispatch::Shared {
+            mocks: std::sync::Mutex::new(mocks),
+            time_scale: self.time_scale,
+            upstream: None,
+        };
+        Ok((std::sync::Arc::new(shared), encoding))
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct McpProxyArgs {
+    #[command(flatten)]
+    pub serve: McpServeArgs,
+    /// Your MCP server's command line (it speaks MCP on its stdin and stdout).
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub cmd: Vec<String>,
+}
+
+/// `tracefault mcp-proxy SCENARIO -- CMD ARGS`: the host talks MCP to tracefault on stdio, and
+/// tracefault to the user's real server (started as CMD): `initialize` is tracefault's, the
+/// tools are the real server's, a call of a scenario tool meets the scenario's faults first (in
+/// `--mcp-strategy`'s encoding) and otherwise goes to the real server, as does any call of a
+/// tool the scenario does not name. What passed is said on stderr at the end.
+pub fn mcp_proxy(args: McpProxyArgs) -> Result<i32> {
+    let (shared, encoding) = args.serve.mocks()?;
+    runtime()?.block_on(async {
+        let real = std::sync::Arc::new(crate::wire::mcp_upstream::RealServer::start(&args.cmd).await?);
+        mcp::serve_stdio(shared.clone(), encoding, Some(real.clone())).await?;
+        let (calls, faults, failed) = {
+            let mut m = shared.lock();
+            let w = m.world(0).expect("agent 0 of a lone agent's fleet");
+            (w.tool_calls, w.faults_injected, w.real_tool_failures)
+        };
+        eprintln!(
+            "mcp-proxy: {calls} calls of the scenario's tools ({faults} met a fault); {} forwarded to the server \
+             ({failed} failed there)",
+            real.forwarded()
+        );
+        if let Ok(real) = std::sync::Arc::try_unwrap(real) {
+            real.stop().await;
+        }
+        Ok(exit::OK)
+    })
+}
+
 /// `tracefault mcp SCENARIO --stdio`: the scenario's tools as an MCP server on stdio, one agent
 /// of run `--run`, until the client closes stdin. Nothing but MCP goes to stdout.
 pub fn mcp_stdio(args: McpArgs) -> Result<i32> {
-    let sc = load_file(&args.scenario)?.scenario;
-    let encoding = mcp::encoding_of(&args.mcp_strategy)?;
+    let (shared, encoding) = args.serve.mocks()?;
     runtime()?.block_on(async {
-        let mocks = crate::wire::mocks::Mocks::new(sc, args.run, 1, args.time_scale, false);
-        let shared = std::sync::Arc::new(crate::wire::dispatch::Shared {
-            mocks: std::sync::Mutex::new(mocks),
-            time_scale: args.time_scale,
-            upstream: None,
-        });
-        mcp::serve_stdio(shared, encoding).await?;
+        mcp::serve_stdio(shared, encoding, None).await?;
         Ok(exit::OK)
     })
 }

@@ -35,6 +35,7 @@ use serde_json::{Map, Value, json};
 
 use super::dispatch::{Shared, tool_call};
 use super::jsonrpc::{check, read_message};
+use super::mcp_upstream::RealServer;
 use super::schema::tool_list;
 use super::tools::{self, Called};
 use crate::engine::Scenario;
@@ -76,11 +77,13 @@ pub struct McpTools {
     /// Over stdio, the mocks and the agent every request is for; over HTTP each request
     /// carries its own ([`Reached`]).
     direct: Option<(Arc<Shared>, u32)>,
+    /// `mcp-proxy`: the real server whose tools are listed and whose calls no fault stops go to.
+    real: Option<Arc<RealServer>>,
 }
 
 impl McpTools {
     pub fn new(scenario: &Scenario, encoding: Encoding, direct: Option<(Arc<Shared>, u32)>) -> McpTools {
-        McpTools { task: Arc::new(scenario.task.clone()), encoding, direct }
+        McpTools { task: Arc::new(scenario.task.clone()), encoding, direct, real: None }
     }
 
     /// The tools as MCP describes them, each schema at its revision.
@@ -128,6 +131,9 @@ impl ServerHandler for McpTools {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        if let Some(real) = &self.real {
+            return Ok(ListToolsResult::with_all_items(real.tools().await?));
+        }
         let reached = self.reached(&context)?;
         Ok(ListToolsResult::with_all_items(self.tools(&listed(&reached.shared, reached.agent))))
     }
@@ -139,6 +145,14 @@ impl ServerHandler for McpTools {
     ) -> Result<CallToolResponse, ErrorData> {
         let Reached { shared, agent, told } = self.reached(&context)?;
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        // Kept for the real server's answer, when there is one.
+        let kept = self.real.as_ref().map(|_| args.clone());
+        // Behind mcp-proxy, a tool the scenario does not name meets no mock: straight through.
+        if let Some(real) = &self.real
+            && !self.task.tools.iter().any(|t| *t == request.name)
+        {
+            return real.call(request).await;
+        }
         // Over HTTP the HTTP layer hears what the call met: it answers a transport fault itself
         // (the SDK's answer is not sent) and puts a schema change's notification on the
         // answer's stream.
@@ -167,7 +181,12 @@ impl ServerHandler for McpTools {
                 if called.list_changed && !over_http {
                     let _ = context.peer.notify_tool_list_changed().await;
                 }
-                answer(&called, self.encoding).map(CallToolResponse::from)
+                match &self.real {
+                    Some(real) if called.fault.is_none() => {
+                        forwarded(real, request, &shared, agent, kept.as_ref().unwrap_or(&Value::Null)).await
+                    }
+                    _ => answer(&called, self.encoding).map(CallToolResponse::from),
+                }
             }
             Err(reply) if reply.status == 404 => Err(unknown_tool(&self.task, &request.name)),
             Err(reply) => Err(refusal(&reply)),
@@ -194,6 +213,33 @@ impl ServerHandler for McpTools {
         let why = why.unwrap_or_else(|| "not of the method's shape".to_owned());
         Err(ErrorData::invalid_params(format!("Invalid params for {}: {why}", request.method), None))
     }
+}
+
+/// A call no fault stopped, answered by the real server as it answers it; an `isError` result
+/// is a failure to the scenario's triggers (as a real HTTP tool's failure is), of the one class
+/// MCP tells: a tool error, here transient.
+async fn forwarded(
+    real: &RealServer,
+    request: CallToolRequestParams,
+    shared: &Shared,
+    agent: u32,
+    args: &Value,
+) -> Result<CallToolResponse, ErrorData> {
+    let name = request.name.to_string();
+    let response = real.call(request).await;
+    let failed = match &response {
+        Ok(CallToolResponse::Complete(r)) => r.is_error == Some(true),
+        Ok(_) => false,
+        Err(_) => true,
+    };
+    if failed {
+        let mut m = shared.lock();
+        if let Some(w) = m.world(agent) {
+            w.real_tool_failures += 1;
+            tools::failed_for_real(w, &name, args, &Fault::http(500));
+        }
+    }
+    response
 }
 
 /// Once the HTTP layer no longer waits to hear a call's outcome (its client went away); never
@@ -475,10 +521,12 @@ fn reply_bytes(reply: &Reply) -> &[u8] {
 
 /// Serves the scenario's tools over stdio as agent 0 of run 0 until the client closes stdin,
 /// reading no further while [`super::stdio::IN_FLIGHT`] answers wait to be written.
-pub async fn serve_stdio(shared: Arc<Shared>, encoding: Encoding) -> Result<(), Error> {
+/// With `real` (`mcp-proxy`), its tools are listed and the calls no fault stops go to it.
+pub async fn serve_stdio(shared: Arc<Shared>, encoding: Encoding, real: Option<Arc<RealServer>>) -> Result<(), Error> {
     use rmcp::ServiceExt;
     let scenario = shared.lock().scenario().clone();
-    let server = McpTools::new(&scenario, encoding, Some((shared, 0)));
+    let mut server = McpTools::new(&scenario, encoding, Some((shared, 0)));
+    server.real = real;
     let (input, output) = rmcp::transport::io::stdio();
     let running = server
         .serve(super::stdio::lines(input, output))

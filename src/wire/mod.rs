@@ -12,13 +12,15 @@
 //! messages checked, and [`stdio`] its transport over stdin and stdout; [`checks`] the
 //! checklist `exec` holds an agent to; [`plain`] tool results handed back as ordinary
 //! messages; [`recorded`] what a run's trace keeps of the traffic; [`upstream`] the real
-//! providers behind the provider endpoints in live mode, and [`spending`] its USD limit.
+//! providers behind the provider endpoints in live mode, and [`spending`] its USD limit;
+//! [`mcp_upstream`] a real MCP server behind the MCP mocks (`mcp-proxy`).
 
 pub mod checks;
 pub mod conversation;
 pub mod dispatch;
 pub mod jsonrpc;
 pub mod mcp;
+pub mod mcp_upstream;
 pub mod mocks;
 pub mod model;
 pub mod plain;

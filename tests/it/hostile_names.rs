@@ -145,7 +145,7 @@ fn item_5_replay_repro_lines_name_a_scenario_file_that_repeats_the_run() {
 fn chromium() -> Option<PathBuf> {
     let found = Command::new("sh").arg("-c").arg("command -v chromium || command -v chromium-browser").output().ok()?;
     let path = String::from_utf8_lossy(&found.stdout).trim().to_owned();
-    let required = std::env::var_os("TRACEFAULT_REQUIRE_SDKS").is_some() || std::env::var_os("CI").is_some();
+    let required = crate::wire::sdks_required();
     assert!(!path.is_empty() || !required, "the report.html tests need Chromium: run bash scripts/browser-env.sh");
     (!path.is_empty()).then(|| PathBuf::from(path))
 }

@@ -17,7 +17,7 @@ fn chromium() -> Option<PathBuf> {
             return Some(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()));
         }
     }
-    let required = std::env::var_os("TRACEFAULT_REQUIRE_SDKS").is_some() || std::env::var_os("CI").is_some();
+    let required = crate::wire::sdks_required();
     assert!(!required, "the report.html tests need Chromium: run bash scripts/browser-env.sh");
     eprintln!("skipping: no chromium (run scripts/browser-env.sh)");
     None

@@ -509,3 +509,103 @@ fn a_captured_mcp_session_imports_inspects_and_replays() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("/0/params/name"), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// The real MCP servers `scripts/node-env.sh` installs (examples/mcp-servers), when they are
+/// there; required under scripts/test.sh.
+fn real_mcp_server(name: &str) -> Option<std::path::PathBuf> {
+    let js = crate::root()
+        .join(format!("examples/mcp-servers/node_modules/@modelcontextprotocol/server-{name}/dist/index.js"));
+    if js.exists() {
+        return Some(js);
+    }
+    let required = crate::wire::sdks_required();
+    assert!(!required, "the mcp-proxy tests need the real MCP servers: run bash scripts/node-env.sh");
+    eprintln!("skipping: no examples/mcp-servers/node_modules (run scripts/node-env.sh)");
+    None
+}
+
+/// The official Python client through `tracefault mcp-proxy` to a real server: (its output as
+/// JSON, mcp-proxy's stderr as the client passed it on).
+fn through_mcp_proxy(py: &std::path::Path, scenario: &str, server: &[&str], calls: Value) -> (Value, String) {
+    let exe = assert_cmd::cargo::cargo_bin!("tracefault");
+    let mut cmd = vec![exe.to_str().unwrap(), "mcp-proxy", scenario, "--"];
+    cmd.extend_from_slice(server);
+    let o = std::process::Command::new(py)
+        .current_dir(crate::root())
+        .arg("tests/fixtures/mcp/mcp_client.py")
+        .arg(serde_json::to_string(&cmd).unwrap())
+        .arg(calls.to_string())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{stderr}");
+    (serde_json::from_slice(&o.stdout).unwrap(), stderr)
+}
+
+/// `mcp-proxy` in front of the reference "everything" server: the host sees the server's own
+/// tools; the scenario's 503 on the first `echo` is answered here (never sent); the second
+/// `echo` and a tool the scenario does not name (`get-sum`) are the server's own answers. By
+/// hand: 2 calls of the scenario's tool, 1 fault, 2 forwarded.
+#[test]
+fn mcp_proxy_puts_the_scenarios_faults_in_front_of_a_real_server() {
+    let Some(py) = sdk_python() else { return };
+    let Some(server) = real_mcp_server("everything") else { return };
+    let calls = json!([["echo", {"message": "hi"}], ["echo", {"message": "hi"}], ["get-sum", {"a": 2, "b": 3}]]);
+    let (out, stderr) = through_mcp_proxy(
+        &py,
+        "tests/fixtures/mcp/proxy-echo.toml",
+        &["node", server.to_str().unwrap(), "stdio"],
+        calls,
+    );
+    let tools: Vec<&str> = out["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    assert!(tools.contains(&"echo") && tools.contains(&"get-sum"), "the real server's tools: {tools:?}");
+    let c = &out["calls"];
+    assert_eq!(c[0]["is_error"], true, "{out}");
+    assert!(c[0]["text"].as_str().unwrap().contains("503"), "{out}");
+    assert_eq!((&c[1]["is_error"], &c[1]["text"]), (&json!(false), &json!("Echo: hi")), "{out}");
+    assert_eq!(c[2]["text"], "The sum of 2 and 3 is 5.", "{out}");
+    assert!(
+        stderr.contains("2 calls of the scenario's tools (1 met a fault); 2 forwarded to the server (0 failed there)"),
+        "{stderr}"
+    );
+}
+
+/// In front of the reference filesystem server, a write the scenario faults never reaches it
+/// (its file is not there), the next one does (the file, written for real), and the server's own error (a
+/// file that is not there) is a failure there. By hand: 1 fault, 2 forwarded, 1 failed there.
+#[test]
+fn mcp_proxy_stops_a_faulted_write_before_the_real_filesystem() {
+    let Some(py) = sdk_python() else { return };
+    let Some(server) = real_mcp_server("filesystem") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let sc = crate::write(
+        dir.path(),
+        "fs.toml",
+        "name = \"mcp-proxy-fs\"\n[task]\n[[task.steps]]\ntool = \"write_file\"\nargs = { path = \"a.txt\", content = \"x\" }\n\
+         result = { ok = true }\n[[task.steps]]\ntool = \"read_text_file\"\nargs = { path = \"a.txt\" }\nresult = { text = \"x\" }\n\
+         [[faults]]\ntarget = \"write_file\"\nat = [1]\nhttp = 503\n",
+    );
+    let file = root.join("a.txt");
+    let f = file.to_str().unwrap();
+    let stopped = root.join("b.txt");
+    let b = stopped.to_str().unwrap();
+    let calls = json!([["write_file", {"path": b, "content": "stopped"}], ["write_file", {"path": f, "content": "written"}],
+        ["read_text_file", {"path": root.join("missing.txt").to_str().unwrap()}]]);
+    let (out, stderr) = through_mcp_proxy(
+        &py,
+        sc.to_str().unwrap(),
+        &["node", server.to_str().unwrap(), root.to_str().unwrap()],
+        calls,
+    );
+    let c = &out["calls"];
+    assert_eq!(c[0]["is_error"], true, "{out}");
+    assert_eq!(c[1]["is_error"], false, "{out}");
+    assert!(!stopped.exists(), "the faulted write never reached the server");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "written", "the second write reached the disk");
+    assert!(c[2]["is_error"] == true || c[2].get("raised").is_some(), "{out}");
+    assert!(
+        stderr.contains("3 calls of the scenario's tools (1 met a fault); 2 forwarded to the server (1 failed there)"),
+        "{stderr}"
+    );
+}

@@ -19,12 +19,18 @@ pub fn reference_agent() -> PathBuf {
 /// The venv Python with the official SDKs (installed by scripts/python-env.sh). Under
 /// scripts/test.sh (the README's test command, and CI) it must exist; a bare `cargo test`
 /// without it says so and skips only these tests.
+/// Whether the installed SDKs, frameworks and servers are required (under scripts/test.sh and
+/// in CI) rather than skipped when missing.
+pub fn sdks_required() -> bool {
+    std::env::var_os("TRACEFAULT_REQUIRE_SDKS").is_some() || std::env::var_os("CI").is_some()
+}
+
 pub fn sdk_python() -> Option<PathBuf> {
     let py = root().join(".venv/bin/python");
     if py.exists() {
         return Some(py);
     }
-    let required = std::env::var_os("TRACEFAULT_REQUIRE_SDKS").is_some() || std::env::var_os("CI").is_some();
+    let required = crate::wire::sdks_required();
     assert!(!required, "the SDK tests need .venv: run bash scripts/python-env.sh");
     eprintln!("skipping: no .venv (run scripts/python-env.sh)");
     None
@@ -36,7 +42,7 @@ pub fn frameworks_installed() -> bool {
     if sdk_python().is_none() {
         return false;
     }
-    let required = std::env::var_os("TRACEFAULT_REQUIRE_SDKS").is_some() || std::env::var_os("CI").is_some();
+    let required = crate::wire::sdks_required();
     // The frameworks whose pins conflict with the main virtualenv have their own.
     for venv in [".venv-llamaindex", ".venv-strands", ".venv-adk"] {
         if !root().join(venv).join("bin/python").exists() {
