@@ -131,11 +131,13 @@ impl ServerHandler for McpTools {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let reached = self.reached(&context)?;
+        // Listing clears a schema change's failures, behind mcp-proxy too.
+        let revisions = listed(&reached.shared, reached.agent);
         if let Some(real) = &self.real {
             return Ok(ListToolsResult::with_all_items(real.tools().await?));
         }
-        let reached = self.reached(&context)?;
-        Ok(ListToolsResult::with_all_items(self.tools(&listed(&reached.shared, reached.agent))))
+        Ok(ListToolsResult::with_all_items(self.tools(&revisions)))
     }
 
     async fn call_tool(
@@ -151,7 +153,10 @@ impl ServerHandler for McpTools {
         if let Some(real) = &self.real
             && !self.task.tools.iter().any(|t| *t == request.name)
         {
-            return real.call(request).await;
+            return tokio::select! {
+                answer = real.call(request) => answer,
+                () = context.ct.cancelled() => Err(ErrorData::internal_error("the request was cancelled", None)),
+            };
         }
         // Over HTTP the HTTP layer hears what the call met: it answers a transport fault itself
         // (the SDK's answer is not sent) and puts a schema change's notification on the
@@ -182,9 +187,10 @@ impl ServerHandler for McpTools {
                     let _ = context.peer.notify_tool_list_changed().await;
                 }
                 match &self.real {
-                    Some(real) if called.fault.is_none() => {
-                        forwarded(real, request, &shared, agent, kept.as_ref().unwrap_or(&Value::Null)).await
-                    }
+                    Some(real) if called.fault.is_none() => tokio::select! {
+                        answer = forwarded(real, request, &shared, agent, kept.as_ref().unwrap_or(&Value::Null)) => answer,
+                        () = context.ct.cancelled() => Err(ErrorData::internal_error("the request was cancelled", None)),
+                    },
                     _ => answer(&called, self.encoding).map(CallToolResponse::from),
                 }
             }

@@ -12,6 +12,10 @@ use rmcp::transport::TokioChildProcess;
 
 use crate::error::{Error, Result};
 
+/// How long the server may take to answer `initialize`, and a call.
+const START_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+const CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// A real MCP server, started and initialised.
 pub struct RealServer {
     client: RunningService<RoleClient, ()>,
@@ -27,9 +31,14 @@ impl RealServer {
         command.args(args);
         let transport = TokioChildProcess::new(command)
             .map_err(|e| Error::Usage(format!("mcp-proxy: cannot start {program}: {e}")))?;
-        let client = ()
-            .serve(transport)
+        let client = tokio::time::timeout(START_TIMEOUT, ().serve(transport))
             .await
+            .map_err(|_| {
+                Error::Usage(format!(
+                    "mcp-proxy: {program} did not answer initialize within {} s",
+                    START_TIMEOUT.as_secs()
+                ))
+            })?
             .map_err(|e| Error::Usage(format!("mcp-proxy: {program} did not initialise as an MCP server: {e}")))?;
         Ok(RealServer { client, forwarded: AtomicU64::new(0) })
     }
@@ -39,10 +48,17 @@ impl RealServer {
         self.client.list_all_tools().await.map_err(|e| unreachable_server(&e))
     }
 
-    /// Forwards a call; its answer as the server gave it.
+    /// Forwards a call; its answer as the server gave it (a server silent for
+    /// [`CALL_TIMEOUT`] is an error).
     pub async fn call(&self, request: CallToolRequestParams) -> std::result::Result<CallToolResponse, ErrorData> {
         self.forwarded.fetch_add(1, Ordering::SeqCst);
-        self.client.call_tool_once(request).await.map_err(|e| match e {
+        let answer = tokio::time::timeout(CALL_TIMEOUT, self.client.call_tool_once(request)).await.map_err(|_| {
+            ErrorData::internal_error(
+                format!("tracefault mcp-proxy: the real MCP server did not answer within {} s", CALL_TIMEOUT.as_secs()),
+                None,
+            )
+        })?;
+        answer.map_err(|e| match e {
             rmcp::ServiceError::McpError(data) => data,
             other => unreachable_server(&other),
         })

@@ -8,7 +8,8 @@
 //! `max_completion_tokens` × `n`, `max_output_tokens`, Gemini's `maxOutputTokens` ×
 //! `candidateCount` plus its thinking budget), else the model's `max_output_tokens` from the
 //! scenario. A request whose input the body does not hold (a stored response or conversation
-//! it continues, Gemini's cached content) cannot be priced and is refused. An image or file
+//! it continues, Gemini's cached content, a tool the provider runs itself) cannot be priced and
+//! is refused. An image or file
 //! linked by URL or id is billed beyond its bytes: the bound then does not hold, and a request
 //! that cost more than reserved is said in the run's notes.
 
@@ -26,6 +27,9 @@ pub const OVERHEAD_TOKENS: u64 = 1024;
 
 /// Picodollars in a USD.
 const PICO: f64 = 1e12;
+
+/// The largest `--max-usd`: its picodollars, and sums of them, stay far inside a `u64`.
+const MAX_USD: f64 = 1e6;
 
 /// A model's prices in picodollars per token.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -76,8 +80,8 @@ impl Usage {
 impl Budget {
     /// `--max-usd` over the scenario's prices; `Err` (for `--max-usd`) when nothing is priced.
     pub fn new(max_usd: f64, prices: &BTreeMap<String, Price>) -> Result<Budget, String> {
-        if !(max_usd.is_finite() && max_usd >= 0.0) {
-            return Err(format!("--max-usd: USD, 0 or more, got {max_usd}"));
+        if !(max_usd.is_finite() && (0.0..=MAX_USD).contains(&max_usd)) {
+            return Err(format!("--max-usd: USD, 0 to {MAX_USD}, got {max_usd}"));
         }
         if prices.is_empty() {
             return Err("--max-usd prices each request by its model: the scenario needs \
@@ -106,7 +110,7 @@ impl Budget {
     /// USD spent by the requests answered, and reserved for those on their way.
     pub fn spent_usd(&self) -> f64 {
         let s = self.lock();
-        (s.spent + s.reserved) as f64 / PICO
+        s.spent.saturating_add(s.reserved) as f64 / PICO
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Spent> {
@@ -122,7 +126,7 @@ impl Budget {
             format!("the model {model:?} has no price in [pricing.models]; add it to price this request")
         })?;
         if let Some(field) = hidden_input(format, &v) {
-            return Err(format!("it continues input held by the provider (`{field}`), so it cannot be priced"));
+            return Err(format!("the provider bills input its body does not hold (`{field}`), so it cannot be priced"));
         }
         let output = output_limit(format, &v).or(rates.max_output_tokens).ok_or_else(|| {
             format!(
@@ -138,11 +142,11 @@ impl Budget {
             return Err(format!(
                 "--max-usd {}: ${:.6} spent or reserved, and this request may cost up to ${:.6}",
                 self.max_usd,
-                (s.spent + s.reserved) as f64 / PICO,
+                s.spent.saturating_add(s.reserved) as f64 / PICO,
                 most as f64 / PICO
             ));
         }
-        s.reserved += most;
+        s.reserved = s.reserved.saturating_add(most);
         Ok(Reservation { most, rates })
     }
 
@@ -179,14 +183,39 @@ fn model_of(format: Format, path: &str, v: &Value) -> Option<String> {
     v.get("model").and_then(Value::as_str).map(str::to_owned)
 }
 
-/// A field by which the request continues input the provider holds, when it has one.
-fn hidden_input(format: Format, v: &Value) -> Option<&'static str> {
+/// What makes the provider bill input the body does not hold, when the request has it: input
+/// it continues (a stored response or conversation, cached content), or a tool the provider
+/// runs itself (a search, a fetch, code execution: their results are billed as input).
+fn hidden_input(format: Format, v: &Value) -> Option<String> {
     let set = |k: &str| v.get(k).is_some_and(|x| !x.is_null());
-    match format {
+    let continued = match format {
         Format::OpenAiResponses => ["previous_response_id", "conversation", "prompt"].into_iter().find(|k| set(k)),
         Format::Gemini => ["cachedContent"].into_iter().find(|k| set(k)),
         _ => None,
+    };
+    if let Some(k) = continued {
+        return Some(k.to_owned());
     }
+    let server_side = |t: &Value| -> Option<String> {
+        let ty = t.get("type").and_then(Value::as_str).unwrap_or_default();
+        match format {
+            // Anthropic's server tools carry a dated type (`web_search_20250305`); client
+            // tools have none, or `custom`.
+            Format::Anthropic => ["web_search", "web_fetch", "code_execution"]
+                .iter()
+                .any(|p| ty.starts_with(p))
+                .then(|| format!("tools: {ty}")),
+            Format::OpenAiResponses => {
+                (!ty.is_empty() && !matches!(ty, "function" | "custom")).then(|| format!("tools: {ty}"))
+            }
+            Format::Gemini => ["googleSearch", "googleSearchRetrieval", "urlContext", "codeExecution"]
+                .iter()
+                .find(|k| t.get(**k).is_some())
+                .map(|k| format!("tools: {k}")),
+            _ => None,
+        }
+    };
+    v.get("tools").and_then(Value::as_array).into_iter().flatten().find_map(server_side)
 }
 
 /// The output tokens a request allows itself, when it says.
@@ -290,6 +319,15 @@ mod tests {
         assert!(
             b.reserve(Format::OpenAiResponses, "/v1/responses", &stored).unwrap_err().contains("previous_response_id")
         );
+        let searching = serde_json::to_vec(&json!({"model": "gpt-x", "max_tokens": 5,
+            "tools": [{"name": "f", "input_schema": {}}, {"type": "web_search_20250305", "name": "web_search"}]}))
+        .unwrap();
+        assert!(b.reserve(Format::Anthropic, "/v1/messages", &searching).unwrap_err().contains("web_search_20250305"));
+        let plain = serde_json::to_vec(&json!({"model": "gpt-x", "max_output_tokens": 5,
+            "tools": [{"type": "function", "name": "f"}]}))
+        .unwrap();
+        assert!(b.reserve(Format::OpenAiResponses, "/v1/responses", &plain).is_ok());
+        assert!(Budget::new(2e6, &BTreeMap::new()).unwrap_err().contains("0 to 1000000"));
     }
 
     /// Cache writes at twice the input rate, cache reads and thinking as billed.

@@ -228,11 +228,14 @@ pub struct Forward<'a> {
 /// the scenario says, else forwarded and its answer streamed back and recorded.
 pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forward<'_>) -> Response {
     let Forward { agent, prefix, format, path, query, headers, body } = req;
-    let Place { c, turn, started_ms, epoch, usd, models } =
+    let Place { c, turn, started_ms, epoch, usd, unnamed } =
         match admit(shared, upstream, agent, (prefix, format, path), &body) {
             Ok(place) => place,
             Err(reply) => return respond(reply).await,
         };
+    // Settled at the most it could cost unless its usage settles it: the agent may go away
+    // while it is sent.
+    let mut unsettled = Unsettled { upstream: upstream.clone(), usd };
     let base = upstream.base(format).to_owned();
     let mut url = format!("{base}{}", upstream_path(format, path));
     if let Some(q) = query {
@@ -250,8 +253,9 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
         Ok(a) => a,
         Err(e) => {
             // The place is given back only when nothing can have reached the provider.
+            // (Else it may have reached the provider: spent at the most it could cost.)
             if e.is_connect() || e.is_builder() {
-                upstream.release(usd);
+                upstream.release(unsettled.usd.take());
             }
             // Without its URL: a query may hold a key (Gemini's `?key=`).
             let e = e.without_url();
@@ -286,7 +290,7 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
         }
     }
     let (tx, rx) = tokio::sync::mpsc::channel::<std::result::Result<Bytes, std::io::Error>>(16);
-    let (shared, upstream) = (shared.clone(), upstream.clone());
+    let shared = shared.clone();
     tokio::spawn(async move {
         let mut answer = answer;
         let mut kept = Vec::new();
@@ -318,23 +322,20 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
         let mut m = shared.lock();
         let current = m.epoch == epoch;
         let world = m.agent(agent).filter(|_| current);
-        let Some((w, limits)) = world else {
-            // Spent all the same: settled at the most it could cost.
-            if let (Some(b), Some(r)) = (&upstream.budget, usd) {
-                b.settle(r, None);
-            }
-            return;
-        };
+        // (Spent all the same: the guard settles it at the most it could cost.)
+        let Some((w, limits)) = world else { return };
         let latency_ms = w.clock.now_ms().saturating_sub(started_ms);
-        let a = Answered { c, turn, models, format, status, is_sse, kept: &kept, latency_ms, broken, agent_left };
+        // A usage read from an answer that did not end, or past what is kept, may be short.
+        let whole = broken.is_none() && !agent_left && kept.len() < KEPT_BYTES;
+        let a = Answered { c, turn, unnamed, format, status, is_sse, kept: &kept, latency_ms, broken, agent_left };
         let usage = answered(w, a);
         limits.provider.charge(usage.output);
-        if let (Some(b), Some(r)) = (&upstream.budget, usd) {
+        if let (Some(b), Some(r)) = (&unsettled.upstream.budget, unsettled.usd.take()) {
             // No usage read: a failed answer is not billed; a good one costs what was reserved.
-            let billed = match (usage.is_empty(), status) {
-                (false, _) => Some(usage),
-                (true, 200) => None,
-                (true, _) => Some(Usage::default()),
+            let billed = match (usage.is_empty(), status, whole) {
+                (_, _, false) | (true, 200, _) => None,
+                (false, _, true) => Some(usage),
+                (true, _, true) => Some(Usage::default()),
             };
             let cost = b.settle(r, billed);
             if cost > r.most as f64 / 1e12 {
@@ -368,10 +369,8 @@ fn admit(
     let items = serde_json::from_slice::<Value>(body).map(|b| format.request_items(&b)).unwrap_or_default();
     let c = conversation(w, prefix, format, &items);
     record_history(w, c, &items);
-    let n = w.model_calls as u32 + 1;
-    if let Some(reply) = refusal(w, &mut limits.provider, c, format, n, body.len() as u64 / 4) {
-        return Err(reply);
-    }
+    // The spending limit first: a request it refuses meets no fault and takes no place under
+    // the fleet's limits; a request a fault or a limit refuses gives its reservation back.
     let usd = match upstream.reserve(format, path, body) {
         Ok(usd) => usd,
         Err(why) => {
@@ -386,9 +385,20 @@ fn admit(
             return Err(Reply::json(403, &json!({"error": {"type": "spending_limit", "message": message}})));
         }
     };
+    let n = w.model_calls as u32 + 1;
+    if let Some(reply) = refusal(w, &mut limits.provider, c, format, n, body.len() as u64 / 4) {
+        upstream.release(usd);
+        return Err(reply);
+    }
     let (turn, now) = (w.conversation(c).turns + 1, w.clock.now_ms());
-    let models = items.iter().filter(|i| matches!(i, Item::Model { .. })).count();
-    Ok(Place { c, turn, started_ms: now, epoch: m.epoch, usd, models })
+    let unnamed = items
+        .iter()
+        .map(|i| match i {
+            Item::Model { calls, .. } => calls.iter().filter(|c| c.id.is_none()).count(),
+            _ => 0,
+        })
+        .sum();
+    Ok(Place { c, turn, started_ms: now, epoch: m.epoch, usd, unnamed })
 }
 
 /// Where a request admitted stands.
@@ -400,15 +410,30 @@ struct Place {
     started_ms: u64,
     epoch: u64,
     usd: Option<Reservation>,
-    /// The model answers in its history: the place of the answer it asks for.
-    models: usize,
+    /// The calls without an id in its history (its answer's are numbered on from there).
+    unnamed: usize,
 }
 
-/// The id a call without one is recorded under (Gemini's calls often have none): its
-/// conversation, the place of its answer in the history, and its place in that answer. The
-/// results sent back for it, in the same order, get the same.
-fn positional(c: usize, answer: usize, call: usize) -> String {
-    format!("tracefault-{c}-{answer}-{call}")
+/// A request's USD reservation until its answer settles it; settled at the most it could cost
+/// when dropped unsettled (the agent went away, the run ended, the send failed past connecting).
+struct Unsettled {
+    upstream: Arc<Upstream>,
+    usd: Option<Reservation>,
+}
+
+impl Drop for Unsettled {
+    fn drop(&mut self) {
+        if let (Some(b), Some(r)) = (&self.upstream.budget, self.usd.take()) {
+            b.settle(r, None);
+        }
+    }
+}
+
+/// The id the `n`th call without one in conversation `c` is recorded under (Gemini's calls often
+/// have none); the `n`th result without one sent back in it gets the same (results come back in
+/// the calls' order).
+fn positional(c: usize, n: usize) -> String {
+    format!("tracefault-{c}-{n}")
 }
 
 /// The headers a message's `Connection` field names: the connection's own, never forwarded
@@ -461,13 +486,16 @@ fn conversation(w: &mut World, prefix: Option<u32>, format: Format, items: &[Ite
 fn record_history(w: &mut World, c: usize, items: &[Item]) {
     let turn = w.conversation(c).turns;
     let mut seen: BTreeSet<String> = BTreeSet::new();
-    // Answers seen, and results without an id since the last (paired with its calls in order).
-    let (mut answers, mut unnamed) = (0, 0);
+    // Calls and results without an id so far (the nth of each paired).
+    let (mut calls_unnamed, mut results_unnamed) = (0, 0);
     for item in items {
         match item {
             Item::Model { calls, .. } => {
-                for (j, call) in calls.iter().enumerate() {
-                    let id = call.id.clone().unwrap_or_else(|| positional(c, answers, j));
+                for call in calls {
+                    let id = call.id.clone().unwrap_or_else(|| {
+                        calls_unnamed += 1;
+                        positional(c, calls_unnamed - 1)
+                    });
                     if w.owner.contains_key(&id) {
                         continue;
                     }
@@ -479,12 +507,11 @@ fn record_history(w: &mut World, c: usize, items: &[Item]) {
                         args: call.args.clone(),
                     });
                 }
-                (answers, unnamed) = (answers + 1, 0);
             }
             Item::Result { id, content, flag, .. } => {
                 let id = id.clone().unwrap_or_else(|| {
-                    unnamed += 1;
-                    positional(c, answers.saturating_sub(1), unnamed - 1)
+                    results_unnamed += 1;
+                    positional(c, results_unnamed - 1)
                 });
                 let key = format!("result:{id}");
                 if w.owner.contains_key(&key) || !seen.insert(key.clone()) {
@@ -523,8 +550,8 @@ fn own(w: &mut World, key: String, c: usize) {
 struct Answered<'a> {
     c: usize,
     turn: u32,
-    /// The model answers in the request's history (this answer's place).
-    models: usize,
+    /// The calls without an id in the request's history.
+    unnamed: usize,
     format: Format,
     status: u16,
     is_sse: bool,
@@ -540,7 +567,7 @@ struct Answered<'a> {
 /// so the results that come back are known), and whether it ended the conversation; returns
 /// the usage it reports, as billed.
 fn answered(w: &mut World, a: Answered<'_>) -> Usage {
-    let Answered { c, turn, models, format, status, is_sse, kept, latency_ms, broken, agent_left } = a;
+    let Answered { c, turn, unnamed, format, status, is_sse, kept, latency_ms, broken, agent_left } = a;
     w.model_calls += 1;
     let text = String::from_utf8_lossy(kept);
     let read = if is_sse { read_stream(&text) } else { read_json(format, &text) };
@@ -587,8 +614,17 @@ fn answered(w: &mut World, a: Answered<'_>) -> Usage {
         text: read.text.clone(),
     });
     let held = w.conversations.contains_key(&c);
-    for (j, (id, name, args)) in read.call_list.into_iter().enumerate() {
-        let id = id.unwrap_or_else(|| positional(c, models, j));
+    let mut n = unnamed;
+    for (id, name, args) in read.call_list {
+        let id = id.unwrap_or_else(|| {
+            n += 1;
+            positional(c, n - 1)
+        });
+        // The agent's next request may have been read first (it acted on the stream's last
+        // event): a call recorded from its history is not recorded again.
+        if w.owner.contains_key(&id) {
+            continue;
+        }
         if held {
             own(w, id.clone(), c);
         }

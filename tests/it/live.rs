@@ -177,7 +177,8 @@ fn a_stream_passes_byte_for_byte_and_is_read_for_its_usage() {
 
 /// Gemini's calls often carry no id: a streamed answer with two such calls is recorded at once
 /// (its calls from the stream), under ids of tracefault's own, and the results the agent sends
-/// back without ids are paired with them in order, each recorded once.
+/// back without ids are paired with them in order, each recorded once, however the agent splits
+/// the answer into contents when it sends it back.
 #[test]
 fn gemini_calls_without_ids_are_recorded_from_the_stream_and_paired_with_their_results() {
     let sse = "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"functionCall\":{\"name\":\"search\",\"args\":{\"query\":\"Oslo\"}}},\
@@ -204,12 +205,13 @@ fn gemini_calls_without_ids_are_recorded_from_the_stream_and_paired_with_their_r
     let user = json!({"role": "user", "parts": [{"text": "Weather in Oslo and Rome?"}]});
     let (status, _, _) = p.post("/v1beta/models/gemini-x:streamGenerateContent?alt=sse", &json!({"contents": [user]}));
     assert_eq!(status, 200);
-    let calls = json!({"role": "model", "parts": [{"functionCall": {"name": "search", "args": {"query": "Oslo"}}},
-        {"functionCall": {"name": "search", "args": {"query": "Rome"}}}]});
+    // The agent sends the streamed answer back a chunk a content (as google-genai's chat does).
+    let first = json!({"role": "model", "parts": [{"functionCall": {"name": "search", "args": {"query": "Oslo"}}}]});
+    let second = json!({"role": "model", "parts": [{"functionCall": {"name": "search", "args": {"query": "Rome"}}}]});
     let results = json!({"role": "user", "parts": [{"functionResponse": {"name": "search", "response": {"temp_c": 3}}},
         {"functionResponse": {"name": "search", "response": {"temp_c": 18}}}]});
-    let (status, _, _) =
-        p.post("/v1beta/models/gemini-x:generateContent", &json!({"contents": [user, calls, results]}));
+    let history = json!({"contents": [user, first, second, results]});
+    let (status, _, _) = p.post("/v1beta/models/gemini-x:generateContent", &history);
     assert_eq!(status, 200);
     let (_, events, _) = p.stop();
     let of = |ty: &str| -> Vec<(String, String)> {

@@ -438,6 +438,11 @@ fn parse_time(s: &str) -> Option<i128> {
 
 /// The `n`th span of the file (hand-made OTLP may lack ids: one trace, ids by position).
 fn span_of(v: &Value, n: usize) -> Option<Span> {
+    Some(span_unnumbered(v)?.numbered(n))
+}
+
+/// A span from its JSON, not numbered yet ([`Span::numbered`]).
+fn span_unnumbered(v: &Value) -> Option<Span> {
     let o = v.as_object()?;
     let mut attrs = attributes(o.get("attributes"));
     for (k, x) in o.iter().filter_map(|(k, x)| Some((k.strip_prefix("attributes.")?, x))) {
@@ -453,7 +458,7 @@ fn span_of(v: &Value, n: usize) -> Option<Span> {
             attrs: attributes(e.get("attributes")),
         })
         .collect();
-    Some(span_with(v, attrs, events).numbered(n))
+    Some(span_with(v, attrs, events))
 }
 
 /// A span from its own fields in `v` (ids, name, start, status, `span_kind`; its attributes
@@ -1454,7 +1459,7 @@ fn line_spans(text: &str, otlp: bool) -> Option<Vec<Span>> {
     if v.as_object().and_then(resource_spans).is_some() || !is_span(&v) {
         return None;
     }
-    Some(vec![span_of(&v, 0)?])
+    Some(vec![span_unnumbered(&v)?])
 }
 
 /// The traces of a JSONL file as its lines are read: each one's spans while it is open, then
@@ -2180,6 +2185,30 @@ mod tests {
         // A trace id that is a number other than an integer is left to the whole reading.
         let head: SpanHead = serde_json::from_str(r#"{"traceId": -1.5}"#).unwrap();
         assert_eq!(head.trace(), None);
+    }
+
+    /// Flat spans whose ids are empty, a line each, are numbered by their place in the file, as
+    /// the whole reading numbers them (`#0`, `#1`, …).
+    #[test]
+    fn flat_spans_without_ids_are_numbered_by_place() {
+        let lines = [
+            r#"{"traceId": "t", "spanId": "", "name": "chat", "startTimeUnixNano": "1", "attributes": {"gen_ai.operation.name": "chat"}}"#,
+            r#"{"traceId": "t", "spanId": "", "name": "chat", "startTimeUnixNano": "2", "attributes": {"gen_ai.operation.name": "chat"}}"#,
+        ];
+        let mut traces = JsonlTraces::default();
+        for (at, l) in lines.iter().enumerate() {
+            for s in line_spans(l, false).unwrap() {
+                traces.add(s.numbered(at), at).unwrap();
+            }
+        }
+        let ids: Vec<&str> = traces.spans[0].iter().map(|(s, _)| s.id.as_str()).collect();
+        assert_eq!(ids, ["#0", "#1"]);
+        let whole: Vec<Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let how = Reading { cores: 2, window: 1, hold: 0 };
+        assert_eq!(
+            format!("{:?}", jsonl_conversations_on(&lines, "t", how)),
+            format!("{:?}", conversations(&Value::Array(whole), "t").ok())
+        );
     }
 
     /// The survey of lines: spans of every resource and scope list (the three names, in that
