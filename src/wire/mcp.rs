@@ -132,12 +132,13 @@ impl ServerHandler for McpTools {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let reached = self.reached(&context)?;
-        // Listing clears a schema change's failures, behind mcp-proxy too.
-        let revisions = listed(&reached.shared, reached.agent);
         if let Some(real) = &self.real {
-            return Ok(ListToolsResult::with_all_items(real.tools().await?));
+            let tools = real.tools().await?;
+            // Listing clears a schema change's failures, behind mcp-proxy too, once it listed.
+            listed(&reached.shared, reached.agent);
+            return Ok(ListToolsResult::with_all_items(tools));
         }
-        Ok(ListToolsResult::with_all_items(self.tools(&revisions)))
+        Ok(ListToolsResult::with_all_items(self.tools(&listed(&reached.shared, reached.agent))))
     }
 
     async fn call_tool(
@@ -187,10 +188,19 @@ impl ServerHandler for McpTools {
                     let _ = context.peer.notify_tool_list_changed().await;
                 }
                 match &self.real {
-                    Some(real) if called.fault.is_none() => tokio::select! {
-                        answer = forwarded(real, request, &shared, agent, kept.as_ref().unwrap_or(&Value::Null)) => answer,
-                        () = context.ct.cancelled() => Err(ErrorData::internal_error("the request was cancelled", None)),
-                    },
+                    Some(real) if called.fault.is_none() => {
+                        let name = request.name.to_string();
+                        tokio::select! {
+                            answer = forwarded(real, request, &shared, agent, kept.as_ref().unwrap_or(&Value::Null)) => answer,
+                            () = context.ct.cancelled() => {
+                                // Its outcome at the server is unknown: no success to the triggers.
+                                if let Some(w) = shared.lock().world(agent) {
+                                    tools::cancelled_for_real(w, &name);
+                                }
+                                Err(ErrorData::internal_error("the request was cancelled", None))
+                            }
+                        }
+                    }
                     _ => answer(&called, self.encoding).map(CallToolResponse::from),
                 }
             }

@@ -188,10 +188,13 @@ fn model_of(format: Format, path: &str, v: &Value) -> Option<String> {
 /// runs itself (a search, a fetch, code execution: their results are billed as input).
 fn hidden_input(format: Format, v: &Value) -> Option<String> {
     let set = |k: &str| v.get(k).is_some_and(|x| !x.is_null());
+    // Input continued, or run by the provider for the whole request (Anthropic's MCP
+    // connector, Chat Completions' web search).
     let continued = match format {
         Format::OpenAiResponses => ["previous_response_id", "conversation", "prompt"].into_iter().find(|k| set(k)),
-        Format::Gemini => ["cachedContent"].into_iter().find(|k| set(k)),
-        _ => None,
+        Format::Gemini => ["cachedContent", "cached_content"].into_iter().find(|k| set(k)),
+        Format::Anthropic => ["mcp_servers"].into_iter().find(|k| set(k)),
+        Format::OpenAiChat | Format::GeminiOpenAi => ["web_search_options"].into_iter().find(|k| set(k)),
     };
     if let Some(k) = continued {
         return Some(k.to_owned());
@@ -201,18 +204,24 @@ fn hidden_input(format: Format, v: &Value) -> Option<String> {
         match format {
             // Anthropic's server tools carry a dated type (`web_search_20250305`); client
             // tools have none, or `custom`.
-            Format::Anthropic => ["web_search", "web_fetch", "code_execution"]
+            Format::Anthropic => ["web_search", "web_fetch", "code_execution", "tool_search", "mcp_toolset"]
                 .iter()
                 .any(|p| ty.starts_with(p))
                 .then(|| format!("tools: {ty}")),
             Format::OpenAiResponses => {
                 (!ty.is_empty() && !matches!(ty, "function" | "custom")).then(|| format!("tools: {ty}"))
             }
-            Format::Gemini => ["googleSearch", "googleSearchRetrieval", "urlContext", "codeExecution"]
-                .iter()
-                .find(|k| t.get(**k).is_some())
+            // Any tool but function declarations, in either spelling the JSON API takes.
+            Format::Gemini => t
+                .as_object()
+                .into_iter()
+                .flat_map(|o| o.keys())
+                .find(|k| !matches!(k.as_str(), "functionDeclarations" | "function_declarations"))
                 .map(|k| format!("tools: {k}")),
-            _ => None,
+            // Gemini's OpenAI-compatible endpoint takes its own tools beside functions.
+            Format::OpenAiChat | Format::GeminiOpenAi => {
+                (!ty.is_empty() && ty != "function").then(|| format!("tools: {ty}"))
+            }
         }
     };
     v.get("tools").and_then(Value::as_array).into_iter().flatten().find_map(server_side)
@@ -327,6 +336,18 @@ mod tests {
             "tools": [{"type": "function", "name": "f"}]}))
         .unwrap();
         assert!(b.reserve(Format::OpenAiResponses, "/v1/responses", &plain).is_ok());
+        let grounded = serde_json::to_vec(&json!({"generationConfig": {"maxOutputTokens": 5},
+            "tools": [{"functionDeclarations": []}, {"google_search": {}}]}))
+        .unwrap();
+        let e = b.reserve(Format::Gemini, "/v1beta/models/gpt-x:generateContent", &grounded).unwrap_err();
+        assert!(e.contains("google_search"), "{e}");
+        let searched =
+            serde_json::to_vec(&json!({"model": "gpt-x", "max_tokens": 5, "web_search_options": {}})).unwrap();
+        assert!(
+            b.reserve(Format::OpenAiChat, "/v1/chat/completions", &searched)
+                .unwrap_err()
+                .contains("web_search_options")
+        );
         assert!(Budget::new(2e6, &BTreeMap::new()).unwrap_err().contains("0 to 1000000"));
     }
 

@@ -206,6 +206,14 @@ pub fn failed_for_real(world: &mut World, tool: &str, args: &Value, fault: &Faul
     world.bound_memory();
 }
 
+/// A call the mocks let through that the host cancelled while the user's real tool served it
+/// (live mode): its outcome there is unknown, so the success [`invoke`] counted is taken back.
+pub fn cancelled_for_real(world: &mut World, tool: &str) {
+    if let Some(tool_idx) = index(world, tool) {
+        world.unsucceeded(tool_idx);
+    }
+}
+
 /// A call's answer as an HTTP tool sends it (a timeout's delay is the server's to apply).
 pub fn http_reply(world: &World, called: &Called) -> Reply {
     match &called.fault {

@@ -228,7 +228,7 @@ pub struct Forward<'a> {
 /// the scenario says, else forwarded and its answer streamed back and recorded.
 pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forward<'_>) -> Response {
     let Forward { agent, prefix, format, path, query, headers, body } = req;
-    let Place { c, turn, started_ms, epoch, usd, unnamed } =
+    let Place { c, turn, started_ms, epoch, usd, unnamed, root } =
         match admit(shared, upstream, agent, (prefix, format, path), &body) {
             Ok(place) => place,
             Err(reply) => return respond(reply).await,
@@ -327,7 +327,8 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
         let latency_ms = w.clock.now_ms().saturating_sub(started_ms);
         // A usage read from an answer that did not end, or past what is kept, may be short.
         let whole = broken.is_none() && !agent_left && kept.len() < KEPT_BYTES;
-        let a = Answered { c, turn, unnamed, format, status, is_sse, kept: &kept, latency_ms, broken, agent_left };
+        let a =
+            Answered { c, turn, unnamed, root, format, status, is_sse, kept: &kept, latency_ms, broken, agent_left };
         let usage = answered(w, a);
         limits.provider.charge(usage.output);
         if let (Some(b), Some(r)) = (&unsettled.upstream.budget, unsettled.usd.take()) {
@@ -398,7 +399,7 @@ fn admit(
             _ => 0,
         })
         .sum();
-    Ok(Place { c, turn, started_ms: now, epoch: m.epoch, usd, unnamed })
+    Ok(Place { c, turn, started_ms: now, epoch: m.epoch, usd, unnamed, root: root(&items) })
 }
 
 /// Where a request admitted stands.
@@ -410,8 +411,10 @@ struct Place {
     started_ms: u64,
     epoch: u64,
     usd: Option<Reservation>,
-    /// The calls without an id in its history (its answer's are numbered on from there).
+    /// The calls without an id in its history (its answer's are numbered on from there), and
+    /// its conversation's name for them.
     unnamed: usize,
+    root: u32,
 }
 
 /// A request's USD reservation until its answer settles it; settled at the most it could cost
@@ -429,11 +432,17 @@ impl Drop for Unsettled {
     }
 }
 
-/// The id the `n`th call without one in conversation `c` is recorded under (Gemini's calls often
+/// The id the `n`th call without one in a conversation is recorded under (Gemini's calls often
 /// have none); the `n`th result without one sent back in it gets the same (results come back in
-/// the calls' order).
-fn positional(c: usize, n: usize) -> String {
-    format!("tracefault-{c}-{n}")
+/// the calls' order). The conversation is named by its first message ([`root`]): calls without
+/// ids give no other way to tell two conversations apart.
+fn positional(root: u32, n: usize) -> String {
+    format!("tracefault-{root:08x}-{n}")
+}
+
+/// A conversation's name for [`positional`]: a hash of its request's first item.
+fn root(items: &[Item]) -> u32 {
+    items.first().map_or(0, |i| crate::engine::rng::fnv1a64(format!("{i:?}").as_bytes()) as u32)
 }
 
 /// The headers a message's `Connection` field names: the connection's own, never forwarded
@@ -485,6 +494,7 @@ fn conversation(w: &mut World, prefix: Option<u32>, format: Format, items: &[Ite
 /// results, in the order the agent sends them.
 fn record_history(w: &mut World, c: usize, items: &[Item]) {
     let turn = w.conversation(c).turns;
+    let root = root(items);
     let mut seen: BTreeSet<String> = BTreeSet::new();
     // Calls and results without an id so far (the nth of each paired).
     let (mut calls_unnamed, mut results_unnamed) = (0, 0);
@@ -494,7 +504,7 @@ fn record_history(w: &mut World, c: usize, items: &[Item]) {
                 for call in calls {
                     let id = call.id.clone().unwrap_or_else(|| {
                         calls_unnamed += 1;
-                        positional(c, calls_unnamed - 1)
+                        positional(root, calls_unnamed - 1)
                     });
                     if w.owner.contains_key(&id) {
                         continue;
@@ -511,7 +521,7 @@ fn record_history(w: &mut World, c: usize, items: &[Item]) {
             Item::Result { id, content, flag, .. } => {
                 let id = id.clone().unwrap_or_else(|| {
                     results_unnamed += 1;
-                    positional(c, results_unnamed - 1)
+                    positional(root, results_unnamed - 1)
                 });
                 let key = format!("result:{id}");
                 if w.owner.contains_key(&key) || !seen.insert(key.clone()) {
@@ -550,8 +560,9 @@ fn own(w: &mut World, key: String, c: usize) {
 struct Answered<'a> {
     c: usize,
     turn: u32,
-    /// The calls without an id in the request's history.
+    /// The calls without an id in the request's history, and its conversation's name for them.
     unnamed: usize,
+    root: u32,
     format: Format,
     status: u16,
     is_sse: bool,
@@ -567,7 +578,7 @@ struct Answered<'a> {
 /// so the results that come back are known), and whether it ended the conversation; returns
 /// the usage it reports, as billed.
 fn answered(w: &mut World, a: Answered<'_>) -> Usage {
-    let Answered { c, turn, unnamed, format, status, is_sse, kept, latency_ms, broken, agent_left } = a;
+    let Answered { c, turn, unnamed, root, format, status, is_sse, kept, latency_ms, broken, agent_left } = a;
     w.model_calls += 1;
     let text = String::from_utf8_lossy(kept);
     let read = if is_sse { read_stream(&text) } else { read_json(format, &text) };
@@ -615,10 +626,13 @@ fn answered(w: &mut World, a: Answered<'_>) -> Usage {
     });
     let held = w.conversations.contains_key(&c);
     let mut n = unnamed;
-    for (id, name, args) in read.call_list {
+    // Only an answer the agent got whole can be acted on: a retry of a broken or abandoned one
+    // gets its own (with the same ids when they are positional), recorded then.
+    let calls = if ok && !agent_left { read.call_list } else { Vec::new() };
+    for (id, name, args) in calls {
         let id = id.unwrap_or_else(|| {
             n += 1;
-            positional(c, n - 1)
+            positional(root, n - 1)
         });
         // The agent's next request may have been read first (it acted on the stream's last
         // event): a call recorded from its history is not recorded again.
