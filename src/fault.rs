@@ -92,10 +92,41 @@ pub enum Fault {
     TruncatedJson,
     /// The body reaches the tool client wrapped in a Markdown code fence: parsing it fails.
     CodeFencedJson,
+    /// The provider's answer breaks after its first `after_events` server-sent events (the
+    /// provider only). A stall is a slow answer, not a failure; the others fail the attempt
+    /// after its input was read (a transient failure).
+    Stream {
+        after_events: u32,
+        how: StreamBreak,
+    },
+}
+
+/// How a provider's event stream breaks (the book: faults).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamBreak {
+    /// The connection is dropped: the stream ends without its last events.
+    Cut,
+    /// An event whose data is not JSON is sent, then the rest of the stream.
+    Malformed,
+    /// Nothing is sent for `ms` (virtual ms), then the rest of the stream.
+    Stall { ms: u64 },
+    /// The provider's own error event (Anthropic's `overloaded_error`), and the stream ends.
+    Error,
+}
+
+impl StreamBreak {
+    pub fn name(self) -> &'static str {
+        match self {
+            StreamBreak::Cut => "stream_cut",
+            StreamBreak::Malformed => "stream_malformed",
+            StreamBreak::Stall { .. } => "stream_stall",
+            StreamBreak::Error => "stream_error",
+        }
+    }
 }
 
 /// Names of the faults that are not an HTTP status (`fault = "…"` in a scenario).
-pub const NON_HTTP_FAULTS: [&str; 8] = [
+pub const NON_HTTP_FAULTS: [&str; 12] = [
     "timeout",
     "reset",
     "stream_dropped",
@@ -104,6 +135,10 @@ pub const NON_HTTP_FAULTS: [&str; 8] = [
     "ambiguous",
     "truncated_json",
     "code_fenced_json",
+    "stream_cut",
+    "stream_malformed",
+    "stream_stall",
+    "stream_error",
 ];
 
 impl Fault {
@@ -119,7 +154,8 @@ impl Fault {
             | Fault::StreamDropped
             | Fault::SessionExpired
             | Fault::TruncatedJson
-            | Fault::CodeFencedJson => ErrorClass::Transient,
+            | Fault::CodeFencedJson
+            | Fault::Stream { .. } => ErrorClass::Transient,
             Fault::SchemaDrift => ErrorClass::BadArgs,
             Fault::Ambiguous { .. } => ErrorClass::Partial,
         }
@@ -140,6 +176,12 @@ impl Fault {
         }
     }
 
+    /// Whether the attempt fails: every fault but a stalled stream, which only slows the
+    /// answer.
+    pub fn fails(&self) -> bool {
+        !matches!(self, Fault::Stream { how: StreamBreak::Stall { .. }, .. })
+    }
+
     /// Whether the tool's body reaches the client damaged (it fails to parse it).
     pub fn damages_body(&self) -> bool {
         matches!(self, Fault::TruncatedJson | Fault::CodeFencedJson)
@@ -158,6 +200,10 @@ impl Fault {
             Fault::Ambiguous { cursor: true } => "ambiguous with a cursor".into(),
             Fault::TruncatedJson => "truncated_json".into(),
             Fault::CodeFencedJson => "code_fenced_json".into(),
+            Fault::Stream { after_events, how: StreamBreak::Stall { ms } } => {
+                format!("stream_stall {ms}ms after {after_events} events")
+            }
+            Fault::Stream { after_events, how } => format!("{} after {after_events} events", how.name()),
         }
     }
 }

@@ -120,7 +120,7 @@ impl ToolError<'_> {
                     _ => "TRANSPORT",
                 },
                 Fault::Timeout { .. } => "TIMEOUT",
-                Fault::Reset | Fault::StreamDropped | Fault::SessionExpired => "TRANSPORT",
+                Fault::Reset | Fault::StreamDropped | Fault::SessionExpired | Fault::Stream { .. } => "TRANSPORT",
                 Fault::SchemaDrift => "SCHEMA_CHANGED",
                 Fault::TruncatedJson | Fault::CodeFencedJson => "BAD_RESPONSE",
                 Fault::Ambiguous { .. } => "PARTIAL",

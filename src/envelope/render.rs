@@ -326,7 +326,7 @@ pub fn sentence(out: &mut String, num: &mut itoa::Buffer, err: &ToolError<'_>) {
                 out.push_str(num.format(*after_ms));
                 out.push_str(" ms; the same call may succeed later.");
             }
-            Fault::Reset | Fault::StreamDropped => {
+            Fault::Reset | Fault::StreamDropped | Fault::Stream { .. } => {
                 out.push_str("The connection to the ");
                 out.push_str(tool);
                 out.push_str(" tool was reset; the same call may succeed later.");
@@ -388,7 +388,7 @@ fn raw_exception(out: &mut String, num: &mut itoa::Buffer, err: &ToolError<'_>) 
             Fault::Timeout { .. } => out.push_str(
                 "    response = session.post(url, json=args, timeout=timeout)\nrequests.exceptions.ReadTimeout: HTTPConnectionPool(host='tools.internal', port=80): Read timed out. (read timeout=30.0)",
             ),
-            Fault::Reset | Fault::StreamDropped => out.push_str(
+            Fault::Reset | Fault::StreamDropped | Fault::Stream { .. } => out.push_str(
                 "    response = session.post(url, json=args, timeout=timeout)\nrequests.exceptions.ConnectionError: ('Connection aborted.', ConnectionResetError(104, 'Connection reset by peer'))",
             ),
             Fault::SessionExpired => out.push_str(

@@ -452,12 +452,19 @@ pub struct FaultDto {
     /// call it again").
     pub message: Option<String>,
     /// The fault, when not an HTTP status: `timeout`, `reset`, `ambiguous`, `truncated_json`,
-    /// `code_fenced_json`, `session_expired`, `stream_dropped` or `schema_drift` (on the provider
-    /// only `timeout` or `reset`).
+    /// `code_fenced_json`, `session_expired`, `stream_dropped` or `schema_drift` on a tool;
+    /// `timeout`, `reset`, `stream_cut`, `stream_malformed`, `stream_stall` or `stream_error` on
+    /// the provider.
     pub fault: Option<String>,
     /// With `fault = "timeout"`: the virtual time before the call times out, in ms, at most a day
     /// (default 30 000).
     pub after_ms: Option<u64>,
+    /// With a `stream_*` fault: the server-sent events of the answer sent before the stream
+    /// breaks, 0 to 10 000 (default 1).
+    pub after_events: Option<u32>,
+    /// With `fault = "stream_stall"`: how long the stream stalls, in virtual ms, at most a day
+    /// (default 30 000).
+    pub stall_ms: Option<u64>,
     /// In a fleet, whose attempts and successes the triggers count: `agent` (default: each
     /// agent's own) or `fleet` (the whole fleet's).
     pub scope: Option<String>,

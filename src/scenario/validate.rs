@@ -22,7 +22,7 @@ use crate::engine::strategy::{Partials, Routing, Strategy};
 use crate::engine::task::{MAX_PARALLEL_CALLS, Policy, Task};
 use crate::envelope::Encoding;
 use crate::error::{Error, Result};
-use crate::fault::{Fault, HTTP_STATUSES, NON_HTTP_FAULTS, http_class};
+use crate::fault::{Fault, HTTP_STATUSES, NON_HTTP_FAULTS, StreamBreak, http_class};
 use crate::metrics::recorded::recorded_metrics;
 use crate::metrics::summary::SUMMARY_COLUMNS;
 use crate::provider::Format;
@@ -489,6 +489,21 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &Task) -> Result<FaultRul
                 "ambiguous" => Fault::Ambiguous { cursor: f.cursor.unwrap_or(false) },
                 "truncated_json" => Fault::TruncatedJson,
                 "code_fenced_json" => Fault::CodeFencedJson,
+                "stream_cut" | "stream_malformed" | "stream_stall" | "stream_error" => {
+                    let after_events = match f.after_events {
+                        Some(n) if n > 10_000 => {
+                            return Err(ctx.err(field("after_events"), format!("events in [0, 10000], got {n}")));
+                        }
+                        n => n.unwrap_or(1),
+                    };
+                    let how = match kind {
+                        "stream_cut" => StreamBreak::Cut,
+                        "stream_malformed" => StreamBreak::Malformed,
+                        "stream_error" => StreamBreak::Error,
+                        _ => StreamBreak::Stall { ms: ms(ctx, &field("stall_ms"), f.stall_ms)?.unwrap_or(30_000) },
+                    };
+                    Fault::Stream { after_events, how }
+                }
                 "no_progress" => {
                     return Err(ctx.err(field("fault"),
                         "one of timeout, reset, ambiguous, truncated_json, code_fenced_json: \"no_progress\" was removed \
@@ -510,8 +525,26 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &Task) -> Result<FaultRul
     if f.after_ms.is_some() && !matches!(fault, Fault::Timeout { .. }) {
         return Err(ctx.err(field("after_ms"), "`after_ms` only with fault = \"timeout\""));
     }
-    if target == Target::Provider && !matches!(fault, Fault::Http { .. } | Fault::Timeout { .. } | Fault::Reset) {
-        return Err(ctx.err(field("fault"), "an http status, \"timeout\" or \"reset\" on the provider"));
+    if f.after_events.is_some() && !matches!(fault, Fault::Stream { .. }) {
+        return Err(ctx.err(field("after_events"), "`after_events` only with a stream_* fault"));
+    }
+    if f.stall_ms.is_some() && !matches!(fault, Fault::Stream { how: StreamBreak::Stall { .. }, .. }) {
+        return Err(ctx.err(field("stall_ms"), "`stall_ms` only with fault = \"stream_stall\""));
+    }
+    if target == Target::Provider
+        && !matches!(fault, Fault::Http { .. } | Fault::Timeout { .. } | Fault::Reset | Fault::Stream { .. })
+    {
+        return Err(ctx.err(
+            field("fault"),
+            "an http status, \"timeout\", \"reset\" or a stream_* fault (stream_cut, stream_malformed, \
+             stream_stall, stream_error) on the provider",
+        ));
+    }
+    if target != Target::Provider && matches!(fault, Fault::Stream { .. }) {
+        return Err(ctx.err(
+            field("fault"),
+            "a stream_* fault only on the provider (a tool's event stream breaks with \"stream_dropped\")",
+        ));
     }
     let label = format!("{} {}: {}", f.target, trigger_label(&trigger), fault.label());
     let fleet = match f.scope.as_deref().unwrap_or("agent") {

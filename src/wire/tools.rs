@@ -263,7 +263,7 @@ fn fault_reply(world: &World, tool: &str, fault: &Fault, retry_after_ms: Option<
             }
         }
         Fault::Timeout { .. } => Reply::json(504, &json!({"error": {"code": 504, "message": message}})),
-        Fault::Reset | Fault::StreamDropped => Reply::reset(),
+        Fault::Reset | Fault::StreamDropped | Fault::Stream { .. } => Reply::reset(),
         Fault::SessionExpired => Reply::json(404, &json!({"error": {"code": 404, "message": message}})),
         Fault::SchemaDrift => Reply::json(400, &json!({"error": {"code": 400, "message": message}})),
         Fault::TruncatedJson => Reply::raw(200, truncated(&body).as_bytes().to_vec(), "application/json"),

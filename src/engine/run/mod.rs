@@ -30,7 +30,7 @@ use crate::engine::Scenario;
 use crate::envelope::read::{Signal, read_message};
 use crate::envelope::render::{Body, Renderer};
 use crate::envelope::{ErrorKind, ToolError, stated_seconds};
-use crate::fault::{ErrorClass, Fault};
+use crate::fault::{ErrorClass, Fault, StreamBreak};
 
 mod agent;
 mod deliver;

@@ -33,9 +33,24 @@ impl<'a, O: Observer, J: Probabilities, const SHARED: bool> Handler<'a, O, J, SH
         self.ag.attempts[prov] += 1;
         let is_retry = self.ag.provider_chain > 0;
         match self.provider_fault(prov) {
+            Some(Refused { fault: Fault::Stream { how: StreamBreak::Stall { ms }, .. }, rule, .. }) => {
+                self.stalled(prov, is_retry, *ms, rule)
+            }
             Some(refused) => self.refused(prov, is_retry, refused),
-            None => self.answered(prov, is_retry),
+            None => self.answered(prov, is_retry, None),
         }
+    }
+
+    /// A stream that stalls for `ms` before the rest of the answer: a slow answer, unless the
+    /// agent's time runs out meanwhile.
+    fn stalled(&mut self, prov: usize, is_retry: bool, ms: u64, rule: Option<u16>) {
+        let resumed = self.now.saturating_add(ms);
+        if self.past_time_budget(resumed.saturating_add(self.sc.profile.model_latency_ms)) {
+            self.now = self.deadline().map_or(resumed, |d| resumed.min(d));
+            return self.finish(TerminatedBy::TimeBudget);
+        }
+        self.now = resumed;
+        self.answered(prov, is_retry, rule);
     }
 
     /// The fault this attempt meets, if any: the provider still refusing a call that came back
@@ -84,7 +99,18 @@ impl<'a, O: Observer, J: Probabilities, const SHARED: bool> Handler<'a, O, J, SH
         let early = SHARED && sc.loaded && is_retry && self.now < self.ag.load_until[prov];
         let Refused { fault, rule, retry_after_ms, fresh } = r;
         self.ag.provider_chain += 1;
-        let latency = if let Fault::Timeout { after_ms } = fault { *after_ms } else { 0 };
+        let latency = match fault {
+            Fault::Timeout { after_ms } => *after_ms,
+            // A stream breaks as the answer comes: the agent waited for it.
+            Fault::Stream { .. } => sc.profile.model_latency_ms,
+            _ => 0,
+        };
+        // A broken stream's input was read, and is billed.
+        let tokens_in = if matches!(fault, Fault::Stream { .. }) { self.ag.context_tokens } else { 0 };
+        if self.strat.budgets && sc.policy.max_tokens.is_some_and(|max| self.ag.tokens_used + tokens_in > max) {
+            return self.finish(TerminatedBy::TokenBudget);
+        }
+        self.ag.tokens_used += tokens_in;
         let answered = self.now.saturating_add(latency);
         match (fresh, retry_after_ms, rule) {
             (true, Some(ms), Some(rule)) => {
@@ -109,8 +135,8 @@ impl<'a, O: Observer, J: Probabilities, const SHARED: bool> Handler<'a, O, J, SH
         self.obs.event(&Event::ModelCall {
             turn: self.ag.turn + 1,
             t_ms: self.now,
-            status: fault.status().unwrap_or(0),
-            tokens_in: 0,
+            status: if let Fault::Stream { .. } = fault { BROKEN_STREAM_STATUS } else { fault.status().unwrap_or(0) },
+            tokens_in,
             tokens_out: 0,
             retry: is_retry,
             rule,
@@ -134,9 +160,9 @@ impl<'a, O: Observer, J: Probabilities, const SHARED: bool> Handler<'a, O, J, SH
         }
     }
 
-    /// The model answers: its turn is decided, charged to the token budget, and its calls
+    /// The model answers (late when its stream stalled under rule `stall`): its turn is decided, charged to the token budget, and its calls
     /// issued (or the run ends with its answer).
-    fn answered(&mut self, prov: usize, is_retry: bool) {
+    fn answered(&mut self, prov: usize, is_retry: bool, stall: Option<u16>) {
         let sc = self.sc;
         self.ag.successes[prov] += 1;
         self.count_fleet_success(prov);
@@ -181,8 +207,8 @@ impl<'a, O: Observer, J: Probabilities, const SHARED: bool> Handler<'a, O, J, SH
             tokens_in,
             tokens_out,
             retry: is_retry,
-            rule: None,
-            fired: false,
+            rule: stall,
+            fired: stall.is_some(),
             wasted: false,
             load: false,
             ends: ending.is_some(),
@@ -204,3 +230,7 @@ struct Refused<'a> {
     retry_after_ms: Option<u64>,
     fresh: bool,
 }
+
+/// The status a broken stream is recorded with, as live mode records one: the answer came
+/// from upstream bad.
+pub(crate) const BROKEN_STREAM_STATUS: u16 = 502;

@@ -199,3 +199,55 @@ fn deliver_hands_a_model_routed_failure_to_the_model_in_its_encoding() {
     assert!(content.starts_with(r#"{"role":"tool","tool_call_id":"call_1","content":"ERROR: "#), "{content}");
     assert!(!seen.iter().any(|s| matches!(s, Seen::Attempt { by: By::Orchestrator, .. })), "no orchestrator retry");
 }
+
+fn stream_rule(at: &[u32], how: crate::fault::StreamBreak) -> FaultRule {
+    FaultRule {
+        fault: Fault::Stream { after_events: 2, how },
+        label: how.name().into(),
+        ..rule(Target::Provider, at, 503, None)
+    }
+}
+
+#[test]
+fn a_stalled_stream_is_a_late_answer() {
+    // The first answer stalls 5 s: it is no failure, the turn goes on, 5 s later than without.
+    let stall = stream_rule(&[1], crate::fault::StreamBreak::Stall { ms: 5000 });
+    let (plain, _) = run(&scenario(Vec::new(), Policy::default()), "five-field");
+    let (seen, end) = run(&scenario(vec![stall], Policy::default()), "five-field");
+    assert_eq!(end, TerminatedBy::Answer);
+    let m = models(&seen);
+    assert_eq!(m.len(), 2, "{seen:?}");
+    assert!(matches!(m[0], Seen::Model { t: 5000, status: 200, retry: false, fired: true, ends: false, .. }));
+    let (Seen::Model { t: late, .. }, Seen::Model { t: on_time, .. }) = (m[1], models(&plain)[1]) else { panic!() };
+    assert_eq!(*late, on_time + 5000);
+    // A stall past the time budget ends the run at its deadline.
+    let stall = stream_rule(&[1], crate::fault::StreamBreak::Stall { ms: 5000 });
+    let sc = scenario(vec![stall], Policy { max_virtual_ms: Some(4000), ..Policy::default() });
+    let (seen, end) = run(&sc, "five-field-guarded");
+    assert_eq!(end, TerminatedBy::TimeBudget);
+    assert!(models(&seen).is_empty(), "{seen:?}");
+    assert!(matches!(seen.last(), Some(Seen::End { t: 4000, .. })), "{seen:?}");
+}
+
+#[test]
+fn a_broken_stream_fails_after_the_answer_time_with_its_input_billed() {
+    // The first answer's stream is cut: a 502 seen when the answer would have come, its
+    // input billed and nothing written; the orchestrator's retry then gets the answer.
+    let sc = scenario(vec![stream_rule(&[1], crate::fault::StreamBreak::Cut)], Policy::default());
+    let latency = sc.profile.model_latency_ms;
+    let (seen, end) = run(&sc, "five-field");
+    assert_eq!(end, TerminatedBy::Answer);
+    let m = models(&seen);
+    assert_eq!(m.len(), 3, "{seen:?}");
+    let Seen::Model { t: 0, status: 502, retry: false, fired: true, ends: false, tokens } = *m[0] else {
+        panic!("{:?}", m[0])
+    };
+    let Seen::Model { t, status: 200, retry: true, tokens: retried, .. } = *m[1] else { panic!("{:?}", m[1]) };
+    assert!(tokens > 0 && tokens < retried, "input only: {tokens} of {retried}");
+    assert!(t >= latency, "the retry leaves after the break, at {t}");
+    // Every break but the stall fails the same way.
+    for how in [crate::fault::StreamBreak::Malformed, crate::fault::StreamBreak::Error] {
+        let (seen, _) = run(&scenario(vec![stream_rule(&[1], how)], Policy::default()), "five-field");
+        assert!(matches!(models(&seen)[0], Seen::Model { status: 502, fired: true, .. }), "{how:?}");
+    }
+}
