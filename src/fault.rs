@@ -101,6 +101,10 @@ pub enum Fault {
     },
 }
 
+/// The status a model call whose stream broke is recorded with, in `run` and over the wire:
+/// the answer came from upstream bad.
+pub const BROKEN_STREAM_STATUS: u16 = 502;
+
 /// How a provider's event stream breaks (the book: faults).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StreamBreak {

@@ -90,6 +90,9 @@ pub struct RetryPolicy {
     pub budget_ratio: Option<f64>,
     /// A fleet's budget counts the whole fleet's retries and first attempts over this window.
     pub budget_window_ms: u64,
+    /// Whether a model answer whose stream broke is retried: the SDKs' own retries end when
+    /// the answer's headers arrive, so they raise a broken stream to the agent.
+    pub broken_streams: bool,
 }
 
 impl Default for RetryPolicy {
@@ -104,6 +107,7 @@ impl Default for RetryPolicy {
             retry_after_cap_s: 60,
             budget_ratio: None,
             budget_window_ms: 10_000,
+            broken_streams: true,
         }
     }
 }
@@ -137,6 +141,7 @@ impl RetryPolicy {
             honor_retry_after: true,
             retry_after: RetryAfter::Replace,
             retry_after_cap_s: 120,
+            broken_streams: false,
             ..RetryPolicy::default()
         };
         Some(match name {
@@ -148,6 +153,7 @@ impl RetryPolicy {
                 base_ms: 1000,
                 cap_ms: 60_000,
                 honor_retry_after: false,
+                broken_streams: false,
                 ..RetryPolicy::default()
             },
             "vercel-ai" => RetryPolicy {
@@ -158,6 +164,7 @@ impl RetryPolicy {
                 honor_retry_after: true,
                 retry_after: RetryAfter::ReplaceOrBackoff,
                 retry_after_cap_s: 60,
+                broken_streams: false,
                 ..RetryPolicy::default()
             },
             _ => return None,

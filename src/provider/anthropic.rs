@@ -210,6 +210,11 @@ impl Provider for Anthropic {
         status
     }
 
+    /// Anthropic's documented `error` event (`overloaded_error`), which its SDK raises.
+    fn stream_error_event(&self, request_id: &str) -> String {
+        format!("event: error\ndata: {}\n\n", self.error_body(529, None, request_id))
+    }
+
     fn error_body(&self, status: u16, _retry_after_real_ms: Option<u64>, request_id: &str) -> Value {
         let (kind, message) = match status {
             400 | 422 => ("invalid_request_error", "Invalid request."),

@@ -3,8 +3,8 @@
 //! parses protobuf JSON, so every field may also come in its snake_case name (LiteLLM sends
 //! `function_call`); both are read. A tool result is a `functionResponse` part whose
 //! `response` holds `output` (a success) or `error` (a failure). The mock answers with
-//! `candidates` (one SSE event when streamed), and fails with Google's RPC error object, a
-//! `RetryInfo` detail carrying the wait.
+//! `candidates` (streamed: a text in two SSE events, calls in one), and fails with Google's
+//! RPC error object, a `RetryInfo` detail carrying the wait.
 
 use serde_json::{Value, json};
 
@@ -271,7 +271,22 @@ fn answer(turn: &Turn, shape: &Shape, n: u32, tokens: (u64, u64)) -> Reply {
     let body = json!({"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
         "usageMetadata": {"promptTokenCount": tin, "candidatesTokenCount": tout, "totalTokenCount": tin + tout},
         "modelVersion": model, "responseId": format!("tracefault{n:06}")});
-    if stream { sse(vec![(None, body)], "") } else { Reply::json(200, &body) }
+    if !stream {
+        return Reply::json(200, &body);
+    }
+    // A streamed text comes in pieces, as Gemini sends it: the first half, then the rest with
+    // the finish reason and the usage.
+    if let Turn::Final { text } = reply
+        && let Some(half) = (text.len() / 2..text.len()).find(|&i| i > 0 && text.is_char_boundary(i))
+    {
+        let first = json!({"candidates": [{"content": {"role": "model", "parts": [{"text": &text[..half]}]}, "index": 0}],
+            "usageMetadata": {"promptTokenCount": tin, "totalTokenCount": tin},
+            "modelVersion": model, "responseId": format!("tracefault{n:06}")});
+        let mut rest = body;
+        rest["candidates"][0]["content"]["parts"] = json!([{"text": &text[half..]}]);
+        return sse(vec![(None, first), (None, rest)], "");
+    }
+    sse(vec![(None, body)], "")
 }
 
 #[cfg(test)]

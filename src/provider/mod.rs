@@ -121,6 +121,11 @@ impl Format {
 
     /// A provider failure with the status and body that provider really sends, and
     /// `retry-after` headers (a real wait) when known.
+    /// The provider's own error event mid-stream, for response `n`.
+    pub fn stream_error_event(self, n: u32) -> String {
+        self.provider().stream_error_event(&request_id(n))
+    }
+
     pub fn error(self, status: u16, retry_after_real_ms: Option<u64>, n: u32) -> Reply {
         let p = self.provider();
         let status = p.status(status);
@@ -300,6 +305,13 @@ pub trait Provider: Sync {
 
     /// The error body the provider sends with `status`.
     fn error_body(&self, status: u16, retry_after_real_ms: Option<u64>, request_id: &str) -> Value;
+
+    /// The event a stream of the provider's carries when the provider fails mid-answer
+    /// (overloaded), blank line included. Chat's and Gemini's: a `data:` chunk holding the
+    /// error body, which their SDKs raise.
+    fn stream_error_event(&self, request_id: &str) -> String {
+        format!("data: {}\n\n", self.error_body(self.status(503), None, request_id))
+    }
 }
 
 /// A fixed creation time: responses are reproducible, and no SDK checks it.

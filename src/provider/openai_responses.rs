@@ -209,6 +209,13 @@ impl Provider for OpenAiResponses {
     fn error_body(&self, status: u16, retry_after_real_ms: Option<u64>, request_id: &str) -> Value {
         OpenAiChat.error_body(status, retry_after_real_ms, request_id)
     }
+
+    /// The Responses stream's `error` event (code, message, param at the top level).
+    fn stream_error_event(&self, request_id: &str) -> String {
+        let e = &OpenAiChat.error_body(500, None, request_id)["error"];
+        let event = json!({"type": "error", "code": "server_error", "message": e["message"], "param": null});
+        format!("event: error\ndata: {event}\n\n")
+    }
 }
 
 fn responses_items(reply: &Turn, n: u32) -> Vec<Value> {

@@ -1,9 +1,23 @@
 //! What a mock answers over HTTP, apart from the server that sends it: a status, headers, a
-//! body (JSON, server-sent events, raw bytes), an optional delay, or a dropped connection.
+//! body (JSON, server-sent events, raw bytes, or sent in steps with pauses), an optional delay,
+//! or a dropped connection.
 
 use std::time::Duration;
 
 use serde_json::Value;
+
+/// One step of a body sent in steps.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// Send these bytes on.
+    Pass(Vec<u8>),
+    /// Send nothing for this long.
+    Stall(Duration),
+    /// Drop the connection: the client's read fails.
+    Cut,
+    /// End the body here.
+    End,
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Body {
@@ -17,6 +31,11 @@ pub enum Body {
     /// part-way.
     Cut {
         bytes: Vec<u8>,
+        content_type: &'static str,
+    },
+    /// The body sent in steps: bytes, pauses, a dropped connection.
+    Steps {
+        steps: Vec<Step>,
         content_type: &'static str,
     },
 }
@@ -84,6 +103,13 @@ impl Reply {
             Body::Bytes { bytes, .. } => String::from_utf8_lossy(bytes).into_owned(),
             Body::Reset => String::new(),
             Body::Cut { bytes, .. } => String::from_utf8_lossy(bytes).into_owned(),
+            Body::Steps { steps, .. } => steps
+                .iter()
+                .filter_map(|s| match s {
+                    Step::Pass(b) => Some(String::from_utf8_lossy(b).into_owned()),
+                    _ => None,
+                })
+                .collect(),
         }
     }
 }

@@ -287,6 +287,10 @@ pub struct RetryDto {
     /// The window a fleet's retry budget counts over, in ms, 10 to a day (default 10 000); only
     /// with `budget_ratio`.
     pub budget_window_ms: Option<u64>,
+    /// Whether a model answer whose stream broke (`stream_cut`, `stream_malformed`,
+    /// `stream_error`) is retried (default true; false in every preset: the SDKs raise it to
+    /// the agent unretried).
+    pub broken_streams: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]

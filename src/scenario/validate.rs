@@ -611,6 +611,7 @@ fn retry_from_dto(ctx: &Ctx, field: &str, base: &RetryPolicy, r: &RetryDto) -> R
         return Err(ctx.err(format!("{field}.cap_ms"), format!("at most {MAX_MS} ms, got {}", p.cap_ms)));
     }
     p.honor_retry_after = r.honor_retry_after.unwrap_or(p.honor_retry_after);
+    p.broken_streams = r.broken_streams.unwrap_or(p.broken_streams);
     if let Some(rule) = &r.retry_after {
         p.retry_after = RetryAfter::parse(rule).ok_or_else(|| {
             ctx.err(format!("{field}.retry_after"), format!("one of {}, got {rule:?}", RetryAfter::NAMES.join(", ")))

@@ -8,6 +8,7 @@ use crate::engine::model::CallHistory;
 use crate::engine::rng::LazyStream;
 use crate::provider::Format;
 pub use crate::provider::Turn;
+use crate::trace::TraceEvent;
 
 /// One call of the current step, as the mock model tracks it.
 #[derive(Clone, Debug)]
@@ -36,6 +37,9 @@ pub struct Conversation {
     /// The last request answered (a digest of its conversation) and the answer: an SDK that
     /// sends a request again gets the same answer, and the conversation does not move twice.
     pub(super) last: Option<(u64, Turn)>,
+    /// The last answer's records (its model call, then its calls) while the agent has not got
+    /// it whole (its stream broke): recorded when the agent asks again.
+    pub(super) undelivered: Option<Vec<TraceEvent>>,
     /// The ids it gave out (forgotten with it).
     pub ids: Vec<String>,
     /// The `/agents/K/` prefix its requests came under.
@@ -57,6 +61,7 @@ impl Conversation {
             turns: 0,
             ended: None,
             last: None,
+            undelivered: None,
             ids: Vec::new(),
             agent,
         }

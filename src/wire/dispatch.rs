@@ -17,7 +17,7 @@ use super::mocks::{Door, Mocks};
 use super::tools;
 use crate::engine::limits::LoadFault;
 use crate::fault::Fault;
-use crate::provider::reply::{Body, Reply};
+use crate::provider::reply::{Body, Reply, Step};
 
 /// Requests larger than this are refused with 413, while they stream in.
 pub const MAX_BODY_BYTES: usize = 8 << 20;
@@ -202,6 +202,33 @@ pub async fn respond(reply: Reply) -> Response {
             r
         }
         Body::Reset => Response::new(AxumBody::new(Broken)),
+        Body::Steps { steps, content_type } => {
+            let (tx, rx) = tokio::sync::mpsc::channel(4);
+            tokio::spawn(async move {
+                for step in steps {
+                    match step {
+                        Step::Pass(bytes) => {
+                            if tx.send(Ok(Bytes::from(bytes))).await.is_err() {
+                                return;
+                            }
+                        }
+                        Step::Stall(d) => tokio::time::sleep(d).await,
+                        Step::Cut => {
+                            // What was sent reaches the client first.
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                            let reset =
+                                std::io::Error::new(std::io::ErrorKind::ConnectionReset, "stream cut by the mock");
+                            let _ = tx.send(Err(reset)).await;
+                            return;
+                        }
+                        Step::End => return,
+                    }
+                }
+            });
+            let mut r = Response::new(AxumBody::new(Channel(rx)));
+            r.headers_mut().insert("content-type", HeaderValue::from_static(content_type));
+            r
+        }
         Body::Cut { bytes, content_type } => {
             let then = BrokenLater(Box::pin(tokio::time::sleep(Duration::from_millis(20))));
             let mut r = Response::new(AxumBody::new(Prefixed { prefix: Some(Bytes::from(bytes)), then }));
@@ -272,5 +299,20 @@ impl<B: http_body::Body<Data = Bytes> + Unpin> http_body::Body for Prefixed<B> {
             Some(bytes) => Poll::Ready(Some(Ok(http_body::Frame::data(bytes)))),
             None => Pin::new(&mut self.then).poll_frame(cx),
         }
+    }
+}
+
+/// A body fed by a task (the steps of a mock's answer, a real provider's answer passed on).
+pub struct Channel(pub tokio::sync::mpsc::Receiver<Result<Bytes, std::io::Error>>);
+
+impl http_body::Body for Channel {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        self.0.poll_recv(cx).map(|o| o.map(|r| r.map(http_body::Frame::data)))
     }
 }

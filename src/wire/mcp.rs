@@ -531,7 +531,9 @@ fn logged_answer(id: &Value, outcome: &Result<Called, Reply>, encoding: Encoding
 fn reply_bytes(reply: &Reply) -> &[u8] {
     match &reply.body {
         crate::provider::reply::Body::Bytes { bytes, .. } => bytes,
-        crate::provider::reply::Body::Reset | crate::provider::reply::Body::Cut { .. } => b"the connection was dropped",
+        crate::provider::reply::Body::Reset
+        | crate::provider::reply::Body::Cut { .. }
+        | crate::provider::reply::Body::Steps { .. } => b"the connection was dropped",
     }
 }
 

@@ -13,7 +13,8 @@
 //! checklist `exec` holds an agent to; [`plain`] tool results handed back as ordinary
 //! messages; [`recorded`] what a run's trace keeps of the traffic; [`upstream`] the real
 //! providers behind the provider endpoints in live mode, and [`spending`] its USD limit;
-//! [`mcp_upstream`] a real MCP server behind the MCP mocks (`mcp-proxy`).
+//! [`mcp_upstream`] a real MCP server behind the MCP mocks (`mcp-proxy`); [`stream_break`] a
+//! provider's event stream broken on its way to the agent (the `stream_*` faults).
 
 pub mod checks;
 pub mod conversation;
@@ -30,6 +31,7 @@ pub mod schema;
 pub mod server;
 pub mod spending;
 pub mod stdio;
+pub mod stream_break;
 pub mod tools;
 pub mod upstream;
 pub mod world;

@@ -45,7 +45,36 @@ pub fn next_turn(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn
     if let Some((d, turn)) = &world.conversation(c).last
         && *d == digest
     {
-        return turn.clone();
+        let turn = turn.clone();
+        // Asked again after a broken stream: this time the answer is recorded.
+        if let Some(held) = world.conversation(c).undelivered.take() {
+            world.model_calls += 1;
+            if world.record_trace {
+                world.trace.events.extend(held);
+            }
+        }
+        return turn;
+    }
+    if let Some(held) = world.conversation(c).undelivered.take() {
+        // The agent went on from a broken answer: the calls of it it sends results for were
+        // acted on, and are recorded.
+        let answered: Vec<&str> = items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Result { id: Some(id), .. } => Some(id.as_str()),
+                _ => None,
+            })
+            .collect();
+        let acted: Vec<TraceEvent> = held
+            .into_iter()
+            .filter(|e| matches!(e, TraceEvent::ToolCall { call_id, .. } if answered.contains(&call_id.as_str())))
+            .collect();
+        if !acted.is_empty() {
+            world.note(format!("the agent acted on {} call(s) of an answer whose stream broke", acted.len()));
+            if world.record_trace {
+                world.trace.events.extend(acted);
+            }
+        }
     }
     let turn = decide(world, c, items, ask);
     let turn = keep_the_tool_choice(world, c, ask, turn);
@@ -79,6 +108,33 @@ pub fn next_turn(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn
     }
     world.conversation(c).last = Some((digest, turn.clone()));
     turn
+}
+
+/// Takes back conversation `c`'s answer, recorded since trace event `mark`: its stream broke
+/// on the way, so the agent did not get it whole. The model call is recorded failed (502, its
+/// `tokens_in` billed); the answer is recorded when the agent asks again.
+pub fn undelivered(world: &mut World, c: usize, mark: usize, tokens_in: u64) {
+    let turn = world.conversation(c).turns;
+    let held = if world.record_trace {
+        let at = world.trace.events[mark.min(world.trace.events.len())..]
+            .iter()
+            .position(|e| matches!(e, TraceEvent::ModelCall { .. }))
+            .map_or(world.trace.events.len(), |p| mark + p);
+        world.trace.events.split_off(at)
+    } else {
+        Vec::new()
+    };
+    world.record(TraceEvent::ModelCall {
+        turn,
+        status: crate::fault::BROKEN_STREAM_STATUS,
+        tokens_in,
+        tokens_out: 0,
+        latency_ms: None,
+        t_ms: None,
+        stop: Stop::Error,
+        text: None,
+    });
+    world.conversation(c).undelivered = Some(held);
 }
 
 /// The mock model reads every result of its last turn and takes the next one.

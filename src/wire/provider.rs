@@ -6,14 +6,18 @@ use crate::wire::checks::Check;
 use serde_json::{Value, json};
 
 use super::conversation::{Conversation, Turn};
-use super::model::{Ask, next_turn};
+use super::model::{Ask, next_turn, undelivered};
 use super::plain::read_plain_results;
 use super::schema::declared_tools;
+use super::stream_break::Breaking;
 use super::world::World;
 use crate::engine::limits::ProviderState;
+use crate::fault::{Fault, StreamBreak};
+use crate::provider::reply::Body;
 use crate::provider::{Format, Reply, Shape, request_id};
 use crate::trace::import::conversation::Item;
 use crate::trace::{Stop, TraceEvent};
+use std::time::Duration;
 
 /// Answers one provider request of agent `world`, within the fleet's `limits` (`rpm`, `tpm`);
 /// `agent` is the K of an `/agents/K/` base-URL prefix, which keeps the conversations of agents
@@ -69,12 +73,14 @@ pub fn respond(
     };
     // The fleet's limits, then the provider's faults, come before the model: they never reach it.
     let tokens_in = raw.len() as u64 / 4;
-    if let Some(reply) = refusal(world, limits, c, format, n, tokens_in) {
-        return reply;
-    }
+    let broken = match refusal(world, limits, c, format, n, tokens_in) {
+        Ok(broken) => broken,
+        Err(reply) => return reply,
+    };
     let prov = world.provider_target();
     world.succeeded(prov);
     let ask = Ask { tools: declared_tools(format, &body), choice: p.tool_choice(&body), tokens_in };
+    let mark = world.trace.events.len();
     let turn = next_turn(world, c, &conversation, &ask);
     let tokens_out = match &turn {
         Turn::Calls(calls) => calls.iter().map(|(_, _, a)| a.to_string().len() as u64 / 4 + 8).sum(),
@@ -94,12 +100,72 @@ pub fn respond(
     if let Some(history) = p.history(&body, &turn, n) {
         world.store_response(response_id, history);
     }
-    format.answer(&turn, &shape, n, (ask.tokens_in, tokens_out))
+    let answer = format.answer(&turn, &shape, n, (ask.tokens_in, tokens_out));
+    match broken {
+        None => answer,
+        Some(fault) => {
+            let (answer, failed) = break_answer(world, answer, format, n, fault, shape.stream);
+            if failed {
+                world.unsucceeded(prov);
+                undelivered(world, c, mark, tokens_in);
+            }
+            answer
+        }
+    }
+}
+
+/// Answer `n`, which is no stream, broken as a whole as a `stream_*` fault says: cut
+/// part-way, its JSON cut in half, late by `stall`, or the provider's overloaded error;
+/// whether the agent is kept from it whole.
+pub(super) fn break_whole(answer: Reply, how: StreamBreak, format: Format, n: u32, stall: Duration) -> (Reply, bool) {
+    let Body::Bytes { bytes, content_type } = &answer.body else { return (answer, false) };
+    let (half, content_type) = (bytes[..bytes.len() / 2].to_vec(), *content_type);
+    match how {
+        StreamBreak::Cut => (Reply { body: Body::Cut { bytes: half, content_type }, ..answer }, true),
+        StreamBreak::Malformed => (Reply { body: Body::Bytes { bytes: half, content_type }, ..answer }, true),
+        StreamBreak::Stall { .. } => (answer.delayed(stall), false),
+        StreamBreak::Error => (format.error(529, None, n), true),
+    }
+}
+
+/// Answer `n` broken as a `stream_*` fault says (after that many events, that way); whether
+/// the agent is kept from it whole. An answer that is no stream breaks as a whole
+/// ([`break_whole`]).
+fn break_answer(
+    world: &mut World,
+    answer: Reply,
+    format: Format,
+    n: u32,
+    (after_events, how): (u32, StreamBreak),
+    stream: bool,
+) -> (Reply, bool) {
+    let stall = match how {
+        StreamBreak::Stall { ms } => Duration::from_millis(world.clock.real_ms(ms)),
+        _ => Duration::ZERO,
+    };
+    let fails = !matches!(how, StreamBreak::Stall { .. });
+    if !stream {
+        return break_whole(answer, how, format, n, stall);
+    }
+    let Body::Bytes { bytes, content_type } = &answer.body else { return (answer, false) };
+    let mut b = Breaking::new(after_events, how, format.stream_error_event(n), stall);
+    let mut steps = Vec::new();
+    b.feed(bytes, &mut steps);
+    b.finish(&mut steps);
+    if !b.fired() {
+        world.note(format!(
+            "request {n}: the answer's stream ended before the {} fault's event {after_events}; it was sent whole",
+            how.name()
+        ));
+        return (answer, false);
+    }
+    (Reply { body: Body::Steps { steps, content_type }, ..answer }, fails)
 }
 
 /// The fleet's limits, then the provider's faults, on request `n` (of about `tokens_in`
 /// tokens) of conversation `c`: the provider's error, recorded as a failed model call, when one
-/// of them refuses it; `None` when the request goes on to the model.
+/// of them refuses it; else the request goes on to the model, its answer's stream to break
+/// when a `stream_*` fault fired (after that many events, that way).
 pub(super) fn refusal(
     world: &mut World,
     limits: &mut ProviderState,
@@ -107,7 +173,7 @@ pub(super) fn refusal(
     format: Format,
     n: u32,
     tokens_in: u64,
-) -> Option<Reply> {
+) -> Result<Option<(u32, StreamBreak)>, Reply> {
     let prov = world.provider_target();
     let now = world.clock.now_ms();
     if now < world.load_until[prov] {
@@ -122,10 +188,14 @@ pub(super) fn refusal(
             }
             (429, wait)
         }
-        Ok(()) => world.decide(prov).map(|d| {
+        Ok(()) => {
+            let Some(d) = world.decide(prov) else { return Ok(None) };
             world.faults_injected += 1;
+            if let Fault::Stream { after_events, how } = *world.fault(d.rule) {
+                return Ok(Some((after_events, how)));
+            }
             (world.fault(d.rule).status().unwrap_or(503), d.retry_after_ms)
-        })?,
+        }
     };
     world.model_calls += 1;
     let turn = world.conversation(c).turns + 1;
@@ -139,7 +209,7 @@ pub(super) fn refusal(
         stop: Stop::Error,
         text: None,
     });
-    Some(format.error(status, wait.map(|ms| world.clock.real_ms(ms)), n))
+    Err(format.error(status, wait.map(|ms| world.clock.real_ms(ms)), n))
 }
 
 /// The ids of the tool calls in a conversation (the model's turns and the results).

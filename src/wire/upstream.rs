@@ -13,7 +13,6 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::{Body as AxumBody, Bytes};
@@ -21,13 +20,14 @@ use axum::http::{HeaderMap, HeaderName, StatusCode};
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use super::dispatch::{Shared, respond};
-use super::provider::{call_ids, refusal};
+use super::dispatch::{Channel, Shared, respond};
+use super::provider::{break_whole, call_ids, refusal};
 use super::spending::{Budget, Reservation, Usage};
+use super::stream_break::{Breaking, Step};
 use super::world::World;
 use crate::error::{Error, Result};
 use crate::exchange::{Args, Item, parse_args};
-use crate::fault::Fault;
+use crate::fault::{Fault, StreamBreak};
 use crate::provider::{Format, Reply};
 use crate::trace::{Stop, TraceEvent};
 
@@ -228,7 +228,7 @@ pub struct Forward<'a> {
 /// the scenario says, else forwarded and its answer streamed back and recorded.
 pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forward<'_>) -> Response {
     let Forward { agent, prefix, format, path, query, headers, body } = req;
-    let Place { c, turn, started_ms, epoch, usd, unnamed, root } =
+    let Place { asked, started_ms, epoch, usd, broken: plan } =
         match admit(shared, upstream, agent, (prefix, format, path), &body) {
             Ok(place) => place,
             Err(reply) => return respond(reply).await,
@@ -277,14 +277,45 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
         }
     };
     let status = answer.status().as_u16();
+    let is_sse = answer
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("text/event-stream"));
+    // A stream fault breaks a good answer only; an answer that is no stream breaks as a whole
+    // (settled at the most it could cost: the provider answered it).
+    let plan = plan.filter(|_| status == 200);
+    if let Some(plan) = plan.filter(|_| !is_sse) {
+        let bytes = answer.bytes().await.map(|b| b.to_vec()).unwrap_or_default();
+        let whole = Reply::raw(status, bytes, "application/json");
+        let (reply, fails) = break_whole(whole.clone(), plan.how, format, plan.n, plan.stall);
+        if let mut m = shared.lock()
+            && m.epoch == epoch
+            && let Some((w, limits)) = m.agent(agent)
+        {
+            let latency_ms = w.clock.now_ms().saturating_sub(started_ms);
+            let kept = whole.body_text().into_bytes();
+            let a = Answered {
+                asked,
+                status,
+                is_sse,
+                kept: &kept,
+                latency_ms,
+                broken: None,
+                agent_left: false,
+                injected: fails.then_some(plan),
+            };
+            limits.provider.charge(answered(w, a).output);
+        }
+        return respond(reply).await;
+    }
+    let mut breaking = plan.map(|p| Breaking::new(p.after_events, p.how, format.stream_error_event(p.n), p.stall));
     let mut response = Response::builder().status(StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY));
-    let mut is_sse = false;
     let named = connection_named(answer.headers());
     for (k, v) in answer.headers() {
         if HOP_HEADERS.contains(&k.as_str()) || named.iter().any(|n| n == k.as_str()) {
             continue;
         }
-        is_sse |= k == "content-type" && v.to_str().is_ok_and(|t| t.starts_with("text/event-stream"));
         if let Ok(name) = HeaderName::from_bytes(k.as_str().as_bytes()) {
             response = response.header(name, v.as_bytes());
         }
@@ -296,19 +327,62 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
         let mut kept = Vec::new();
         let mut broken = None;
         let mut agent_left = false;
-        loop {
+        // The steps a stream fault makes of the answer; whether it ended the stream early.
+        let mut steps = Vec::new();
+        let mut stopped = false;
+        'read: loop {
             match answer.chunk().await {
                 Ok(Some(bytes)) => {
-                    if kept.len() < KEPT_BYTES {
-                        let room = KEPT_BYTES - kept.len();
-                        kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
+                    match &mut breaking {
+                        Some(b) => b.feed(&bytes, &mut steps),
+                        None => steps.push(Step::Pass(bytes.into())),
                     }
-                    if tx.send(Ok(bytes)).await.is_err() {
-                        agent_left = true;
-                        break;
+                    for step in steps.drain(..) {
+                        match step {
+                            Step::Pass(bytes) => {
+                                if kept.len() < KEPT_BYTES {
+                                    let room = KEPT_BYTES - kept.len();
+                                    kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
+                                }
+                                if tx.send(Ok(Bytes::from(bytes))).await.is_err() {
+                                    agent_left = true;
+                                    break 'read;
+                                }
+                            }
+                            Step::Stall(d) => tokio::time::sleep(d).await,
+                            Step::Cut => {
+                                stopped = true;
+                                // What was sent reaches the agent first (hyper drops a body
+                                // that fails at once with what it holds unsent).
+                                tokio::time::sleep(Duration::from_millis(20)).await;
+                                let cut = std::io::Error::new(
+                                    std::io::ErrorKind::ConnectionReset,
+                                    "tracefault cut the stream (stream_cut)",
+                                );
+                                let _ = tx.send(Err(cut)).await;
+                                break 'read;
+                            }
+                            Step::End => {
+                                stopped = true;
+                                break 'read;
+                            }
+                        }
                     }
                 }
-                Ok(None) => break,
+                Ok(None) => {
+                    if let Some(b) = &mut breaking {
+                        b.finish(&mut steps);
+                        for step in steps.drain(..) {
+                            if let Step::Pass(bytes) = step {
+                                kept.extend_from_slice(
+                                    &bytes[..bytes.len().min(KEPT_BYTES.saturating_sub(kept.len()))],
+                                );
+                                let _ = tx.send(Ok(Bytes::from(bytes))).await;
+                            }
+                        }
+                    }
+                    break;
+                }
                 Err(e) => {
                     let e = e.without_url();
                     broken = Some(error_chain(&e));
@@ -326,9 +400,18 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
         let Some((w, limits)) = world else { return };
         let latency_ms = w.clock.now_ms().saturating_sub(started_ms);
         // A usage read from an answer that did not end, or past what is kept, may be short.
-        let whole = broken.is_none() && !agent_left && kept.len() < KEPT_BYTES;
-        let a =
-            Answered { c, turn, unnamed, root, format, status, is_sse, kept: &kept, latency_ms, broken, agent_left };
+        let whole = broken.is_none() && !agent_left && !stopped && kept.len() < KEPT_BYTES;
+        let fired = breaking.as_ref().is_some_and(Breaking::fired);
+        if let (Some(p), false) = (plan, fired) {
+            w.note(format!(
+                "request {}: the answer's stream ended before the {} fault's event {}; it was passed on whole",
+                p.n,
+                p.how.name(),
+                p.after_events
+            ));
+        }
+        let injected = plan.filter(|p| fired && !matches!(p.how, StreamBreak::Stall { .. }));
+        let a = Answered { asked, status, is_sse, kept: &kept, latency_ms, broken, agent_left, injected };
         let usage = answered(w, a);
         limits.provider.charge(usage.output);
         if let (Some(b), Some(r)) = (&unsettled.upstream.budget, unsettled.usd.take()) {
@@ -387,10 +470,22 @@ fn admit(
         }
     };
     let n = w.model_calls as u32 + 1;
-    if let Some(reply) = refusal(w, &mut limits.provider, c, format, n, body.len() as u64 / 4) {
-        upstream.release(usd);
-        return Err(reply);
-    }
+    let broken = match refusal(w, &mut limits.provider, c, format, n, body.len() as u64 / 4) {
+        Ok(broken) => broken,
+        Err(reply) => {
+            upstream.release(usd);
+            return Err(reply);
+        }
+    };
+    let broken = broken.map(|(after_events, how)| BreakPlan {
+        after_events,
+        how,
+        n,
+        stall: match how {
+            StreamBreak::Stall { ms } => Duration::from_millis(w.clock.real_ms(ms)),
+            _ => Duration::ZERO,
+        },
+    });
     let (turn, now) = (w.conversation(c).turns + 1, w.clock.now_ms());
     let unnamed = items
         .iter()
@@ -399,22 +494,41 @@ fn admit(
             _ => 0,
         })
         .sum();
-    Ok(Place { c, turn, started_ms: now, epoch: m.epoch, usd, unnamed, root: root(&items) })
+    let asked = Asked { c, turn, format, unnamed, root: root(&items) };
+    Ok(Place { asked, started_ms: now, epoch: m.epoch, usd, broken })
 }
 
 /// Where a request admitted stands.
 struct Place {
-    /// Its conversation and turn.
-    c: usize,
-    turn: u32,
+    asked: Asked,
     /// The clock's reading when it went, and the run's epoch.
     started_ms: u64,
     epoch: u64,
     usd: Option<Reservation>,
-    /// The calls without an id in its history (its answer's are numbered on from there), and
-    /// its conversation's name for them.
+    /// The `stream_*` fault its answer meets.
+    broken: Option<BreakPlan>,
+}
+
+/// What its answer is recorded against: the request's conversation and turn, its format, the
+/// calls without an id in its history (its answer's are numbered on from there) and its
+/// conversation's name for them.
+#[derive(Clone, Copy)]
+struct Asked {
+    c: usize,
+    turn: u32,
+    format: Format,
     unnamed: usize,
     root: u32,
+}
+
+/// A `stream_*` fault a request met: its answer (request `n`) breaks after `after_events`
+/// events, `how`, a stall lasting `stall` in real time.
+#[derive(Clone, Copy)]
+struct BreakPlan {
+    after_events: u32,
+    how: StreamBreak,
+    n: u32,
+    stall: Duration,
 }
 
 /// A request's USD reservation until its answer settles it; settled at the most it could cost
@@ -558,18 +672,15 @@ fn own(w: &mut World, key: String, c: usize) {
 
 /// What came back from upstream for one request.
 struct Answered<'a> {
-    c: usize,
-    turn: u32,
-    /// The calls without an id in the request's history, and its conversation's name for them.
-    unnamed: usize,
-    root: u32,
-    format: Format,
+    asked: Asked,
     status: u16,
     is_sse: bool,
     kept: &'a [u8],
     latency_ms: u64,
     /// The upstream's stream broke off (why).
     broken: Option<String>,
+    /// The stream fault that kept the agent from the answer whole.
+    injected: Option<BreakPlan>,
     /// The agent closed its connection before the answer ended.
     agent_left: bool,
 }
@@ -578,7 +689,8 @@ struct Answered<'a> {
 /// so the results that come back are known), and whether it ended the conversation; returns
 /// the usage it reports, as billed.
 fn answered(w: &mut World, a: Answered<'_>) -> Usage {
-    let Answered { c, turn, unnamed, root, format, status, is_sse, kept, latency_ms, broken, agent_left } = a;
+    let Answered { asked, status, is_sse, kept, latency_ms, broken, agent_left, injected } = a;
+    let Asked { c, turn, format, unnamed, root } = asked;
     w.model_calls += 1;
     let text = String::from_utf8_lossy(kept);
     let read = if is_sse { read_stream(&text) } else { read_json(format, &text) };
@@ -596,7 +708,15 @@ fn answered(w: &mut World, a: Answered<'_>) -> Usage {
     if agent_left {
         w.note(format!("request {}: the agent closed the connection before the answer ended", w.model_calls));
     }
-    let ok = status == 200 && broken.is_none() && !read.error;
+    if let Some(p) = injected {
+        w.note(format!(
+            "request {}: tracefault broke the answer ({} after {} events)",
+            w.model_calls,
+            p.how.name(),
+            p.after_events
+        ));
+    }
+    let ok = status == 200 && broken.is_none() && !read.error && injected.is_none();
     if read.error {
         w.note(format!("request {}: the provider's stream carried an error event", w.model_calls));
     }
@@ -703,7 +823,9 @@ fn read_stream(text: &str) -> Option<Read> {
         let Some(data) = line.strip_prefix("data:") else { continue };
         let Ok(v) = serde_json::from_str::<Value>(data.trim()) else { continue };
         any = true;
-        read.error |= matches!(v.get("type").and_then(Value::as_str), Some("error" | "response.failed"));
+        // Anthropic's and Responses' error events; Chat's and Gemini's error chunk.
+        read.error |= matches!(v.get("type").and_then(Value::as_str), Some("error" | "response.failed"))
+            || v.get("error").is_some_and(Value::is_object);
         usage(&v, &mut read);
         read.calls |= asks_for_tools(&v);
         assemble(&v, &mut whole);
@@ -876,21 +998,6 @@ fn asks_for_tools(v: &Value) -> bool {
         }),
         Value::Array(a) => a.iter().any(asks_for_tools),
         _ => false,
-    }
-}
-
-/// A body fed by the task that reads the upstream's answer.
-struct Channel(tokio::sync::mpsc::Receiver<std::result::Result<Bytes, std::io::Error>>);
-
-impl http_body::Body for Channel {
-    type Data = Bytes;
-    type Error = std::io::Error;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<std::result::Result<http_body::Frame<Bytes>, Self::Error>>> {
-        self.0.poll_recv(cx).map(|o| o.map(|r| r.map(http_body::Frame::data)))
     }
 }
 

@@ -380,3 +380,52 @@ fn profile_ranges_are_checked_and_named() {
     let ok = MINIMAL.replace("runs = 20\n", "runs = 20\n[profile]\np_fix_args = { value = 0.7, range = [0.5, 0.9] }\n");
     tracefault().arg("validate").arg(write(dir.path(), "s.toml", &ok)).assert().code(0);
 }
+
+#[test]
+fn stream_fault_keys_are_checked() {
+    let on_provider = |fault: &str| {
+        MINIMAL
+            .replace("target = \"search\"", "target = \"provider\"")
+            .replace("http = 503", &format!("fault = {fault}"))
+    };
+    for (text, want) in [
+        (
+            MINIMAL.replace("http = 503", "fault = \"stream_cut\""),
+            "faults[0].fault: expected a stream_* fault only on the provider (a tool's event stream breaks with \"stream_dropped\")",
+        ),
+        (
+            on_provider("\"ambiguous\""),
+            "faults[0].fault: expected an http status, \"timeout\", \"reset\" or a stream_* fault",
+        ),
+        (
+            on_provider("\"stream_cut\"\nafter_events = 10001"),
+            "faults[0].after_events: expected events in [0, 10000], got 10001",
+        ),
+        (
+            on_provider("\"reset\"\nafter_events = 2"),
+            "faults[0].after_events: expected `after_events` only with a stream_* fault",
+        ),
+        (
+            on_provider("\"stream_cut\"\nstall_ms = 2"),
+            "faults[0].stall_ms: expected `stall_ms` only with fault = \"stream_stall\"",
+        ),
+        (on_provider("\"stream_stall\"\nstall_ms = 86400001"), "faults[0].stall_ms"),
+        (
+            on_provider("\"stream_broke\""),
+            "stream_cut, stream_malformed, stream_stall, stream_error, got \"stream_broke\"",
+        ),
+    ] {
+        let err = broken("s.toml", &text);
+        assert!(err.contains(want), "{want}\n{err}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for fault in [
+        "\"stream_cut\"",
+        "\"stream_malformed\"\nafter_events = 0",
+        "\"stream_stall\"\nstall_ms = 10",
+        "\"stream_error\"",
+    ] {
+        let sc = write(dir.path(), "s.toml", &on_provider(fault));
+        tracefault().arg("validate").arg(&sc).assert().code(0);
+    }
+}

@@ -917,3 +917,86 @@ fn a_real_tools_call_holds_its_place_and_its_failure_is_no_success() {
     p.stop();
     rt.block_on(tool.verify());
 }
+
+/// The scenario's stream faults break the real provider's stream on its way to the agent, in
+/// its dialect, after the events the rule names: a cut sends the first 2 events and drops the
+/// connection; an error event follows them and ends the stream; a malformed event is the third
+/// event with its data cut in half, the rest passing; a stall holds the rest back 400 ms. A
+/// broken answer is recorded as a failed model call (502) and its calls are not recorded; the
+/// stalled one is the answer, whole.
+#[test]
+#[allow(clippy::disallowed_methods)] // The stall is a real wait, timed on the wall clock.
+fn stream_faults_break_the_real_providers_stream_in_its_dialect() {
+    let sse = anthropic_stream(None, (25, 15));
+    let events: Vec<&str> = sse.split_inclusive("\n\n").collect();
+    let head = events[..2].concat();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let upstream = rt.block_on(MockServer::start());
+    rt.block_on(
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(sse.as_bytes().to_vec(), "text/event-stream"))
+            .mount(&upstream),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let body = json!({"model": "claude-x", "max_tokens": 100, "stream": true, "messages": [{"role": "user", "content": "Weather?"}]});
+    for fault in ["stream_cut", "stream_error", "stream_malformed", "stream_stall"] {
+        let scenario = dir.path().join(format!("{fault}.toml"));
+        let stall = if fault == "stream_stall" { "stall_ms = 400\n" } else { "" };
+        std::fs::write(
+            &scenario,
+            format!(
+                "name = \"{fault}\"\nruns = 1\n[task]\n[[task.steps]]\ntool = \"search\"\n[[faults]]\n\
+                 target = \"provider\"\nat = [1]\nfault = \"{fault}\"\nafter_events = 2\n{stall}"
+            ),
+        )
+        .unwrap();
+        let p = Proxy::start(scenario.to_str().unwrap(), &["--upstream", &format!("anthropic={}", upstream.uri())]);
+        let clock = std::time::Instant::now();
+        let answer = ureq::post(&format!("{}/v1/messages", p.base)).send_json(body.clone()).unwrap();
+        let mut got = Vec::new();
+        let read = std::io::Read::read_to_end(&mut answer.into_reader(), &mut got);
+        let waited = clock.elapsed();
+        let got = String::from_utf8(got).unwrap();
+        match fault {
+            "stream_cut" => {
+                assert!(read.is_err(), "the agent's read fails");
+                assert_eq!(got, head);
+            }
+            "stream_error" => {
+                assert_eq!(
+                    got,
+                    format!(
+                        "{head}event: error\ndata: {{\"error\":{{\"message\":\"Overloaded\",\"type\":\"overloaded_error\"}},\"request_id\":\"req_tracefault_000001\",\"type\":\"error\"}}\n\n"
+                    )
+                );
+            }
+            "stream_malformed" => {
+                let third = events[2];
+                let data = third.split_once("data: ").unwrap().1.trim_end();
+                let cut = format!("{}data: {}\n\n", third.split_once("data: ").unwrap().0, &data[..data.len() / 2]);
+                assert_eq!(got, format!("{head}{cut}{}", events[3..].concat()));
+            }
+            _ => {
+                assert_eq!(got, sse, "a stall passes everything");
+                assert!(waited >= std::time::Duration::from_millis(400), "{waited:?}");
+            }
+        }
+        let (_, events, _) = p.stop();
+        let calls = model_calls(&events);
+        assert_eq!(calls.len(), 1, "{fault}: {events:?}");
+        let recorded = events.iter().filter(|e| e["type"] == "tool_call").count();
+        if fault == "stream_stall" {
+            assert_eq!(
+                (calls[0]["status"].as_u64(), calls[0]["stop"].as_str(), recorded),
+                (Some(200), Some("tool_calls"), 1)
+            );
+        } else {
+            assert_eq!(
+                (calls[0]["status"].as_u64(), calls[0]["stop"].as_str(), recorded),
+                (Some(502), Some("error"), 0),
+                "{fault}"
+            );
+        }
+    }
+}

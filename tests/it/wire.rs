@@ -713,3 +713,103 @@ pub fn banner_base(child: &mut std::process::Child) -> String {
     }
     base
 }
+
+/// A scenario whose provider breaks its first answer's stream after its first event, `fault`'s way
+/// (a stall of 1.5 s: past the checks' 1 s read timeout).
+fn broken_stream_scenario(dir: &Path, fault: &str) -> PathBuf {
+    let path = dir.join(format!("{fault}.toml"));
+    let stall = if fault == "stream_stall" { "stall_ms = 1500\n" } else { "" };
+    std::fs::write(
+        &path,
+        format!(
+            "name = \"{fault}\"\nruns = 1\n[task]\n[[task.steps]]\ntool = \"search\"\n[[faults]]\ntarget = \"provider\"\n\
+             at = [1]\nfault = \"{fault}\"\nafter_events = 1\n{stall}"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// What each official SDK does with each broken stream: the exception it raises reading the
+/// stream (or `ok`: it read the stream to its end), and whether it retried (it never does: its
+/// retries end when the answer's headers arrive). The book's table (guides: broken streams) is
+/// this test's.
+#[test]
+fn official_sdks_meet_broken_streams() {
+    let Some(py) = sdk_python() else { return };
+    let expected = [
+        ("stream_cut", "openai", "openai.APIConnectionError"),
+        ("stream_cut", "openai-responses", "openai.APIConnectionError"),
+        ("stream_cut", "anthropic", "httpx2.RemoteProtocolError"),
+        ("stream_cut", "gemini", "httpx.RemoteProtocolError"),
+        ("stream_malformed", "openai", "json.decoder.JSONDecodeError"),
+        ("stream_malformed", "openai-responses", "json.decoder.JSONDecodeError"),
+        ("stream_malformed", "anthropic", "json.decoder.JSONDecodeError"),
+        ("stream_malformed", "gemini", "google.genai.errors.UnknownApiResponseError"),
+        ("stream_stall", "openai", "openai.APITimeoutError"),
+        ("stream_stall", "openai-responses", "openai.APITimeoutError"),
+        ("stream_stall", "anthropic", "httpx2.ReadTimeout"),
+        ("stream_stall", "gemini", "httpx.ReadTimeout"),
+        ("stream_error", "openai", "openai.APIError"),
+        // The Responses `error` event is handed to the agent as an event, not raised.
+        ("stream_error", "openai-responses", "ok"),
+        ("stream_error", "anthropic", "anthropic.APIStatusError"),
+        ("stream_error", "gemini", "google.genai.errors.ServerError"),
+    ];
+    let mut wrong = Vec::new();
+    for (fault, sdk, raised) in expected {
+        let dir = tempfile::tempdir().unwrap();
+        let scenario = broken_stream_scenario(dir.path(), fault);
+        let out = dir.path().join("out");
+        let (_, report, stdout) = exec(
+            scenario.to_str().unwrap(),
+            &out,
+            &[py.to_str().unwrap(), "tests/sdk/sdk_checks.py", "stream", sdk],
+            &[],
+        );
+        let log = std::fs::read_to_string(out.join("agent-run-0.log")).unwrap_or_default();
+        let result = log.lines().find_map(|l| l.strip_prefix("RESULT ")).unwrap_or_else(|| panic!("{stdout}\n{log}"));
+        let kind = result.split_whitespace().next().unwrap();
+        let run = &report["runs"][0];
+        let csv = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+        let (head, row) = csv.split_once('\n').unwrap();
+        let column = head.split(',').position(|c| c == "faults_injected").unwrap();
+        let faults = row.split(',').nth(column).unwrap();
+        // One request: the SDK did not retry; the fault fired on it.
+        if kind != raised || run["http_requests"]["provider"] != 1 || faults != "1" {
+            wrong.push(format!("{fault} {sdk}: {result}; {faults} fault(s); {run}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// A broken answer is recorded as a failed model call (502, its input billed, no calls), and
+/// the answer is recorded, calls and all, when the agent asks again: the trace holds what the
+/// agent got.
+#[test]
+fn a_broken_answer_is_recorded_when_the_agent_asks_again() {
+    let Some(py) = sdk_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = broken_stream_scenario(dir.path(), "stream_cut");
+    let out = dir.path().join("out");
+    let (code, _, stdout) =
+        exec(scenario.to_str().unwrap(), &out, &[py.to_str().unwrap(), "tests/sdk/sdk_checks.py", "stream-retry"], &[]);
+    let log = std::fs::read_to_string(out.join("agent-run-0.log")).unwrap_or_default();
+    assert!(
+        log.contains("attempt 1 APIConnectionError") && log.contains("RESULT ok 2 ['search']"),
+        "{code} {stdout}\n{log}"
+    );
+    let trace = std::fs::read_to_string(out.join("traces/run-0.jsonl")).unwrap();
+    let events: Vec<Value> = trace.lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
+    let kinds: Vec<String> = events
+        .iter()
+        .map(|e| {
+            format!("{} {}", e["type"].as_str().unwrap(), e["status"].as_u64().map_or(String::new(), |s| s.to_string()))
+        })
+        .collect();
+    assert_eq!(kinds[..3], ["model_call 502", "model_call 200", "tool_call "], "{trace}");
+    assert_eq!((events[0]["tokens_out"].as_u64(), events[0]["stop"].as_str()), (Some(0), Some("error")));
+    assert!(events[0]["tokens_in"].as_u64().unwrap() > 0, "its input is billed");
+    assert_eq!((events[1]["turn"].as_u64(), events[1]["stop"].as_str()), (Some(1), Some("tool_calls")));
+    assert_eq!(events[2]["name"], "search");
+}

@@ -2,6 +2,11 @@
 
     sdk_checks.py retry429 openai|anthropic|gemini   the SDK's own retries of a 429 with retry-after
     sdk_checks.py unanswered openai|anthropic|gemini the SDK's BadRequest error for an unanswered call
+    sdk_checks.py stream-retry                       a streamed call asked again once when it breaks
+    sdk_checks.py stream openai|openai-responses|anthropic|gemini
+                                                     one streamed answer read to its end; prints
+                                                     "RESULT ok N" (N chunks) or "RESULT <the
+                                                     exception's package.class> <its message>"
 
 Exit 0 when the SDK behaved as its documentation says (the caller counts requests separately).
 """
@@ -70,7 +75,58 @@ def gemini_check(check):
     return False
 
 
+def stream_retry():
+    """A Chat stream of a call of `search` read to its end, asked again once when it breaks."""
+    import openai
+    client = openai.OpenAI(timeout=1.0)
+    tools = [{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}]
+    for attempt in (1, 2):
+        try:
+            chunks = client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}],
+                                                    tools=tools, stream=True)
+            calls = [c.function.name for chunk in chunks for c in (chunk.choices[0].delta.tool_calls or [])
+                     if c.function and c.function.name]
+            print("RESULT ok", attempt, calls)
+            return True
+        except openai.APIError as e:
+            print("attempt", attempt, type(e).__name__)
+    return False
+
+
+def stream_check(sdk):
+    """Reads one streamed answer to its end with the SDK's defaults (a read timeout of 1 s)."""
+    if sdk in ("openai", "openai-responses"):
+        import openai
+        client = openai.OpenAI(timeout=1.0)
+        if sdk == "openai":
+            chunks = client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}], stream=True)
+        else:
+            chunks = client.responses.create(model="gpt-4o", input="hi", stream=True)
+    elif sdk == "anthropic":
+        import anthropic
+        client = anthropic.Anthropic(timeout=1.0)
+        chunks = client.messages.create(model="claude-sonnet-4-5", max_tokens=64, messages=[{"role": "user", "content": "hi"}], stream=True)
+    else:
+        from google import genai
+        from google.genai import types
+        client = genai.Client(api_key=os.environ["GEMINI_API_KEY"], http_options=types.HttpOptions(
+            base_url=os.environ["GOOGLE_GEMINI_BASE_URL"], timeout=1000))
+        chunks = client.models.generate_content_stream(model="gemini-2.5-flash", contents="hi")
+    try:
+        events = sum(1 for _ in chunks)
+        print("RESULT ok", events)
+    except Exception as e:  # the point is which one
+        package = ".".join(p for p in type(e).__module__.split(".") if not p.startswith("_"))
+        print("RESULT", f"{package}.{type(e).__name__}", str(e)[:200].replace("\n", " "))
+    return True
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "stream-retry":
+        sys.exit(0 if stream_retry() else 1)
+    if sys.argv[1] == "stream":
+        stream_check(sys.argv[2])
+        sys.exit(0)
     check, sdk = sys.argv[1], sys.argv[2]
     ok = {"openai": openai_check, "anthropic": anthropic_check, "gemini": gemini_check}[sdk](check)
     print("OK" if ok else "UNEXPECTED")

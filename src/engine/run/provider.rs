@@ -119,8 +119,12 @@ impl<'a, O: Observer, J: Probabilities, const SHARED: bool> Handler<'a, O, J, SH
             (true, Some(ms), None) => self.ag.load_until[prov] = answered.saturating_add(ms),
             _ => {}
         }
+        // A broken stream reaches the orchestrator only when the retries it copies go on past
+        // the answer's start (no SDK's do).
+        let retried_here = self.retry.broken_streams || !matches!(fault, Fault::Stream { .. });
         let mut retry = sc.task.script.is_some()
-            || (self.retry.may_retry(fault.class(), self.ag.provider_chain, retry_after_ms)
+            || (retried_here
+                && self.retry.may_retry(fault.class(), self.ag.provider_chain, retry_after_ms)
                 && self.budget_allows(self.ag.first_attempts.max(1)));
         let mut delay = 0;
         if retry && sc.task.script.is_none() {
@@ -135,7 +139,11 @@ impl<'a, O: Observer, J: Probabilities, const SHARED: bool> Handler<'a, O, J, SH
         self.obs.event(&Event::ModelCall {
             turn: self.ag.turn + 1,
             t_ms: self.now,
-            status: if let Fault::Stream { .. } = fault { BROKEN_STREAM_STATUS } else { fault.status().unwrap_or(0) },
+            status: if let Fault::Stream { .. } = fault {
+                crate::fault::BROKEN_STREAM_STATUS
+            } else {
+                fault.status().unwrap_or(0)
+            },
             tokens_in,
             tokens_out: 0,
             retry: is_retry,
@@ -230,7 +238,3 @@ struct Refused<'a> {
     retry_after_ms: Option<u64>,
     fresh: bool,
 }
-
-/// The status a broken stream is recorded with, as live mode records one: the answer came
-/// from upstream bad.
-pub(crate) const BROKEN_STREAM_STATUS: u16 = 502;

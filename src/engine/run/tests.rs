@@ -251,3 +251,16 @@ fn a_broken_stream_fails_after_the_answer_time_with_its_input_billed() {
         assert!(matches!(models(&seen)[0], Seen::Model { status: 502, fired: true, .. }), "{how:?}");
     }
 }
+
+#[test]
+fn a_broken_stream_is_not_retried_under_an_sdks_rules() {
+    // The SDK presets raise a broken stream to the agent: the run gives up on its one attempt,
+    // where a 503 under the same rules is retried.
+    let sdk = Policy { retry: crate::engine::retry::RetryPolicy::preset("openai").unwrap(), ..Policy::default() };
+    let sc = scenario(vec![stream_rule(&[1], crate::fault::StreamBreak::Cut)], sdk.clone());
+    let (seen, end) = run(&sc, "five-field");
+    assert_eq!(end, TerminatedBy::GaveUp);
+    assert!(matches!(models(&seen)[..], [Seen::Model { status: 502, ends: true, .. }]), "{seen:?}");
+    let (seen, end) = run(&scenario(vec![rule(Target::Provider, &[1], 503, None)], sdk), "five-field");
+    assert_eq!((end, models(&seen).len()), (TerminatedBy::Answer, 3));
+}
