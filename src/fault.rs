@@ -180,12 +180,6 @@ impl Fault {
         }
     }
 
-    /// Whether the attempt fails: every fault but a stalled stream, which only slows the
-    /// answer.
-    pub fn fails(&self) -> bool {
-        !matches!(self, Fault::Stream { how: StreamBreak::Stall { .. }, .. })
-    }
-
     /// Whether the tool's body reaches the client damaged (it fails to parse it).
     pub fn damages_body(&self) -> bool {
         matches!(self, Fault::TruncatedJson | Fault::CodeFencedJson)

@@ -15,7 +15,7 @@ use std::path::Path;
 
 use super::redact::redact;
 use crate::engine::events::TerminatedBy;
-use crate::engine::scenario::Price;
+use crate::engine::strategy::Strategy;
 use crate::metrics::run::RunMetrics;
 use crate::output::FolderWriter;
 use crate::report::checks::{CheckRow, CheckStatus, Checklist};
@@ -135,23 +135,53 @@ pub struct UpstreamArgs {
     /// and refused here (403, `spending_limit`) when that could pass the limit.
     #[arg(long, value_name = "USD")]
     pub max_usd: Option<f64>,
+    /// Rewrite the tool results the agent sends: a result the scenario's tool faults fail (as
+    /// they would fail the call at a mock tool) reaches the real model as that failure, encoded
+    /// by this strategy (one of the scenario's, or a preset), the same way each time it is sent.
+    #[arg(long, value_name = "STRATEGY")]
+    pub rewrite: Option<String>,
 }
 
 impl UpstreamArgs {
-    /// The upstreams, the USD limit priced by `prices` (the scenario's).
-    pub fn build(&self, prices: &BTreeMap<String, Price>) -> Result<std::sync::Arc<Upstream>> {
-        let budget = self.max_usd.map(|usd| Budget::new(usd, prices).map_err(Error::Usage)).transpose()?;
-        Ok(std::sync::Arc::new(Upstream::new(&self.upstream, self.max_model_calls, budget)?))
+    /// The upstreams, the USD limit priced by the scenario's `prices`, results rewritten in one
+    /// of its `strategies` (or a preset).
+    pub fn build(&self, sc: &crate::engine::Scenario) -> Result<std::sync::Arc<Upstream>> {
+        let budget = self.max_usd.map(|usd| Budget::new(usd, &sc.prices).map_err(Error::Usage)).transpose()?;
+        let rewrite = match &self.rewrite {
+            None => None,
+            Some(name) => Some(
+                sc.strategies
+                    .iter()
+                    .find(|s| &s.name == name)
+                    .cloned()
+                    .or_else(|| Strategy::preset_named(name))
+                    .ok_or_else(|| {
+                        let mut known: Vec<String> = sc.strategies.iter().map(|s| s.name.clone()).collect();
+                        for preset in Strategy::named() {
+                            if !known.contains(&preset.name) {
+                                known.push(preset.name);
+                            }
+                        }
+                        Error::Usage(format!(
+                            "--rewrite: a strategy of the scenario or a preset ({}), got {name:?}",
+                            known.join(", ")
+                        ))
+                    })?,
+            ),
+        };
+        Ok(std::sync::Arc::new(Upstream::new(&self.upstream, self.max_model_calls, budget)?.rewriting(rewrite)))
     }
 }
 
 impl LiveArgs {
     /// The upstreams, when live mode is on (`--live`, or an `--upstream` named).
-    pub fn upstream(&self, prices: &BTreeMap<String, Price>) -> Result<Option<std::sync::Arc<Upstream>>> {
+    pub fn upstream(&self, sc: &crate::engine::Scenario) -> Result<Option<std::sync::Arc<Upstream>>> {
         if !self.live && self.to.upstream.is_empty() {
-            for (flag, given) in
-                [("--max-model-calls", self.to.max_model_calls.is_some()), ("--max-usd", self.to.max_usd.is_some())]
-            {
+            for (flag, given) in [
+                ("--max-model-calls", self.to.max_model_calls.is_some()),
+                ("--max-usd", self.to.max_usd.is_some()),
+                ("--rewrite", self.to.rewrite.is_some()),
+            ] {
                 if given {
                     return Err(Error::Usage(format!(
                         "{flag} bounds the requests sent to real providers: it needs --live or --upstream"
@@ -176,7 +206,7 @@ impl LiveArgs {
                 )));
             }
         }
-        self.to.build(prices).map(Some)
+        self.to.build(sc).map(Some)
     }
 }
 
@@ -315,7 +345,7 @@ pub struct ProxyArgs {
 /// Ctrl-C, then the traces of what passed are written as one set.
 pub fn proxy(args: ProxyArgs) -> Result<i32> {
     let sc = load_file(&args.serve.scenario)?.scenario;
-    let upstream = args.to.build(&sc.prices)?;
+    let upstream = args.to.build(&sc)?;
     let (args, out_dir, max) = (args.serve, args.out, args.to.max_model_calls);
     runtime()?.block_on(async {
         let mcp = mcp::encoding_of(&args.mcp_strategy)?;
@@ -362,10 +392,15 @@ pub fn proxy(args: ProxyArgs) -> Result<i32> {
         }
         let (model, tool) = m.worlds().fold((0, 0), |(a, b), w| (a + w.model_calls, b + w.tool_calls));
         let failed: u64 = m.worlds().map(|w| w.upstream_failures).sum();
+        let rewritten: u64 = m.worlds().map(|w| w.rewritten_results).sum();
+        let rewritten = match upstream.rewrite() {
+            Some(s) => format!(", {rewritten} tool results rewritten under {}", s.name),
+            None => String::new(),
+        };
         let spent = upstream.spending().map_or_else(String::new, |(_, usd)| format!(", ${usd:.6} spent"));
         eprintln!(
             "served {model} model calls ({} sent to the providers{spent}, {failed} not answered by them) and {tool} \
-             tool calls",
+             tool calls{rewritten}",
             upstream.sent()
         );
         drop(m);
@@ -803,7 +838,7 @@ async fn exec_run(args: &ExecArgs, server: &WireServer, run: u64, logs: &Path) -
 pub fn exec(args: ExecArgs) -> Result<i32> {
     let sc = load_file(&args.scenario)?;
     let label = agent_label(&args)?;
-    let upstream = args.live.upstream(&sc.scenario.prices)?;
+    let upstream = args.live.upstream(&sc.scenario)?;
     let (mut reported, dropped) = exec_scenario(&sc, &label);
     reported.runs = args.runs;
     check_exec_gates(&reported, &args.scenario)?;
@@ -1112,6 +1147,8 @@ fn exec_json(
         "http_requests": {"provider": r.http[0], "tools": r.http[1], "other": r.http[2], "tool_lists": r.http[3]},
         "counted": {"model_calls": r.metrics.model_calls, "tool_calls": r.metrics.tool_calls},
         "unknown_paths": r.unknown_paths, "requests_elsewhere": r.elsewhere,
+        "rewritten_results": r.trace.events.iter().filter(|e| matches!(e, TraceEvent::ToolResult { evidence: Some(ev), .. }
+            if ev.starts_with(crate::wire::rewrite::EVIDENCE))).count(),
         "decisions": r.trace.events.iter().filter_map(|e| match e {
             TraceEvent::Decision { call_id, .. } => {
                 crate::trace::inspect::decision_line(e).map(|l| format!("{call_id}: {l}"))
@@ -1146,7 +1183,8 @@ fn exec_json(
     let model = match upstream {
         Some(u) => json!({"answered_by": "the providers (live)", "upstreams": u.describe(), "requests_sent": u.sent(),
             "max_model_calls": args.live.to.max_model_calls, "max_usd": args.live.to.max_usd,
-            "usd_spent": u.spending().map(|(_, usd)| usd)}),
+            "usd_spent": u.spending().map(|(_, usd)| usd),
+            "rewrite": u.rewrite().map(|s| s.name.clone())}),
         None => json!({"answered_by": "the mock model"}),
     };
     let doc = json!({"tracefault_version": report::VERSION, "scenario": sc.name, "seed": sc.seed,

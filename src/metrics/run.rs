@@ -163,7 +163,9 @@ impl Observer for RunMetrics {
                     self.met_fault = true;
                     let retryable = crate::fault::http_class(status).is_none_or(|c| c.retryable());
                     self.met_non_retryable |= !retryable;
-                } else if status == 200 && std::mem::take(&mut self.transient_pending) {
+                }
+                // (A stalled answer is a fault's and a turn all the same.)
+                if status == 200 && std::mem::take(&mut self.transient_pending) {
                     self.model_transient_roundtrips += 1;
                 }
             }

@@ -94,6 +94,15 @@ impl Provider for Anthropic {
         format!(r#"{{"role":"user","content":[{item}]}}"#)
     }
 
+    fn result_nodes<'a>(&self, list: &'a mut [Value]) -> Vec<(Option<String>, &'a mut Value)> {
+        list.iter_mut()
+            .filter_map(|m| m.get_mut("content").and_then(Value::as_array_mut))
+            .flatten()
+            .filter(|b| b["type"] == "tool_result")
+            .map(|b| (b.get("tool_use_id").and_then(Value::as_str).map(str::to_owned), b))
+            .collect()
+    }
+
     fn result_part<'a>(&self, message: &'a Value) -> Option<ResultPart<'a>> {
         let block =
             if message["type"] == "tool_result" { message } else { first_of_type(&message["content"], "tool_result")? };

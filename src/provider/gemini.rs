@@ -123,6 +123,20 @@ impl Provider for Gemini {
         format!(r#"{{"role":"user","parts":[{item}]}}"#)
     }
 
+    fn result_nodes<'a>(&self, list: &'a mut [Value]) -> Vec<(Option<String>, &'a mut Value)> {
+        list.iter_mut()
+            .filter_map(|m| m.get_mut("parts").and_then(Value::as_array_mut))
+            .flatten()
+            .filter_map(|p| {
+                let id = field(p, "functionResponse", "function_response")?
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                Some((id, p))
+            })
+            .collect()
+    }
+
     fn result_part<'a>(&self, message: &'a Value) -> Option<ResultPart<'a>> {
         let part = if message.get("functionResponse").is_some() {
             message

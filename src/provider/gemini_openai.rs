@@ -37,6 +37,10 @@ impl Provider for GeminiOpenAi {
         OpenAiChat.result_shape()
     }
 
+    fn result_nodes<'a>(&self, list: &'a mut [Value]) -> Vec<(Option<String>, &'a mut Value)> {
+        OpenAiChat.result_nodes(list)
+    }
+
     fn result_part<'a>(&self, message: &'a Value) -> Option<ResultPart<'a>> {
         OpenAiChat.result_part(message)
     }

@@ -119,13 +119,47 @@ impl Format {
         self.provider().answer(turn, shape, n, tokens).header("x-request-id", id.clone()).header("request-id", id)
     }
 
-    /// A provider failure with the status and body that provider really sends, and
-    /// `retry-after` headers (a real wait) when known.
+    /// The tool results of a request `body`, in order, each with its call id (none: Gemini's
+    /// may have none).
+    pub fn result_nodes(self, body: &mut Value) -> Vec<(Option<String>, &mut Value)> {
+        match body.get_mut(self.provider().conversation_key()) {
+            Some(Value::Array(list)) => self.provider().result_nodes(list),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Puts what the model reads of `rendered` (a result as the renderer gives it in this
+    /// format) into the result `node` of a request, keeping the node's ids: the content and
+    /// the error flag, or Gemini's `response`.
+    pub fn replace_result(self, node: &mut Value, rendered: &Value) {
+        match self.provider().result_shape() {
+            ResultShape::Content { content_key, error_flag, .. } => {
+                let key = content_key.trim_matches(|c| c == '"' || c == ':');
+                node[key] = rendered[key].clone();
+                if error_flag && let Some(o) = node.as_object_mut() {
+                    match rendered.get("is_error") {
+                        Some(flag) => o.insert("is_error".into(), flag.clone()),
+                        None => o.remove("is_error"),
+                    };
+                }
+            }
+            ResultShape::FunctionResponse { .. } => {
+                let response = rendered["functionResponse"]["response"].clone();
+                let key = if node.get("functionResponse").is_some() { "functionResponse" } else { "function_response" };
+                if let Some(part) = node.get_mut(key) {
+                    part["response"] = response;
+                }
+            }
+        }
+    }
+
     /// The provider's own error event mid-stream, for response `n`.
     pub fn stream_error_event(self, n: u32) -> String {
         self.provider().stream_error_event(&request_id(n))
     }
 
+    /// A provider failure with the status and body that provider really sends, and
+    /// `retry-after` headers (a real wait) when known.
     pub fn error(self, status: u16, retry_after_real_ms: Option<u64>, n: u32) -> Reply {
         let p = self.provider();
         let status = p.status(status);
@@ -238,6 +272,10 @@ pub trait Provider: Sync {
     fn wrap_message(&self, item: &str) -> String {
         item.to_owned()
     }
+
+    /// The tool results in a request's conversation (its `conversation_key` list), in order,
+    /// each with its call id: the nodes [`Format::replace_result`] rewrites.
+    fn result_nodes<'a>(&self, list: &'a mut [Value]) -> Vec<(Option<String>, &'a mut Value)>;
 
     /// Where a rendered tool result (or the message holding it) keeps what the model reads.
     fn result_part<'a>(&self, message: &'a Value) -> Option<ResultPart<'a>>;

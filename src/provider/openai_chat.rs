@@ -104,6 +104,13 @@ impl Provider for OpenAiChat {
         }
     }
 
+    fn result_nodes<'a>(&self, list: &'a mut [Value]) -> Vec<(Option<String>, &'a mut Value)> {
+        list.iter_mut()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| (m.get("tool_call_id").and_then(Value::as_str).map(str::to_owned), m))
+            .collect()
+    }
+
     fn result_part<'a>(&self, message: &'a Value) -> Option<ResultPart<'a>> {
         Some(ResultPart::Content { content: &message["content"], flag: false })
     }

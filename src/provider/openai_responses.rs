@@ -103,6 +103,13 @@ impl Provider for OpenAiResponses {
         }
     }
 
+    fn result_nodes<'a>(&self, list: &'a mut [Value]) -> Vec<(Option<String>, &'a mut Value)> {
+        list.iter_mut()
+            .filter(|m| matches!(m["type"].as_str(), Some("function_call_output" | "custom_tool_call_output")))
+            .map(|m| (m.get("call_id").and_then(Value::as_str).map(str::to_owned), m))
+            .collect()
+    }
+
     fn result_part<'a>(&self, message: &'a Value) -> Option<ResultPart<'a>> {
         Some(ResultPart::Content { content: &message["output"], flag: false })
     }

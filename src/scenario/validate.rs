@@ -525,6 +525,9 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &Task) -> Result<FaultRul
     if f.after_ms.is_some() && !matches!(fault, Fault::Timeout { .. }) {
         return Err(ctx.err(field("after_ms"), "`after_ms` only with fault = \"timeout\""));
     }
+    if trigger.rate_limit.is_some() && matches!(fault, Fault::Stream { .. }) {
+        return Err(ctx.err(field("rate_limit"), "a rate limit's refusal (an http status), not a stream fault"));
+    }
     if f.after_events.is_some() && !matches!(fault, Fault::Stream { .. }) {
         return Err(ctx.err(field("after_events"), "`after_events` only with a stream_* fault"));
     }

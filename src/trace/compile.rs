@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::{Trace, TraceEvent};
 use crate::engine::fault_plan::{FaultRule, Target, Trigger};
 use crate::engine::task::Task;
-use crate::fault::{ErrorClass, Fault, http_class};
+use crate::fault::{BROKEN_STREAM_STATUS, ErrorClass, Fault, StreamBreak, http_class};
 
 pub struct Compiled {
     pub task: Task,
@@ -187,12 +187,18 @@ pub fn compile(trace: &Trace) -> Compiled {
     let mut provider_attempt = 0;
     for ev in &trace.events {
         match ev {
-            TraceEvent::ModelCall { status, .. } => {
+            TraceEvent::ModelCall { status, tokens_in, .. } => {
                 provider_attempt += 1;
                 model_rules.push(if *status == 200 {
                     None
                 } else {
-                    let fault = Fault::http(if http_class(*status).is_some() { *status } else { 500 });
+                    // A failed call whose input was billed is an answer whose stream broke (as
+                    // tracefault records one); any other failure, its status.
+                    let fault = if *status == BROKEN_STREAM_STATUS && *tokens_in > 0 {
+                        Fault::Stream { after_events: 1, how: StreamBreak::Cut }
+                    } else {
+                        Fault::http(if http_class(*status).is_some() { *status } else { 500 })
+                    };
                     rules.push(at_rule(Target::Provider, "provider", provider_attempt, fault));
                     Some(rules.len() as u16 - 1)
                 });
@@ -331,6 +337,22 @@ mod tests {
         let issues: Vec<Issue> = c.calls.iter().map(|c| c.issue).collect();
         assert_eq!(issues, [Issue::First, Issue::Identical, Issue::Identical, Issue::Changed]);
         assert_eq!(c.task.final_text, "18C");
+    }
+
+    #[test]
+    fn a_failed_call_with_its_input_billed_is_a_broken_stream() {
+        // A 502 with input tokens (a stream that broke, as recorded) and one without (the
+        // provider's 502), at provider attempts 1 and 2.
+        let t = parse(
+            r#"{"tracefault_trace":1,"id":"s","source_format":"native","tools":[]}
+{"type":"model_call","turn":1,"status":502,"tokens_in":40,"tokens_out":0,"stop":"error"}
+{"type":"model_call","turn":1,"status":502,"tokens_in":0,"tokens_out":0,"stop":"error"}
+{"type":"model_call","turn":1,"status":200,"tokens_in":40,"tokens_out":5,"stop":"end","text":"done"}
+{"type":"final","text":"done","outcome":"answer"}
+"#,
+        );
+        let faults: Vec<Fault> = compile(&t).rules.into_iter().map(|r| r.fault).collect();
+        assert_eq!(faults, [Fault::Stream { after_events: 1, how: StreamBreak::Cut }, Fault::http(502)]);
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! waiting on, its draws, the ids it gave out, and its last answer (what the model decides is
 //! `model.rs`'s; the world keeps the conversations).
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use crate::engine::model::CallHistory;
@@ -37,9 +39,12 @@ pub struct Conversation {
     /// The last request answered (a digest of its conversation) and the answer: an SDK that
     /// sends a request again gets the same answer, and the conversation does not move twice.
     pub(super) last: Option<(u64, Turn)>,
-    /// The last answer's records (its model call, then its calls) while the agent has not got
-    /// it whole (its stream broke): recorded when the agent asks again.
-    pub(super) undelivered: Option<Vec<TraceEvent>>,
+    /// The last answer's records (its model call, then its calls) and the ending it made while
+    /// the agent has not got it whole (its stream broke): recorded when the agent asks again.
+    pub(super) undelivered: Option<(Vec<TraceEvent>, Option<&'static str>)>,
+    /// The results rewritten to a fault (live mode), by call id: rewritten the same way each
+    /// time the agent sends them.
+    pub(super) rewritten: BTreeMap<String, Value>,
     /// The ids it gave out (forgotten with it).
     pub ids: Vec<String>,
     /// The `/agents/K/` prefix its requests came under.
@@ -62,6 +67,7 @@ impl Conversation {
             ended: None,
             last: None,
             undelivered: None,
+            rewritten: BTreeMap::new(),
             ids: Vec::new(),
             agent,
         }

@@ -14,7 +14,9 @@
 //! messages; [`recorded`] what a run's trace keeps of the traffic; [`upstream`] the real
 //! providers behind the provider endpoints in live mode, and [`spending`] its USD limit;
 //! [`mcp_upstream`] a real MCP server behind the MCP mocks (`mcp-proxy`); [`stream_break`] a
-//! provider's event stream broken on its way to the agent (the `stream_*` faults).
+//! provider's event stream broken on its way to the agent (the `stream_*` faults); [`rewrite`]
+//! tool results the agent sends replaced by the scenario's faults before the real model reads
+//! them.
 
 pub mod checks;
 pub mod conversation;
@@ -27,6 +29,7 @@ pub mod model;
 pub mod plain;
 pub mod provider;
 pub mod recorded;
+pub mod rewrite;
 pub mod schema;
 pub mod server;
 pub mod spending;

@@ -47,15 +47,16 @@ pub fn next_turn(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn
     {
         let turn = turn.clone();
         // Asked again after a broken stream: this time the answer is recorded.
-        if let Some(held) = world.conversation(c).undelivered.take() {
+        if let Some((held, ended)) = world.conversation(c).undelivered.take() {
             world.model_calls += 1;
+            world.conversation(c).ended = ended;
             if world.record_trace {
                 world.trace.events.extend(held);
             }
         }
         return turn;
     }
-    if let Some(held) = world.conversation(c).undelivered.take() {
+    if let Some((held, _)) = world.conversation(c).undelivered.take() {
         // The agent went on from a broken answer: the calls of it it sends results for were
         // acted on, and are recorded.
         let answered: Vec<&str> = items
@@ -110,10 +111,14 @@ pub fn next_turn(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn
     turn
 }
 
-/// Takes back conversation `c`'s answer, recorded since trace event `mark`: its stream broke
-/// on the way, so the agent did not get it whole. The model call is recorded failed (502, its
-/// `tokens_in` billed); the answer is recorded when the agent asks again.
-pub fn undelivered(world: &mut World, c: usize, mark: usize, tokens_in: u64) {
+/// Takes back conversation `c`'s answer, recorded since trace event `mark`, and the ending it
+/// made: its stream broke on the way, so the agent did not get it whole. The model call is
+/// recorded failed (502, its `tokens_in` billed; counted now unless the answer `counted` it);
+/// the answer is recorded, and its ending made, when the agent asks again.
+pub fn undelivered(world: &mut World, c: usize, mark: usize, tokens_in: u64, counted: bool) {
+    if !counted {
+        world.model_calls += 1;
+    }
     let turn = world.conversation(c).turns;
     let held = if world.record_trace {
         let at = world.trace.events[mark.min(world.trace.events.len())..]
@@ -134,7 +139,9 @@ pub fn undelivered(world: &mut World, c: usize, mark: usize, tokens_in: u64) {
         stop: Stop::Error,
         text: None,
     });
-    world.conversation(c).undelivered = Some(held);
+    let conv = world.conversation(c);
+    let ended = conv.ended.take();
+    conv.undelivered = Some((held, ended));
 }
 
 /// The mock model reads every result of its last turn and takes the next one.

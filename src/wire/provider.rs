@@ -80,7 +80,7 @@ pub fn respond(
     let prov = world.provider_target();
     world.succeeded(prov);
     let ask = Ask { tools: declared_tools(format, &body), choice: p.tool_choice(&body), tokens_in };
-    let mark = world.trace.events.len();
+    let (mark, calls_before) = (world.trace.events.len(), world.model_calls);
     let turn = next_turn(world, c, &conversation, &ask);
     let tokens_out = match &turn {
         Turn::Calls(calls) => calls.iter().map(|(_, _, a)| a.to_string().len() as u64 / 4 + 8).sum(),
@@ -104,48 +104,64 @@ pub fn respond(
     match broken {
         None => answer,
         Some(fault) => {
-            let (answer, failed) = break_answer(world, answer, format, n, fault, shape.stream);
-            if failed {
+            let (answer, fired) = break_answer(world, answer, format, n, fault, shape.stream);
+            world.stream_fault(fault.rule, fired);
+            if fired && fault.fails() {
                 world.unsucceeded(prov);
-                undelivered(world, c, mark, tokens_in);
+                undelivered(world, c, mark, tokens_in, world.model_calls > calls_before);
             }
             answer
         }
     }
 }
 
-/// Answer `n`, which is no stream, broken as a whole as a `stream_*` fault says: cut
-/// part-way, its JSON cut in half, late by `stall`, or the provider's overloaded error;
-/// whether the agent is kept from it whole.
-pub(super) fn break_whole(answer: Reply, how: StreamBreak, format: Format, n: u32, stall: Duration) -> (Reply, bool) {
-    let Body::Bytes { bytes, content_type } = &answer.body else { return (answer, false) };
-    let (half, content_type) = (bytes[..bytes.len() / 2].to_vec(), *content_type);
-    match how {
-        StreamBreak::Cut => (Reply { body: Body::Cut { bytes: half, content_type }, ..answer }, true),
-        StreamBreak::Malformed => (Reply { body: Body::Bytes { bytes: half, content_type }, ..answer }, true),
-        StreamBreak::Stall { .. } => (answer.delayed(stall), false),
-        StreamBreak::Error => (format.error(529, None, n), true),
+/// A `stream_*` fault a request met (rule `rule`): its answer breaks after `after_events`
+/// events, `how`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct StreamFault {
+    pub after_events: u32,
+    pub how: StreamBreak,
+    pub rule: u16,
+}
+
+impl StreamFault {
+    /// Whether the agent is kept from the answer whole when it fires (a stall only slows it).
+    pub fn fails(self) -> bool {
+        !matches!(self.how, StreamBreak::Stall { .. })
     }
 }
 
-/// Answer `n` broken as a `stream_*` fault says (after that many events, that way); whether
-/// the agent is kept from it whole. An answer that is no stream breaks as a whole
-/// ([`break_whole`]).
+/// Answer `n`, which is no stream, broken as a whole as a `stream_*` fault says: cut
+/// part-way, its JSON cut in half, late by `stall`, or the provider's overloaded error.
+pub(super) fn break_whole(answer: Reply, how: StreamBreak, format: Format, n: u32, stall: Duration) -> Reply {
+    let Body::Bytes { bytes, content_type } = &answer.body else { return answer };
+    let (half, content_type) = (bytes[..bytes.len() / 2].to_vec(), *content_type);
+    match how {
+        StreamBreak::Cut => Reply { body: Body::Cut { bytes: half, content_type }, ..answer },
+        StreamBreak::Malformed => Reply { body: Body::Bytes { bytes: half, content_type }, ..answer },
+        StreamBreak::Stall { .. } => answer.delayed(stall),
+        StreamBreak::Error => format.error(529, None, n),
+    }
+}
+
+/// Answer `n` broken as `fault` says (after that many events, that way); whether the fault
+/// fired (a stream whose last event is the fault's is sent whole). An answer that is no
+/// stream breaks as a whole ([`break_whole`]).
 fn break_answer(
     world: &mut World,
     answer: Reply,
     format: Format,
     n: u32,
-    (after_events, how): (u32, StreamBreak),
+    fault: StreamFault,
     stream: bool,
 ) -> (Reply, bool) {
+    let StreamFault { after_events, how, .. } = fault;
     let stall = match how {
         StreamBreak::Stall { ms } => Duration::from_millis(world.clock.real_ms(ms)),
         _ => Duration::ZERO,
     };
-    let fails = !matches!(how, StreamBreak::Stall { .. });
     if !stream {
-        return break_whole(answer, how, format, n, stall);
+        return (break_whole(answer, how, format, n, stall), true);
     }
     let Body::Bytes { bytes, content_type } = &answer.body else { return (answer, false) };
     let mut b = Breaking::new(after_events, how, format.stream_error_event(n), stall);
@@ -154,12 +170,12 @@ fn break_answer(
     b.finish(&mut steps);
     if !b.fired() {
         world.note(format!(
-            "request {n}: the answer's stream ended before the {} fault's event {after_events}; it was sent whole",
+            "request {n}: the answer's stream had no more than the {} fault's {after_events} events; it was sent whole",
             how.name()
         ));
         return (answer, false);
     }
-    (Reply { body: Body::Steps { steps, content_type }, ..answer }, fails)
+    (Reply { body: Body::Steps { steps, content_type }, ..answer }, true)
 }
 
 /// The fleet's limits, then the provider's faults, on request `n` (of about `tokens_in`
@@ -173,7 +189,7 @@ pub(super) fn refusal(
     format: Format,
     n: u32,
     tokens_in: u64,
-) -> Result<Option<(u32, StreamBreak)>, Reply> {
+) -> Result<Option<StreamFault>, Reply> {
     let prov = world.provider_target();
     let now = world.clock.now_ms();
     if now < world.load_until[prov] {
@@ -190,10 +206,11 @@ pub(super) fn refusal(
         }
         Ok(()) => {
             let Some(d) = world.decide(prov) else { return Ok(None) };
-            world.faults_injected += 1;
+            // (A stream fault counts once it fired: [`World::stream_fault`].)
             if let Fault::Stream { after_events, how } = *world.fault(d.rule) {
-                return Ok(Some((after_events, how)));
+                return Ok(Some(StreamFault { after_events, how, rule: d.rule }));
             }
+            world.faults_injected += 1;
             (world.fault(d.rule).status().unwrap_or(503), d.retry_after_ms)
         }
     };

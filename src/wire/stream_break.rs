@@ -12,6 +12,8 @@ pub use crate::provider::reply::Step;
 enum State {
     /// Counting events until the fault's.
     Before,
+    /// The fault's event has passed: the fault fires when more of the stream comes.
+    Armed,
     /// Holding the event to send malformed until it ends.
     Holding(Vec<u8>),
     /// The fault fired; the rest passes.
@@ -19,6 +21,9 @@ enum State {
     /// The stream ended here.
     Over,
 }
+
+/// The most of an event held to be sent malformed: a longer one is cut there.
+const MAX_HELD: usize = 1 << 20;
 
 /// One stream on its way, broken after its first `after_events` events.
 #[derive(Debug)]
@@ -30,8 +35,10 @@ pub struct Breaking {
     /// The real time a [`StreamBreak::Stall`] lasts.
     stall: Duration,
     events: u32,
-    /// The next byte starts a line (carriage returns aside).
+    /// The next byte starts a line.
     line_start: bool,
+    /// The last byte was a carriage return (a line feed after it ends no further line).
+    after_cr: bool,
     /// The event being read has a line that is no comment.
     content: bool,
     state: State,
@@ -46,12 +53,13 @@ impl Breaking {
             stall,
             events: 0,
             line_start: true,
+            after_cr: false,
             content: false,
             state: State::Before,
         }
     }
 
-    /// Whether the fault fired: the stream reached its event.
+    /// Whether the fault fired: the stream went on past its event.
     pub fn fired(&self) -> bool {
         matches!(self.state, State::After | State::Over)
     }
@@ -64,27 +72,21 @@ impl Breaking {
     /// The steps that pass `chunk` on.
     pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<Step>) {
         if matches!(self.state, State::Before) && self.events >= self.after_events {
-            self.fire(out);
+            self.state = State::Armed;
         }
         let mut from = 0;
         for (i, &b) in chunk.iter().enumerate() {
+            // (The line feed of the CRLF that ended the fault's event is still that event's.)
+            if matches!(self.state, State::Armed) && !(b == b'\n' && self.after_cr) {
+                // More of the stream follows the fault's event: the fault fires here.
+                pass(out, &chunk[from..i]);
+                from = i;
+                self.fire(out);
+            }
             if matches!(self.state, State::After | State::Over) {
                 break;
             }
-            // An event ends at a blank line after a line that is no comment.
-            let event_ended = match b {
-                b'\n' => {
-                    let blank = std::mem::replace(&mut self.line_start, true);
-                    blank && std::mem::take(&mut self.content)
-                }
-                b'\r' => false,
-                _ => {
-                    self.content |= self.line_start && b != b':';
-                    self.line_start = false;
-                    false
-                }
-            };
-            if !event_ended {
+            if !self.ends_event(b) {
                 continue;
             }
             match &mut self.state {
@@ -93,7 +95,7 @@ impl Breaking {
                     if self.events >= self.after_events {
                         pass(out, &chunk[from..=i]);
                         from = i + 1;
-                        self.fire(out);
+                        self.state = State::Armed;
                     }
                 }
                 State::Holding(held) => {
@@ -103,24 +105,49 @@ impl Breaking {
                     pass(out, &malformed(&event));
                     self.state = State::After;
                 }
-                State::After | State::Over => {}
+                State::Armed | State::After | State::Over => {}
             }
         }
         let rest = &chunk[from..];
         match &mut self.state {
-            State::Holding(held) => held.extend_from_slice(rest),
+            State::Holding(held) => {
+                held.extend_from_slice(rest);
+                if held.len() > MAX_HELD {
+                    let event = std::mem::take(held);
+                    pass(out, &malformed(&event));
+                    self.state = State::After;
+                }
+            }
             State::Over => {}
-            State::Before | State::After => pass(out, rest),
+            State::Before | State::Armed | State::After => pass(out, rest),
         }
     }
 
     /// The steps that end the stream when the provider ended it: an event still held is sent
-    /// as it came (the fault did not fire).
+    /// as it came. A fault whose event was the stream's last did not fire.
     pub fn finish(&mut self, out: &mut Vec<Step>) {
         if let State::Holding(held) = &mut self.state {
             let held = std::mem::take(held);
             pass(out, &held);
             self.state = State::Before;
+        }
+    }
+
+    /// Whether byte `b` ends an event: a blank line after a line that is no comment. Lines end
+    /// at CRLF, LF or CR (the SSE rule).
+    fn ends_event(&mut self, b: u8) -> bool {
+        let after_cr = std::mem::replace(&mut self.after_cr, b == b'\r');
+        match b {
+            b'\n' if after_cr => false,
+            b'\r' | b'\n' => {
+                let blank = std::mem::replace(&mut self.line_start, true);
+                blank && std::mem::take(&mut self.content)
+            }
+            _ => {
+                self.content |= self.line_start && b != b':';
+                self.line_start = false;
+                false
+            }
         }
     }
 
@@ -255,11 +282,19 @@ mod tests {
 
     #[test]
     fn a_stream_shorter_than_the_fault_passes_whole_and_the_fault_does_not_fire() {
-        for how in [StreamBreak::Cut, StreamBreak::Malformed, StreamBreak::Error] {
-            let mut b = breaking(4, how);
-            assert_eq!(sent(&run(&mut b, 6)), (STREAM.into(), None), "{how:?}");
-            assert!(!b.fired());
+        // A fault after the stream's last event does not fire either: nothing was to follow.
+        for after in [3, 4] {
+            for how in [StreamBreak::Cut, StreamBreak::Malformed, StreamBreak::Error, StreamBreak::Stall { ms: 1 }] {
+                let mut b = breaking(after, how);
+                assert_eq!(sent(&run(&mut b, 6)), (STREAM.into(), None), "{how:?}");
+                assert!(!b.fired());
+            }
         }
+        // CR-only line ends end events too.
+        let mut b = breaking(1, StreamBreak::Cut);
+        let mut out = Vec::new();
+        b.feed(b"data: 1\r\rdata: 2\r\r", &mut out);
+        assert_eq!(sent(&out), ("data: 1\r\r".into(), Some(Step::Cut)));
         // CRLF line ends count the same; comments and extra blank lines are no events.
         let mut b = breaking(1, StreamBreak::Cut);
         let mut out = Vec::new();

@@ -21,10 +21,12 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::dispatch::{Channel, Shared, respond};
-use super::provider::{break_whole, call_ids, refusal};
+use super::provider::{StreamFault, break_whole, call_ids, refusal};
+use super::rewrite::rewrite;
 use super::spending::{Budget, Reservation, Usage};
 use super::stream_break::{Breaking, Step};
 use super::world::World;
+use crate::engine::strategy::Strategy;
 use crate::error::{Error, Result};
 use crate::exchange::{Args, Item, parse_args};
 use crate::fault::{Fault, StreamBreak};
@@ -71,6 +73,8 @@ pub struct Upstream {
     sent: AtomicU64,
     /// `--max-usd`, over the scenario's prices.
     budget: Option<Budget>,
+    /// `--rewrite`: the strategy tool results the scenario's faults fail are rewritten in.
+    rewrite: Option<Strategy>,
 }
 
 impl Upstream {
@@ -104,7 +108,17 @@ impl Upstream {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| Error::Usage(format!("cannot start the upstream client: {e}")))?;
-        Ok(Upstream { bases, client, max_model_calls, sent: AtomicU64::new(0), budget })
+        Ok(Upstream { bases, client, max_model_calls, sent: AtomicU64::new(0), budget, rewrite: None })
+    }
+
+    /// With tool results rewritten in `strategy` (`--rewrite`).
+    pub fn rewriting(self, strategy: Option<Strategy>) -> Upstream {
+        Upstream { rewrite: strategy, ..self }
+    }
+
+    /// The strategy tool results are rewritten in, if any.
+    pub fn rewrite(&self) -> Option<&Strategy> {
+        self.rewrite.as_ref()
     }
 
     /// Where `format`'s requests go.
@@ -228,11 +242,12 @@ pub struct Forward<'a> {
 /// the scenario says, else forwarded and its answer streamed back and recorded.
 pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forward<'_>) -> Response {
     let Forward { agent, prefix, format, path, query, headers, body } = req;
-    let Place { asked, started_ms, epoch, usd, broken: plan } =
+    let Place { asked, started_ms, epoch, usd, broken: plan, rewritten } =
         match admit(shared, upstream, agent, (prefix, format, path), &body) {
             Ok(place) => place,
             Err(reply) => return respond(reply).await,
         };
+    let body = rewritten.map_or(body, Bytes::from);
     // Settled at the most it could cost unless its usage settles it: the agent may go away
     // while it is sent.
     let mut unsettled = Unsettled { upstream: upstream.clone(), usd };
@@ -282,34 +297,41 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|t| t.starts_with("text/event-stream"));
-    // A stream fault breaks a good answer only; an answer that is no stream breaks as a whole
-    // (settled at the most it could cost: the provider answered it).
+    // A stream fault breaks a good answer only; an answer that is no stream breaks as a whole.
     let plan = plan.filter(|_| status == 200);
     if let Some(plan) = plan.filter(|_| !is_sse) {
-        let bytes = answer.bytes().await.map(|b| b.to_vec()).unwrap_or_default();
-        let whole = Reply::raw(status, bytes, "application/json");
-        let (reply, fails) = break_whole(whole.clone(), plan.how, format, plan.n, plan.stall);
+        let (bytes, broken) = match answer.bytes().await {
+            Ok(b) => (b.to_vec(), None),
+            Err(e) => (Vec::new(), Some(error_chain(&e.without_url()))),
+        };
+        let whole = broken.is_none() && bytes.len() < KEPT_BYTES;
+        let reply = match &broken {
+            None => break_whole(
+                Reply::raw(status, bytes.clone(), "application/json"),
+                plan.fault.how,
+                format,
+                plan.n,
+                plan.stall,
+            ),
+            Some(_) => Reply::reset(),
+        };
         if let mut m = shared.lock()
             && m.epoch == epoch
             && let Some((w, limits)) = m.agent(agent)
         {
+            w.stream_fault(plan.fault.rule, true);
             let latency_ms = w.clock.now_ms().saturating_sub(started_ms);
-            let kept = whole.body_text().into_bytes();
-            let a = Answered {
-                asked,
-                status,
-                is_sse,
-                kept: &kept,
-                latency_ms,
-                broken: None,
-                agent_left: false,
-                injected: fails.then_some(plan),
-            };
-            limits.provider.charge(answered(w, a).output);
+            let kept = &bytes[..bytes.len().min(KEPT_BYTES)];
+            let injected = plan.fault.fails().then_some(plan);
+            let a = Answered { asked, status, is_sse, kept, latency_ms, broken, agent_left: false, injected };
+            let usage = answered(w, a);
+            limits.provider.charge(usage.output);
+            settle(w, &mut unsettled, usage, status, whole);
         }
         return respond(reply).await;
     }
-    let mut breaking = plan.map(|p| Breaking::new(p.after_events, p.how, format.stream_error_event(p.n), p.stall));
+    let mut breaking =
+        plan.map(|p| Breaking::new(p.fault.after_events, p.fault.how, format.stream_error_event(p.n), p.stall));
     let mut response = Response::builder().status(StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY));
     let named = connection_named(answer.headers());
     for (k, v) in answer.headers() {
@@ -333,17 +355,22 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
         'read: loop {
             match answer.chunk().await {
                 Ok(Some(bytes)) => {
-                    match &mut breaking {
-                        Some(b) => b.feed(&bytes, &mut steps),
-                        None => steps.push(Step::Pass(bytes.into())),
+                    // What the provider sent is read for its usage, whatever reached the agent.
+                    if kept.len() < KEPT_BYTES {
+                        let room = KEPT_BYTES - kept.len();
+                        kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
                     }
+                    let Some(b) = &mut breaking else {
+                        if tx.send(Ok(bytes)).await.is_err() {
+                            agent_left = true;
+                            break;
+                        }
+                        continue;
+                    };
+                    b.feed(&bytes, &mut steps);
                     for step in steps.drain(..) {
                         match step {
                             Step::Pass(bytes) => {
-                                if kept.len() < KEPT_BYTES {
-                                    let room = KEPT_BYTES - kept.len();
-                                    kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
-                                }
                                 if tx.send(Ok(Bytes::from(bytes))).await.is_err() {
                                     agent_left = true;
                                     break 'read;
@@ -374,9 +401,6 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
                         b.finish(&mut steps);
                         for step in steps.drain(..) {
                             if let Step::Pass(bytes) = step {
-                                kept.extend_from_slice(
-                                    &bytes[..bytes.len().min(KEPT_BYTES.saturating_sub(kept.len()))],
-                                );
                                 let _ = tx.send(Ok(Bytes::from(bytes))).await;
                             }
                         }
@@ -402,37 +426,45 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
         // A usage read from an answer that did not end, or past what is kept, may be short.
         let whole = broken.is_none() && !agent_left && !stopped && kept.len() < KEPT_BYTES;
         let fired = breaking.as_ref().is_some_and(Breaking::fired);
-        if let (Some(p), false) = (plan, fired) {
-            w.note(format!(
-                "request {}: the answer's stream ended before the {} fault's event {}; it was passed on whole",
-                p.n,
-                p.how.name(),
-                p.after_events
-            ));
-        }
-        let injected = plan.filter(|p| fired && !matches!(p.how, StreamBreak::Stall { .. }));
-        let a = Answered { asked, status, is_sse, kept: &kept, latency_ms, broken, agent_left, injected };
-        let usage = answered(w, a);
-        limits.provider.charge(usage.output);
-        if let (Some(b), Some(r)) = (&unsettled.upstream.budget, unsettled.usd.take()) {
-            // No usage read: a failed answer is not billed; a good one costs what was reserved.
-            let billed = match (usage.is_empty(), status, whole) {
-                (_, _, false) | (true, 200, _) => None,
-                (false, _, true) => Some(usage),
-                (true, _, true) => Some(Usage::default()),
-            };
-            let cost = b.settle(r, billed);
-            if cost > r.most as f64 / 1e12 {
+        if let Some(p) = plan {
+            w.stream_fault(p.fault.rule, fired);
+            if !fired {
                 w.note(format!(
-                    "request {}: cost ${cost:.6}, more than the ${:.6} reserved for it (an image or file linked by \
-                     URL or id is billed beyond its bytes): --max-usd may be passed",
-                    w.model_calls,
-                    r.most as f64 / 1e12
+                    "request {}: the answer's stream had no more than the {} fault's {} events; it was passed on whole",
+                    p.n,
+                    p.fault.how.name(),
+                    p.fault.after_events
                 ));
             }
         }
+        let injected = plan.filter(|p| fired && p.fault.fails());
+        let a = Answered { asked, status, is_sse, kept: &kept, latency_ms, broken, agent_left, injected };
+        let usage = answered(w, a);
+        limits.provider.charge(usage.output);
+        settle(w, &mut unsettled, usage, status, whole);
     });
     response.body(AxumBody::new(Channel(rx))).unwrap_or_else(|_| Response::new(AxumBody::empty()))
+}
+
+/// Settles a request's reservation at the usage its answer reports when the answer was read
+/// `whole` (no usage: a failed answer is not billed, a good one costs what was reserved), else
+/// at what was reserved; notes a cost past the reservation.
+fn settle(w: &mut World, unsettled: &mut Unsettled, usage: Usage, status: u16, whole: bool) {
+    let (Some(b), Some(r)) = (&unsettled.upstream.budget, unsettled.usd.take()) else { return };
+    let billed = match (usage.is_empty(), status, whole) {
+        (_, _, false) | (true, 200, _) => None,
+        (false, _, true) => Some(usage),
+        (true, _, true) => Some(Usage::default()),
+    };
+    let cost = b.settle(r, billed);
+    if cost > r.most as f64 / 1e12 {
+        w.note(format!(
+            "request {}: cost ${cost:.6}, more than the ${:.6} reserved for it (an image or file linked by URL or id is \
+             billed beyond its bytes): --max-usd may be passed",
+            w.model_calls,
+            r.most as f64 / 1e12
+        ));
+    }
 }
 
 /// A live request's place (its conversation, turn, and the clock's reading) when it goes upstream; else the answer
@@ -450,9 +482,21 @@ fn admit(
     let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked by the caller");
     w.http_requests[0] += 1;
     w.trace.header.provider.get_or_insert_with(|| format.name().to_owned());
-    let items = serde_json::from_slice::<Value>(body).map(|b| format.request_items(&b)).unwrap_or_default();
+    let mut parsed = serde_json::from_slice::<Value>(body).ok();
+    let items = parsed.as_ref().map(|b| format.request_items(b)).unwrap_or_default();
     let c = conversation(w, prefix, format, &items);
+    // Results the scenario's tool faults fail are rewritten before the model reads them (and
+    // recorded as it reads them); the body goes as the agent sent it otherwise, byte for byte.
+    let rewritten = match (&upstream.rewrite, parsed.as_mut()) {
+        (Some(strategy), Some(v)) => {
+            let root = root(&items);
+            let changed = rewrite(w, c, format, strategy, (v, &items), |n| positional(root, n));
+            changed.then(|| serde_json::to_vec(v).unwrap_or_default())
+        }
+        _ => None,
+    };
     record_history(w, c, &items);
+    let body = rewritten.as_deref().unwrap_or(body);
     // The spending limit first: a request it refuses meets no fault and takes no place under
     // the fleet's limits; a request a fault or a limit refuses gives its reservation back.
     let usd = match upstream.reserve(format, path, body) {
@@ -477,11 +521,10 @@ fn admit(
             return Err(reply);
         }
     };
-    let broken = broken.map(|(after_events, how)| BreakPlan {
-        after_events,
-        how,
+    let broken = broken.map(|fault| BreakPlan {
+        fault,
         n,
-        stall: match how {
+        stall: match fault.how {
             StreamBreak::Stall { ms } => Duration::from_millis(w.clock.real_ms(ms)),
             _ => Duration::ZERO,
         },
@@ -495,7 +538,7 @@ fn admit(
         })
         .sum();
     let asked = Asked { c, turn, format, unnamed, root: root(&items) };
-    Ok(Place { asked, started_ms: now, epoch: m.epoch, usd, broken })
+    Ok(Place { asked, started_ms: now, epoch: m.epoch, usd, broken, rewritten })
 }
 
 /// Where a request admitted stands.
@@ -507,6 +550,8 @@ struct Place {
     usd: Option<Reservation>,
     /// The `stream_*` fault its answer meets.
     broken: Option<BreakPlan>,
+    /// Its body with tool results rewritten (`--rewrite`), when any was.
+    rewritten: Option<Vec<u8>>,
 }
 
 /// What its answer is recorded against: the request's conversation and turn, its format, the
@@ -521,12 +566,10 @@ struct Asked {
     root: u32,
 }
 
-/// A `stream_*` fault a request met: its answer (request `n`) breaks after `after_events`
-/// events, `how`, a stall lasting `stall` in real time.
+/// A `stream_*` fault request `n` met, a stall lasting `stall` in real time.
 #[derive(Clone, Copy)]
 struct BreakPlan {
-    after_events: u32,
-    how: StreamBreak,
+    fault: StreamFault,
     n: u32,
     stall: Duration,
 }
@@ -623,7 +666,7 @@ fn record_history(w: &mut World, c: usize, items: &[Item]) {
                     if w.owner.contains_key(&id) {
                         continue;
                     }
-                    own(w, id.clone(), c);
+                    w.own(id.clone(), c);
                     w.record(TraceEvent::ToolCall {
                         turn,
                         call_id: id,
@@ -641,7 +684,7 @@ fn record_history(w: &mut World, c: usize, items: &[Item]) {
                 if w.owner.contains_key(&key) || !seen.insert(key.clone()) {
                     continue;
                 }
-                own(w, key, c);
+                w.own(key, c);
                 let failed = flag.is_some_and(|(failed, _)| failed);
                 w.record(TraceEvent::ToolResult {
                     call_id: id,
@@ -658,15 +701,6 @@ fn record_history(w: &mut World, c: usize, items: &[Item]) {
             }
             _ => {}
         }
-    }
-}
-
-/// Notes that `key` (a call id, or `result:` and one) was seen in conversation `c`: it is
-/// forgotten with the conversation, so a long proxy's memory does not grow with every call.
-fn own(w: &mut World, key: String, c: usize) {
-    if let Some(conv) = w.conversations.get_mut(&c) {
-        conv.ids.push(key.clone());
-        w.owner.insert(key, c);
     }
 }
 
@@ -712,8 +746,8 @@ fn answered(w: &mut World, a: Answered<'_>) -> Usage {
         w.note(format!(
             "request {}: tracefault broke the answer ({} after {} events)",
             w.model_calls,
-            p.how.name(),
-            p.after_events
+            p.fault.how.name(),
+            p.fault.after_events
         ));
     }
     let ok = status == 200 && broken.is_none() && !read.error && injected.is_none();
@@ -760,7 +794,7 @@ fn answered(w: &mut World, a: Answered<'_>) -> Usage {
             continue;
         }
         if held {
-            own(w, id.clone(), c);
+            w.own(id.clone(), c);
         }
         w.record(TraceEvent::ToolCall { turn, call_id: id, name, args });
     }

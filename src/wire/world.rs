@@ -136,6 +136,8 @@ pub struct World {
     /// Live mode: requests refused by the spending limit, and those the upstream never answered.
     pub spending_refusals: u64,
     pub upstream_failures: u64,
+    /// Tool results rewritten to a fault (live mode, `--rewrite`).
+    pub rewritten_results: u64,
     /// Live mode: calls the user's real tools failed (no injected fault: the tool's own answer).
     pub real_tool_failures: u64,
     /// Calls the fleet's shared limits refused (tool rate and concurrency, provider rpm/tpm).
@@ -203,6 +205,7 @@ impl World {
             wasted_retries: 0,
             spending_refusals: 0,
             upstream_failures: 0,
+            rewritten_results: 0,
             real_tool_failures: 0,
             load_rejections: 0,
             load_until: vec![0; targets],
@@ -249,9 +252,30 @@ impl World {
         Some(d)
     }
 
+    /// Counts stream fault `rule`'s firing as decided, or takes it back when the answer's
+    /// stream ended before the fault's place.
+    pub fn stream_fault(&mut self, rule: u16, fired: bool) {
+        if fired {
+            self.faults_injected += 1;
+        } else {
+            let n = &mut self.rule_fired[usize::from(rule)];
+            *n = n.saturating_sub(1);
+        }
+    }
+
     /// Records a success on `target`.
     pub fn succeeded(&mut self, target: usize) {
         self.successes[target] += 1;
+    }
+
+    /// Notes that `key` (a call id, or `result:` and one) was seen in conversation `c` (live
+    /// mode): it is forgotten with the conversation, so a long proxy's memory does not grow with
+    /// every call.
+    pub fn own(&mut self, key: String, c: usize) {
+        if let Some(conv) = self.conversations.get_mut(&c) {
+            conv.ids.push(key.clone());
+            self.owner.insert(key, c);
+        }
     }
 
     /// Takes back a success counted for `target` (a real tool failed the call after all).

@@ -414,6 +414,10 @@ fn stream_fault_keys_are_checked() {
             on_provider("\"stream_broke\""),
             "stream_cut, stream_malformed, stream_stall, stream_error, got \"stream_broke\"",
         ),
+        (
+            on_provider("\"stream_cut\"\nrate_limit = { per_s = 1, burst = 1 }"),
+            "faults[0].rate_limit: expected a rate limit's refusal (an http status), not a stream fault",
+        ),
     ] {
         let err = broken("s.toml", &text);
         assert!(err.contains(want), "{want}\n{err}");

@@ -1000,3 +1000,93 @@ fn stream_faults_break_the_real_providers_stream_in_its_dialect() {
         }
     }
 }
+
+/// `--rewrite`: a tool result the agent sends reaches the real model as the failure the
+/// scenario schedules for that call, in the strategy's encoding, with its ids kept; the same
+/// result is rewritten the same way each time the agent sends its history again; a result
+/// the faults spare, and one of a tool the scenario does not name, pass as they came. By hand
+/// (scenario: `search` fails with 503 on its first attempt): in Chat the first result becomes
+/// the five-field envelope (code TRANSPORT, retryable, status 503), in Anthropic the same with
+/// `is_error: true`; the second call's result is untouched.
+#[test]
+fn rewrite_hands_the_real_model_the_scenarios_fault_in_the_strategys_encoding() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("rewrite.toml");
+    std::fs::write(
+        &scenario,
+        "name = \"rewrite\"\nruns = 1\n[task]\n[[task.steps]]\ntool = \"search\"\n[[faults]]\ntarget = \"search\"\n\
+         at = [1]\nhttp = 503\n",
+    )
+    .unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let upstream = rt.block_on(MockServer::start());
+    rt.block_on(async {
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(chat_answer(), "application/json"))
+            .mount(&upstream)
+            .await;
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(
+                json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x",
+                        "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
+                        "usage": {"input_tokens": 5, "output_tokens": 1}}),
+            ))
+            .mount(&upstream)
+            .await;
+    });
+    let to = format!("openai={0},anthropic={0}", upstream.uri());
+    let p = Proxy::start(scenario.to_str().unwrap(), &["--upstream", &to, "--rewrite", "five-field"]);
+    let call = |id: &str, tool: &str| {
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function",
+            "function": {"name": tool, "arguments": "{}"}}]})
+    };
+    let result = |id: &str, text: &str| json!({"role": "tool", "tool_call_id": id, "content": text});
+    let mut messages =
+        vec![json!({"role": "user", "content": "Weather?"}), call("c1", "search"), result("c1", "{\"temp_c\":18}")];
+    p.post("/v1/chat/completions", &json!({"model": "gpt-x", "messages": messages}));
+    messages.extend([call("c2", "search"), result("c2", "{\"temp_c\":19}"), call("c3", "lookup"), result("c3", "raw")]);
+    p.post("/v1/chat/completions", &json!({"model": "gpt-x", "messages": messages}));
+    let received = rt.block_on(upstream.received_requests()).unwrap();
+    let bodies: Vec<Value> = received.iter().map(|r| serde_json::from_slice(&r.body).unwrap()).collect();
+    assert_eq!(bodies.len(), 2);
+    for body in &bodies {
+        let first = &body["messages"][2];
+        assert_eq!(first["tool_call_id"], "c1", "ids kept: {first}");
+        let shown: Value = serde_json::from_str(first["content"].as_str().unwrap()).unwrap();
+        assert_eq!((shown["code"].as_str(), shown["retryable"].as_bool()), (Some("TRANSPORT"), Some(true)), "{shown}");
+        assert_eq!(shown["details"]["status"], 503);
+    }
+    assert_eq!(bodies[0]["messages"][2], bodies[1]["messages"][2], "rewritten the same way again");
+    assert_eq!(bodies[1]["messages"][4]["content"], "{\"temp_c\":19}", "the second attempt is spared");
+    assert_eq!(bodies[1]["messages"][6]["content"], "raw", "a tool the scenario does not name passes");
+    // Anthropic: the block's flag is set too.
+    let anthropic = json!({"model": "claude-x", "max_tokens": 10, "messages": [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_9", "name": "search", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_9", "content": "18 C"}]}]});
+    let (_, events, _) = {
+        let q = Proxy::start(scenario.to_str().unwrap(), &["--upstream", &to, "--rewrite", "five-field"]);
+        q.post("/v1/messages", &anthropic);
+        q.stop()
+    };
+    let received = rt.block_on(upstream.received_requests()).unwrap();
+    let sent: Value = serde_json::from_slice(&received.last().unwrap().body).unwrap();
+    let block = &sent["messages"][2]["content"][0];
+    assert_eq!((block["tool_use_id"].as_str(), block["is_error"].as_bool()), (Some("toolu_9"), Some(true)), "{block}");
+    // The trace holds what the model read, marked as rewritten.
+    let results: Vec<&Value> = events.iter().filter(|e| e["type"] == "tool_result").collect();
+    assert_eq!(results.len(), 1, "{events:?}");
+    assert_eq!((results[0]["ok"].as_bool(), results[0]["error_class"].as_str()), (Some(false), Some("transient")));
+    assert!(
+        results[0]["evidence"].as_str().unwrap().starts_with("rewritten by tracefault (http 503, under five-field)")
+    );
+    let (_, events, _) = p.stop();
+    let oks: Vec<(String, bool)> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_result")
+        .map(|e| (e["call_id"].as_str().unwrap().to_owned(), e["ok"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(oks, [("c1".to_owned(), false), ("c2".to_owned(), true), ("c3".to_owned(), true)]);
+}

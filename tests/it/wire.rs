@@ -813,3 +813,73 @@ fn a_broken_answer_is_recorded_when_the_agent_asks_again() {
     assert_eq!((events[1]["turn"].as_u64(), events[1]["stop"].as_str()), (Some(1), Some("tool_calls")));
     assert_eq!(events[2]["name"], "search");
 }
+
+/// The same without an SDK (Python's standard library alone): the final answer's Chat stream
+/// (the second request, after a call of `search` and its result) is cut after its first
+/// event. The broken answer is a failed model call (502, its input billed, nothing written)
+/// and makes no ending: an agent that stops there stopped midway; one that asks again gets the
+/// answer recorded once, whole, and the run ends with it.
+#[test]
+fn a_broken_final_answer_ends_nothing_until_it_is_asked_again() {
+    let agent = r#"
+import json, os, sys, urllib.request
+url = os.environ["OPENAI_BASE_URL"] + "/chat/completions"
+tools = [{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}]
+def post(messages):
+    body = json.dumps({"model": "m", "stream": True, "messages": messages, "tools": tools}).encode()
+    with urllib.request.urlopen(urllib.request.Request(url, body, {"content-type": "application/json"})) as r:
+        return [json.loads(l[6:]) for l in r.read().decode().splitlines() if l.startswith("data: {")]
+messages = [{"role": "user", "content": "x"}]
+call = next(c for e in post(messages) for c in e["choices"][0]["delta"].get("tool_calls") or [])
+messages += [{"role": "assistant", "content": None, "tool_calls": [{"id": call["id"], "type": "function",
+              "function": {"name": "search", "arguments": "{}"}}]},
+             {"role": "tool", "tool_call_id": call["id"], "content": "{\"hits\": 1}"}]
+for attempt in (1, 2):
+    try:
+        post(messages)
+        print("attempt", attempt, "read")
+        break
+    except Exception as e:
+        print("attempt", attempt, "broke", type(e).__name__)
+        if sys.argv[1] == "stop":
+            break
+"#;
+    for then in ["stop", "ask again"] {
+        let dir = tempfile::tempdir().unwrap();
+        let scenario = dir.path().join("s.toml");
+        std::fs::write(
+            &scenario,
+            "name = \"final-cut\"\nruns = 1\n[task]\n[[task.steps]]\ntool = \"search\"\n[[faults]]\n\
+             target = \"provider\"\nat = [2]\nfault = \"stream_cut\"\n",
+        )
+        .unwrap();
+        let out = dir.path().join("out");
+        let (_, report, stdout) = exec(scenario.to_str().unwrap(), &out, &["python3", "-c", agent, then], &[]);
+        let log = std::fs::read_to_string(out.join("agent-run-0.log")).unwrap_or_default();
+        assert!(log.contains("attempt 1 broke"), "{stdout}\n{log}");
+        let trace = std::fs::read_to_string(out.join("traces/run-0.jsonl")).unwrap();
+        let calls: Vec<(u64, String, u64)> = trace
+            .lines()
+            .skip(1)
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|e| e["type"] == "model_call")
+            .map(|e| {
+                (
+                    e["status"].as_u64().unwrap(),
+                    e["stop"].as_str().unwrap().to_owned(),
+                    e["tokens_out"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        let run = &report["runs"][0];
+        assert_eq!((calls[1].0, calls[1].1.as_str(), calls[1].2), (502, "error", 0), "{then}: {trace}");
+        if then == "stop" {
+            assert_eq!(calls.len(), 2, "{trace}");
+            assert_eq!(run["ended"], "cut_off", "{then}: {run}");
+        } else {
+            assert_eq!(calls.len(), 3, "{trace}");
+            assert_eq!((calls[2].0, calls[2].1.as_str()), (200, "end"), "{trace}");
+            assert_eq!(run["ended"], "answer", "{then}: {run}");
+        }
+    }
+}

@@ -42,11 +42,25 @@ impl<'a, O: Observer, J: Probabilities, const SHARED: bool> Handler<'a, O, J, SH
     }
 
     /// A stream that stalls for `ms` before the rest of the answer: a slow answer, unless the
-    /// agent's time runs out meanwhile.
+    /// agent's time runs out first (the call is then cut at its deadline, as a slow timeout is).
     fn stalled(&mut self, prov: usize, is_retry: bool, ms: u64, rule: Option<u16>) {
         let resumed = self.now.saturating_add(ms);
-        if self.past_time_budget(resumed.saturating_add(self.sc.profile.model_latency_ms)) {
-            self.now = self.deadline().map_or(resumed, |d| resumed.min(d));
+        let answered = resumed.saturating_add(self.sc.profile.model_latency_ms);
+        if self.past_time_budget(answered) {
+            self.obs.event(&Event::ModelCall {
+                turn: self.ag.turn + 1,
+                t_ms: self.now,
+                status: 0,
+                tokens_in: 0,
+                tokens_out: 0,
+                retry: is_retry,
+                rule,
+                fired: rule.is_some(),
+                wasted: false,
+                load: false,
+                ends: true,
+            });
+            self.now = self.deadline().map_or(answered, |d| answered.min(d));
             return self.finish(TerminatedBy::TimeBudget);
         }
         self.now = resumed;
