@@ -3,11 +3,14 @@
 //! that call (the tool's faults, decided as for the mock tools), encoded the way the strategy
 //! hands a failure to the model. The agent ran the tool; the model reads that it failed. The
 //! same result is replaced the same way each time the agent sends its history again, so
-//! envelope strategies meet the real model with the agent's code unchanged.
+//! envelope strategies meet the real model with the agent's code unchanged. Only the messages
+//! that change are written anew: the rest of the request goes out byte for byte.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::world::World;
 use crate::engine::strategy::{Partials, Strategy};
@@ -21,27 +24,55 @@ use crate::trace::TraceEvent;
 /// The start of a rewritten result's `evidence` in the trace.
 pub const EVIDENCE: &str = "rewritten by tracefault";
 
-/// Rewrites the tool results of request `body` (of conversation `c`, holding `items`) that the
-/// scenario's tool faults fail: new results are decided now, results rewritten before are
-/// rewritten again. `unnamed(n)` is the id the `n`th result without one is known by. Returns
-/// whether the body changed.
+/// Request `body` (of conversation `c`, holding `items`) with the tool results the scenario's
+/// tool faults fail rewritten, when any is: new results are decided now, results rewritten
+/// before are rewritten again; only the messages that change are written anew. `unnamed(n)`
+/// is the id the `n`th result without one is known by.
 pub fn rewrite(
     w: &mut World,
     c: usize,
     format: Format,
     strategy: &Strategy,
-    (body, items): (&mut Value, &[Item]),
+    (body, items): (&[u8], &[Item]),
+    unnamed: impl Fn(usize) -> String,
+) -> Option<Vec<u8>> {
+    // The conversation's messages as they were sent, and as values to rewrite.
+    let top: BTreeMap<Cow<str>, &RawValue> = serde_json::from_slice(body).ok()?;
+    let sent: Vec<&RawValue> = serde_json::from_str(top.get(format.provider().conversation_key())?.get()).ok()?;
+    let mut list: Vec<Value> = sent.iter().map(|m| serde_json::from_str(m.get())).collect::<Result<_, _>>().ok()?;
+    let before = list.clone();
+    if !rewrite_list(w, c, format, strategy, (&mut list, items), unnamed) {
+        return None;
+    }
+    // Each changed message in place of its bytes, the last first.
+    let mut out = body.to_vec();
+    for (i, raw) in sent.iter().enumerate().rev() {
+        if list[i] != before[i] {
+            let at = raw.get().as_ptr() as usize - body.as_ptr() as usize;
+            out.splice(at..at + raw.get().len(), serde_json::to_vec(&list[i]).ok()?);
+        }
+    }
+    Some(out)
+}
+
+/// Rewrites the tool results in a conversation's messages `list`; whether any changed.
+fn rewrite_list(
+    w: &mut World,
+    c: usize,
+    format: Format,
+    strategy: &Strategy,
+    (list, items): (&mut [Value], &[Item]),
     unnamed: impl Fn(usize) -> String,
 ) -> bool {
-    // The tool each call id names, and each result's content, from the request itself.
-    let mut tools: BTreeMap<&str, &str> = BTreeMap::new();
+    // Each call id's call, and each result's content, from the request itself.
+    let mut calls_by_id: BTreeMap<&str, &crate::exchange::CallItem> = BTreeMap::new();
     let mut contents: Vec<(Option<&str>, Option<&str>, &str)> = Vec::new();
     for item in items {
         match item {
             Item::Model { calls, .. } => {
                 for call in calls {
                     if let Some(id) = &call.id {
-                        tools.insert(id, &call.name);
+                        calls_by_id.insert(id, call);
                     }
                 }
             }
@@ -52,7 +83,7 @@ pub fn rewrite(
     let mut changed = false;
     let mut renderer = Renderer::default();
     let (mut unnamed_seen, mut unnamed_content) = (0, contents.iter().filter(|r| r.0.is_none()));
-    for (id, node) in format.result_nodes(body) {
+    for (id, node) in format.provider().result_nodes(list) {
         let (id, name, content) = match id {
             Some(id) => {
                 let found = contents.iter().find(|r| r.0 == Some(id.as_str()));
@@ -69,12 +100,27 @@ pub fn rewrite(
             changed = true;
             continue;
         }
+        // Decided once, in its own conversation.
         let key = format!("result:{id}");
-        if w.owner.contains_key(&key) {
+        if w.owner.get(&key) == Some(&c) {
             continue;
         }
-        let Some(tool) = tools.get(id.as_str()).copied().or(name) else { continue };
+        let call = calls_by_id.get(id.as_str()).copied();
+        // The tool: from the call in the request, else the result's own name, else the call as
+        // recorded (a Responses request that continues an earlier response holds no calls).
+        let recorded = || {
+            w.trace.events.iter().rev().find_map(|e| match e {
+                TraceEvent::ToolCall { call_id, name, .. } if *call_id == id => Some(name.clone()),
+                _ => None,
+            })
+        };
+        let Some(tool) = call.map(|c| c.name.clone()).or(name.map(str::to_owned)).or_else(recorded) else { continue };
+        let tool = tool.as_str();
         let Some(target) = w.scenario.task.tools.iter().position(|t| t == tool) else { continue };
+        // A tool the agent calls through the mock tools meets its faults there.
+        if w.last_outcome.contains_key(tool) {
+            continue;
+        }
         let Some(decision) = w.decide(target) else {
             w.succeeded(target);
             continue;
@@ -108,6 +154,18 @@ pub fn rewrite(
         let Ok(rendered) = serde_json::from_str::<Value>(renderer.render(format, 1, tool, shown)) else { continue };
         format.replace_result(node, &rendered);
         changed = true;
+        // Its call first, when the trace has not got it yet.
+        if let Some(call) = call
+            && !w.owner.contains_key(&id)
+        {
+            w.record(TraceEvent::ToolCall {
+                turn: w.conversations.get(&c).map_or(0, |conv| conv.turns),
+                call_id: id.clone(),
+                name: call.name.clone(),
+                args: call.args.clone(),
+            });
+            w.own(id.clone(), c);
+        }
         let read = format.provider().result_part(&rendered).map(|p| match p {
             crate::provider::ResultPart::Content { content, .. } => content.clone(),
             crate::provider::ResultPart::Response(r) => r.clone(),
@@ -136,4 +194,76 @@ pub fn rewrite(
         w.own(key, c);
     }
     changed
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::envelope::Encoding;
+    use crate::fault::ErrorClass;
+
+    /// A request of `format` holding one result of `search` under call id `c1`, its content
+    /// `18 C`, as agents send it.
+    fn request(format: Format) -> Value {
+        match format {
+            Format::OpenAiChat | Format::GeminiOpenAi => json!({"messages": [{"role": "user", "content": "x"},
+                {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "18 C"}]}]}),
+            Format::OpenAiResponses => json!({"input": [{"role": "user", "content": "x"},
+                {"type": "function_call", "call_id": "c1", "name": "search", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c1", "output": "18 C"}]}),
+            Format::Anthropic => json!({"messages": [{"role": "user", "content": "x"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "search", "input": {}}]},
+                {"role": "user", "content": [{"type": "text", "text": "here"},
+                    {"type": "tool_result", "tool_use_id": "c1", "content": [{"type": "text", "text": "18 C"}]}]}]}),
+            Format::Gemini => json!({"contents": [{"role": "user", "parts": [{"text": "x"}]},
+                {"role": "model", "parts": [{"functionCall": {"id": "c1", "name": "search", "args": {}}}]},
+                {"role": "user", "parts": [{"functionResponse": {"id": "c1", "name": "search", "response": {"output": "18 C"}}}]}]}),
+        }
+    }
+
+    #[test]
+    fn every_format_shows_the_model_the_rewritten_failure_with_its_ids_kept() {
+        let fault = Fault::http(503);
+        for format in Format::ALL {
+            let mut body = request(format);
+            let nodes = format.result_nodes(&mut body);
+            assert_eq!(nodes.len(), 1, "{format:?}");
+            let (id, node) = nodes.into_iter().next().unwrap();
+            assert_eq!(id.as_deref(), Some("c1"), "{format:?}");
+            let err = ToolError {
+                kind: ErrorKind::Fault(&fault),
+                class: ErrorClass::Transient,
+                tool: "search",
+                attempts: 1,
+                retry_after_ms: None,
+                body: "\"18 C\"",
+            };
+            let mut renderer = Renderer::default();
+            let rendered: Value = serde_json::from_str(renderer.render(
+                format,
+                1,
+                "search",
+                Body::Error { err, encoding: Encoding::Envelope },
+            ))
+            .unwrap();
+            format.replace_result(node, &rendered);
+            // The request reads back as the same result, now the failure, under the same id.
+            let items = format.request_items(&body);
+            let Some(Item::Result { id, content, flag, .. }) = items.iter().find(|i| matches!(i, Item::Result { .. }))
+            else {
+                panic!("{format:?}: {body}")
+            };
+            assert_eq!(id.as_deref(), Some("c1"), "{format:?}");
+            assert!(content.contains("TRANSPORT") && content.contains("503"), "{format:?}: {content}");
+            assert!(!content.contains("18 C"), "{format:?}: {content}");
+            match format {
+                // Anthropic's flag; Gemini's error channel.
+                Format::Anthropic | Format::Gemini => assert_eq!(flag.map(|f| f.0), Some(true), "{format:?}: {body}"),
+                _ => {}
+            }
+        }
+    }
 }

@@ -283,6 +283,10 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
                 if m.epoch == epoch
                     && let Some(w) = m.world(agent)
                 {
+                    // A stream fault of a request that got no answer did not fire.
+                    if let Some(p) = plan {
+                        w.stream_fault(p.fault.rule, false);
+                    }
                     w.upstream_failures += 1;
                     w.note(format!("the upstream {base} could not be reached ({why}): not the model's behaviour"));
                 }
@@ -298,6 +302,7 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
         .and_then(|v| v.to_str().ok())
         .is_some_and(|t| t.starts_with("text/event-stream"));
     // A stream fault breaks a good answer only; an answer that is no stream breaks as a whole.
+    let unfired = plan.filter(|_| status != 200).map(|p| p.fault.rule);
     let plan = plan.filter(|_| status == 200);
     if let Some(plan) = plan.filter(|_| !is_sse) {
         let (bytes, broken) = match answer.bytes().await {
@@ -426,6 +431,9 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
         // A usage read from an answer that did not end, or past what is kept, may be short.
         let whole = broken.is_none() && !agent_left && !stopped && kept.len() < KEPT_BYTES;
         let fired = breaking.as_ref().is_some_and(Breaking::fired);
+        if let Some(rule) = unfired {
+            w.stream_fault(rule, false);
+        }
         if let Some(p) = plan {
             w.stream_fault(p.fault.rule, fired);
             if !fired {
@@ -482,19 +490,14 @@ fn admit(
     let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked by the caller");
     w.http_requests[0] += 1;
     w.trace.header.provider.get_or_insert_with(|| format.name().to_owned());
-    let mut parsed = serde_json::from_slice::<Value>(body).ok();
-    let items = parsed.as_ref().map(|b| format.request_items(b)).unwrap_or_default();
+    let items = serde_json::from_slice::<Value>(body).map(|b| format.request_items(&b)).unwrap_or_default();
     let c = conversation(w, prefix, format, &items);
     // Results the scenario's tool faults fail are rewritten before the model reads them (and
     // recorded as it reads them); the body goes as the agent sent it otherwise, byte for byte.
-    let rewritten = match (&upstream.rewrite, parsed.as_mut()) {
-        (Some(strategy), Some(v)) => {
-            let root = root(&items);
-            let changed = rewrite(w, c, format, strategy, (v, &items), |n| positional(root, n));
-            changed.then(|| serde_json::to_vec(v).unwrap_or_default())
-        }
-        _ => None,
-    };
+    let rewritten = upstream.rewrite.as_ref().and_then(|strategy| {
+        let root = root(&items);
+        rewrite(w, c, format, strategy, (body, &items), |n| positional(root, n))
+    });
     record_history(w, c, &items);
     let body = rewritten.as_deref().unwrap_or(body);
     // The spending limit first: a request it refuses meets no fault and takes no place under

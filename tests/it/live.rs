@@ -1004,10 +1004,11 @@ fn stream_faults_break_the_real_providers_stream_in_its_dialect() {
 /// `--rewrite`: a tool result the agent sends reaches the real model as the failure the
 /// scenario schedules for that call, in the strategy's encoding, with its ids kept; the same
 /// result is rewritten the same way each time the agent sends its history again; a result
-/// the faults spare, and one of a tool the scenario does not name, pass as they came. By hand
-/// (scenario: `search` fails with 503 on its first attempt): in Chat the first result becomes
-/// the five-field envelope (code TRANSPORT, retryable, status 503), in Anthropic the same with
-/// `is_error: true`; the second call's result is untouched.
+/// the faults spare, and one of a tool the scenario does not name, pass as they came, and the
+/// rest of the request goes out byte for byte. By hand (scenario: `search` fails with 503 on
+/// its first and third attempts): in Chat the first result becomes the five-field envelope
+/// (code TRANSPORT, retryable, status 503), in Anthropic the same with `is_error: true`; the
+/// second call's result is untouched however often it is sent; the third call's is rewritten.
 #[test]
 fn rewrite_hands_the_real_model_the_scenarios_fault_in_the_strategys_encoding() {
     let dir = tempfile::tempdir().unwrap();
@@ -1015,7 +1016,7 @@ fn rewrite_hands_the_real_model_the_scenarios_fault_in_the_strategys_encoding() 
     std::fs::write(
         &scenario,
         "name = \"rewrite\"\nruns = 1\n[task]\n[[task.steps]]\ntool = \"search\"\n[[faults]]\ntarget = \"search\"\n\
-         at = [1]\nhttp = 503\n",
+         at = [1, 3]\nhttp = 503\n",
     )
     .unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -1043,14 +1044,34 @@ fn rewrite_hands_the_real_model_the_scenarios_fault_in_the_strategys_encoding() 
             "function": {"name": tool, "arguments": "{}"}}]})
     };
     let result = |id: &str, text: &str| json!({"role": "tool", "tool_call_id": id, "content": text});
+    // The agent's bytes, its keys in its own order (which a rewrite must not sort).
+    let send = |messages: &[Value]| {
+        let list: Vec<String> = messages.iter().map(Value::to_string).collect();
+        let raw = format!(
+            "{{\"tools\":[{{\"type\":\"function\",\"function\":{{\"name\":\"search\",\"parameters\":{{\"type\":\"object\",\
+             \"properties\":{{\"z\":{{}},\"a\":{{}}}}}}}}}}],\"model\":\"gpt-x\",\"messages\":[{}]}}",
+            list.join(",")
+        );
+        ureq::post(&format!("{}/v1/chat/completions", p.base))
+            .set("content-type", "application/json")
+            .send_string(&raw)
+            .unwrap();
+        raw
+    };
     let mut messages =
         vec![json!({"role": "user", "content": "Weather?"}), call("c1", "search"), result("c1", "{\"temp_c\":18}")];
-    p.post("/v1/chat/completions", &json!({"model": "gpt-x", "messages": messages}));
+    let first = send(&messages);
     messages.extend([call("c2", "search"), result("c2", "{\"temp_c\":19}"), call("c3", "lookup"), result("c3", "raw")]);
-    p.post("/v1/chat/completions", &json!({"model": "gpt-x", "messages": messages}));
+    send(&messages);
+    messages.extend([call("c4", "search"), result("c4", "{\"temp_c\":20}")]);
+    send(&messages);
     let received = rt.block_on(upstream.received_requests()).unwrap();
     let bodies: Vec<Value> = received.iter().map(|r| serde_json::from_slice(&r.body).unwrap()).collect();
-    assert_eq!(bodies.len(), 2);
+    assert_eq!(bodies.len(), 3);
+    // Byte for byte but the rewritten message: the agent's key order kept.
+    let sent = String::from_utf8(received[0].body.clone()).unwrap();
+    let head = &first[..first.find("{\"content\":\"{\\\"temp_c").unwrap()];
+    assert!(head.starts_with("{\"tools\"") && sent.starts_with(head), "{sent}");
     for body in &bodies {
         let first = &body["messages"][2];
         assert_eq!(first["tool_call_id"], "c1", "ids kept: {first}");
@@ -1059,8 +1080,13 @@ fn rewrite_hands_the_real_model_the_scenarios_fault_in_the_strategys_encoding() 
         assert_eq!(shown["details"]["status"], 503);
     }
     assert_eq!(bodies[0]["messages"][2], bodies[1]["messages"][2], "rewritten the same way again");
-    assert_eq!(bodies[1]["messages"][4]["content"], "{\"temp_c\":19}", "the second attempt is spared");
-    assert_eq!(bodies[1]["messages"][6]["content"], "raw", "a tool the scenario does not name passes");
+    assert_eq!(bodies[1]["messages"][2], bodies[2]["messages"][2]);
+    for body in &bodies[1..] {
+        assert_eq!(body["messages"][4]["content"], "{\"temp_c\":19}", "the second attempt is spared, each time");
+        assert_eq!(body["messages"][6]["content"], "raw", "a tool the scenario does not name passes");
+    }
+    let third: Value = serde_json::from_str(bodies[2]["messages"][8]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(third["code"], "TRANSPORT", "the third attempt fails: {third}");
     // Anthropic: the block's flag is set too.
     let anthropic = json!({"model": "claude-x", "max_tokens": 10, "messages": [
         {"role": "user", "content": "Weather?"},
@@ -1088,5 +1114,11 @@ fn rewrite_hands_the_real_model_the_scenarios_fault_in_the_strategys_encoding() 
         .filter(|e| e["type"] == "tool_result")
         .map(|e| (e["call_id"].as_str().unwrap().to_owned(), e["ok"].as_bool().unwrap()))
         .collect();
-    assert_eq!(oks, [("c1".to_owned(), false), ("c2".to_owned(), true), ("c3".to_owned(), true)]);
+    let want = [("c1", false), ("c2", true), ("c3", true), ("c4", false)].map(|(c, ok)| (c.to_owned(), ok));
+    assert_eq!(oks, want);
+    // Each call is recorded before its result.
+    for (id, _) in &want {
+        let at = |ty: &str| events.iter().position(|e| e["type"] == ty && e["call_id"] == id.as_str()).unwrap();
+        assert!(at("tool_call") < at("tool_result"), "{id}: {events:?}");
+    }
 }

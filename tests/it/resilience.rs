@@ -547,8 +547,8 @@ proptest! {
             prop_assert!(inv.broken.is_empty(), "{}: {:?}\n{}", s.name, inv.broken, src);
             prop_assert_eq!(m.protocol_violations, 0);
             prop_assert!(m.model_calls <= u64::from(sc.policy.max_steps) * u64::from(sc.policy.retry.max_attempts));
-            // A strategy with budgets never exceeds them (design 3.5; checked before every
-            // model call and orchestrator retry, with a deadline for calls in flight).
+            // A strategy with budgets never exceeds them (checked before every model call and
+            // orchestrator retry, with a deadline for calls in flight).
             if s.budgets {
                 prop_assert!(m.tokens <= sc.policy.max_tokens.unwrap(), "{}: {} tokens\n{}", s.name, m.tokens, src);
                 prop_assert!(m.virtual_ms <= sc.policy.max_virtual_ms.unwrap(), "{}: {} ms\n{}", s.name, m.virtual_ms, src);

@@ -1,4 +1,4 @@
-//! Single runs checked against values derived by hand from the metric definitions (design 4),
+//! Single runs checked against values derived by hand from the metric definitions,
 //! never copied from output: what the feature files' oracle cases share. Every case runs the
 //! real binary on a one-run scenario with a deterministic profile (the model reads every signal
 //! right, retries transient failures, gives up on terminal ones, fixes arguments, never re-asks
