@@ -1,5 +1,5 @@
 //! `tracefault envelopes`: one failure rendered by every strategy in every provider format,
-//! side by side as the whole message each API receives, then the seeds' portability checks on
+//! side by side as the whole message each API receives, then the portability checks on
 //! what was rendered.
 
 use std::path::Path;
@@ -225,7 +225,7 @@ pub fn execute(args: EnvelopesArgs) -> Result<i32> {
     }
     failures.extend(non_retryable_retries()?);
 
-    println!("portability checks (seed 000's checklist):");
+    println!("portability checks:");
     let checks = [
         ("1. one fixture through every adapter (the object the model sees is the same in every format)", "adapter"),
         ("2. retryable=false never retried by the orchestrator", "never retried"),
