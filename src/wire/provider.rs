@@ -10,7 +10,7 @@ use super::model::{Ask, next_turn, undelivered};
 use super::plain::read_plain_results;
 use super::schema::declared_tools;
 use super::stream_break::Breaking;
-use super::world::World;
+use super::world::{Clock, World};
 use crate::engine::limits::ProviderState;
 use crate::fault::{Fault, StreamBreak};
 use crate::provider::reply::Body;
@@ -129,6 +129,24 @@ impl StreamFault {
     pub fn fails(self) -> bool {
         !matches!(self.how, StreamBreak::Stall { .. })
     }
+
+    /// How long its stall lasts in real time on `clock` (zero for the other breaks).
+    pub fn stall(self, clock: &Clock) -> Duration {
+        match self.how {
+            StreamBreak::Stall { ms } => Duration::from_millis(clock.real_ms(ms)),
+            _ => Duration::ZERO,
+        }
+    }
+
+    /// What is noted when request `n`'s stream ended before the fault could fire, the answer
+    /// then `delivered` ("sent whole", "passed on whole").
+    pub fn unfired(self, n: u32, delivered: &str) -> String {
+        format!(
+            "request {n}: the answer's stream had no more than the {} fault's {} events; it was {delivered}",
+            self.how.name(),
+            self.after_events
+        )
+    }
 }
 
 /// Answer `n`, which is no stream, broken as a whole as a `stream_*` fault says: cut
@@ -156,10 +174,7 @@ fn break_answer(
     stream: bool,
 ) -> (Reply, bool) {
     let StreamFault { after_events, how, .. } = fault;
-    let stall = match how {
-        StreamBreak::Stall { ms } => Duration::from_millis(world.clock.real_ms(ms)),
-        _ => Duration::ZERO,
-    };
+    let stall = fault.stall(&world.clock);
     if !stream {
         return (break_whole(answer, how, format, n, stall), true);
     }
@@ -169,10 +184,7 @@ fn break_answer(
     b.feed(bytes, &mut steps);
     b.finish(&mut steps);
     if !b.fired() {
-        world.note(format!(
-            "request {n}: the answer's stream had no more than the {} fault's {after_events} events; it was sent whole",
-            how.name()
-        ));
+        world.note(fault.unfired(n, "sent whole"));
         return (answer, false);
     }
     (Reply { body: Body::Steps { steps, content_type }, ..answer }, true)

@@ -29,7 +29,7 @@ use super::world::World;
 use crate::engine::strategy::Strategy;
 use crate::error::{Error, Result};
 use crate::exchange::{Args, Item, parse_args};
-use crate::fault::{Fault, StreamBreak};
+use crate::fault::Fault;
 use crate::provider::{Format, Reply};
 use crate::trace::{Stop, TraceEvent};
 
@@ -437,12 +437,7 @@ pub async fn forward(shared: &Arc<Shared>, upstream: &Arc<Upstream>, req: Forwar
         if let Some(p) = plan {
             w.stream_fault(p.fault.rule, fired);
             if !fired {
-                w.note(format!(
-                    "request {}: the answer's stream had no more than the {} fault's {} events; it was passed on whole",
-                    p.n,
-                    p.fault.how.name(),
-                    p.fault.after_events
-                ));
+                w.note(p.fault.unfired(p.n, "passed on whole"));
             }
         }
         let injected = plan.filter(|p| fired && p.fault.fails());
@@ -524,14 +519,7 @@ fn admit(
             return Err(reply);
         }
     };
-    let broken = broken.map(|fault| BreakPlan {
-        fault,
-        n,
-        stall: match fault.how {
-            StreamBreak::Stall { ms } => Duration::from_millis(w.clock.real_ms(ms)),
-            _ => Duration::ZERO,
-        },
-    });
+    let broken = broken.map(|fault| BreakPlan { fault, n, stall: fault.stall(&w.clock) });
     let (turn, now) = (w.conversation(c).turns + 1, w.clock.now_ms());
     let unnamed = items
         .iter()
