@@ -25,6 +25,10 @@ pub struct Fit {
     /// transient or terminal failures.
     pub longest_fix_run: u32,
     pub longest_retry_run: u32,
+    /// Transient and terminal failures by (class, identical re-issues of the call just before,
+    /// next action): a failure met with the re-issues at the cap says nothing of the
+    /// probability (the simulated model stops there whatever it draws).
+    pub at: BTreeMap<(String, u32, Next), u64>,
 }
 
 /// The 95% Wilson score interval of `k` successes in `n` trials, widened outwards to three
@@ -81,10 +85,14 @@ pub fn observe(trace: &Trace, fit: &mut Fit) {
         } else if class == "bad_args" {
             fix_run = 0;
         }
+        if matches!(class, "transient" | "terminal") {
+            *fit.at.entry((class.to_owned(), retry_run, action)).or_insert(0) += 1;
+        }
+        // A run of identical re-issues is one call's: anything else ends it.
         if matches!(class, "transient" | "terminal") && action == Next::RetryIdentical {
             retry_run += 1;
             fit.longest_retry_run = fit.longest_retry_run.max(retry_run);
-        } else if class != "ok" {
+        } else {
             retry_run = 0;
         }
     }
@@ -99,13 +107,51 @@ impl Fit {
         actions.iter().map(|a| self.counts.get(&(class.to_owned(), *a)).copied().unwrap_or(0)).sum()
     }
 
-    /// The fitted profile as TOML with a comment per figure, and the profile itself.
-    pub fn profile(&self, min_obs: u64) -> (Profile, String) {
+    /// Failures of `class` met with fewer than `cap` identical re-issues before them, and of
+    /// those, the ones followed by one of `actions`.
+    fn below_cap(&self, class: &str, cap: u32, actions: &[Next]) -> (u64, u64) {
+        let mut kn = (0, 0);
+        for ((c, at, next), count) in &self.at {
+            if c == class && *at < cap {
+                kn.1 += count;
+                if actions.contains(next) {
+                    kn.0 += count;
+                }
+            }
+        }
+        kn
+    }
+
+    /// The fitted profile as TOML with a comment per figure, and the profile itself. With
+    /// `encoding` (a perception key: the one encoding the traces' failures were all shown in),
+    /// that encoding's reading is folded into the fitted reactions: its accuracy is 1.
+    pub fn profile(&self, min_obs: u64, encoding: Option<&str>) -> (Profile, String) {
         // A fraction needs at least one observation, whatever `--min-observations` says.
         let min_obs = min_obs.max(1);
         let mut p = Profile::bundled_default();
         p.name = "calibrated".into();
         let mut lines = Vec::new();
+        let ints = |lines: &mut Vec<String>, key: &str, observed: u32, n: u64, default: u32| -> u32 {
+            if n >= min_obs && observed > 0 {
+                lines.push(format!("{key} = {observed} # longest run observed over {n} observations"));
+                observed
+            } else if observed == 0 && n >= min_obs {
+                lines.push(format!(
+                    "{key} = {default} # default kept: no run observed in {n} observations (0 would forbid it)"
+                ));
+                default
+            } else {
+                lines.push(format!("{key} = {default} # default kept: {n} observations (need {min_obs})"));
+                default
+            }
+        };
+        let mut caps = Vec::new();
+        p.max_fix_attempts =
+            ints(&mut caps, "max_fix_attempts", self.longest_fix_run, self.fixes.1, p.max_fix_attempts);
+        let retry_obs = self.n("transient") + self.n("terminal");
+        p.max_model_retries =
+            ints(&mut caps, "max_model_retries", self.longest_retry_run, retry_obs, p.max_model_retries);
+        let cap = p.max_model_retries;
         let mut fit = |key: &str, k: u64, n: u64, default: f64, what: &str| -> Figure {
             if n >= min_obs {
                 let value = (k as f64 / n as f64 * 1000.0).round() / 1000.0;
@@ -130,12 +176,13 @@ impl Fit {
             "partial results were followed by the identical call",
         );
         p.set("p_continue", figure);
+        let (k, n) = self.below_cap("transient", cap, &[Next::RetryIdentical]);
         let figure = fit(
             "p_retry_transient",
-            self.k("transient", &[Next::RetryIdentical]),
-            self.n("transient"),
+            k,
+            n,
             p.p_retry_transient,
-            "transient failures were retried identically by the model",
+            "transient failures below the re-issue cap were retried identically by the model",
         );
         p.set("p_retry_transient", figure);
         let figure = fit(
@@ -146,31 +193,16 @@ impl Fit {
             "argument changes after bad arguments succeeded",
         );
         p.set("p_fix_args", figure);
+        let (k, n) = self.below_cap("terminal", cap, &[Next::GaveUp, Next::MovedOn]);
         let figure = fit(
             "p_give_up_terminal",
-            self.k("terminal", &[Next::GaveUp, Next::MovedOn]),
-            self.n("terminal"),
+            k,
+            n,
             p.p_give_up_terminal,
-            "terminal failures were abandoned",
+            "terminal failures below the re-issue cap were abandoned",
         );
         p.set("p_give_up_terminal", figure);
-        let mut ints = |key: &str, observed: u32, n: u64, default: u32| -> u32 {
-            if n >= min_obs && observed > 0 {
-                lines.push(format!("{key} = {observed} # longest run observed over {n} observations"));
-                observed
-            } else if observed == 0 && n >= min_obs {
-                lines.push(format!(
-                    "{key} = {default} # default kept: no run observed in {n} observations (0 would forbid it)"
-                ));
-                default
-            } else {
-                lines.push(format!("{key} = {default} # default kept: {n} observations (need {min_obs})"));
-                default
-            }
-        };
-        p.max_fix_attempts = ints("max_fix_attempts", self.longest_fix_run, self.fixes.1, p.max_fix_attempts);
-        let retry_obs = self.n("transient") + self.n("terminal");
-        p.max_model_retries = ints("max_model_retries", self.longest_retry_run, retry_obs, p.max_model_retries);
+        lines.extend(caps);
         let mut toml = String::new();
         let _ = writeln!(
             toml,
@@ -196,6 +228,15 @@ impl Fit {
         let _ = writeln!(toml, "\n[perception] # not observable in traces: defaults kept, with their plausible ranges");
         for key in ["envelope", "flag", "object", "prefix", "raw", "unmarked"] {
             let full = format!("perception.{key}");
+            if encoding == Some(key) {
+                p.set(&full, Figure::Ranged { value: 1.0, range: [1.0, 1.0] });
+                let _ = writeln!(
+                    toml,
+                    "{} # --encoding {key}: the failures were shown in it, so the reactions above include its misreadings",
+                    ranged(key, 1.0, [1.0, 1.0])
+                );
+                continue;
+            }
             let value = p.probability(&full).unwrap_or_default();
             let range = plausible(&full).unwrap_or([value, value]);
             p.set(&full, Figure::Ranged { value, range });
@@ -221,11 +262,60 @@ mod tests {
     }
 
     #[test]
+    fn failures_at_the_reissue_cap_say_nothing_of_the_retry_probability() {
+        // By hand: a model that re-sends a transient failure twice, then gives up. Two calls
+        // fail three times (positions 0, 1 retried; position 2 at the cap, given up), one fails
+        // once and then succeeds (position 0 retried). Below the cap of 2: 5 of 5 retried.
+        let mut fit = Fit::default();
+        for (at, next, count) in [(0, Next::RetryIdentical, 3), (1, Next::RetryIdentical, 2), (2, Next::GaveUp, 2)] {
+            fit.at.insert(("transient".into(), at, next), count);
+            *fit.counts.entry(("transient".into(), next)).or_insert(0) += count;
+        }
+        fit.longest_retry_run = 2;
+        let (p, toml) = fit.profile(5, Some("prefix"));
+        assert_eq!(p.p_retry_transient, 1.0, "{toml}");
+        assert_eq!(p.max_model_retries, 2);
+        assert_eq!(p.ranges["p_retry_transient"], wilson(5, 5));
+        assert_eq!(p.probability("perception.prefix"), Some(1.0));
+        assert_eq!(p.ranges["perception.prefix"], [1.0, 1.0]);
+        assert_eq!(p.probability("perception.envelope"), Some(0.98), "other encodings keep their defaults");
+        // Without the cap the give-ups would count: 5 of 7.
+        assert!(toml.contains("5 of 5 transient failures below the re-issue cap"), "{toml}");
+    }
+
+    #[test]
+    fn a_run_of_reissues_ends_at_a_success() {
+        // fail, re-issue, ok, then another call fails and is re-issued once: two runs of one,
+        // not one of two.
+        let mut jsonl = String::from(
+            r#"{"tracefault_trace":1,"id":"t","source_format":"tracefault","tools":[{"name":"t"},{"name":"u"}]}"#,
+        );
+        for (turn, (id, tool, q, failed)) in
+            [("a", "t", 1, true), ("b", "t", 1, false), ("c", "u", 2, true), ("d", "u", 2, false)]
+                .into_iter()
+                .enumerate()
+        {
+            let turn = turn + 1;
+            let result = if failed { r#""ok":false,"error_class":"transient""# } else { r#""ok":true"# };
+            jsonl.push_str(&format!(
+                "\n{{\"type\":\"model_call\",\"turn\":{turn},\"status\":200,\"tokens_in\":1,\"tokens_out\":1,\"latency_ms\":0,\"stop\":\"tool_calls\"}}\
+                 \n{{\"type\":\"tool_call\",\"turn\":{turn},\"call_id\":\"{id}\",\"name\":\"{tool}\",\"args\":{{\"q\":{q}}}}}\
+                 \n{{\"type\":\"tool_result\",\"call_id\":\"{id}\",{result},\"content\":\"x\"}}"
+            ));
+        }
+        let trace = crate::trace::Trace::parse(&jsonl, std::path::Path::new("t.jsonl")).unwrap();
+        let mut fit = Fit::default();
+        observe(&trace, &mut fit);
+        assert_eq!(fit.longest_retry_run, 1);
+        assert_eq!(fit.at.get(&("transient".into(), 0, Next::RetryIdentical)), Some(&2));
+    }
+
+    #[test]
     fn every_probability_of_a_fitted_profile_has_a_range_holding_its_value() {
         let mut fit = Fit::default();
         fit.counts.insert(("partial".into(), Next::RetryIdentical), 12);
         fit.counts.insert(("partial".into(), Next::MovedOn), 1);
-        let (p, toml) = fit.profile(5);
+        let (p, toml) = fit.profile(5, None);
         assert_eq!(p.p_continue, 0.923);
         assert_eq!(p.ranges["p_continue"], [0.666, 0.987]);
         assert_eq!(p.ranges["p_fix_args"], crate::engine::profile::plausible("p_fix_args").unwrap(), "default kept");

@@ -35,6 +35,7 @@
 //!   `report.html`, one exporter each.
 //! - [`shard`] — `run --shard K/N` and merging the shards.
 //! - [`sweep`] — the suite over many plausible profiles: which conclusions hold.
+//! - [`predict`] — a fitted profile's predictions set beside held-out live runs.
 //! - [`cli`] — the command line: one file per subcommand, wiring only.
 //!
 //! # Determinism contract
@@ -56,6 +57,7 @@ pub mod input;
 pub mod interrupt;
 pub mod metrics;
 pub mod output;
+pub mod predict;
 pub mod provider;
 pub mod replay;
 pub mod report;

@@ -21,6 +21,10 @@ pub struct CalibrateArgs {
     /// Observations a figure needs before it replaces the default.
     #[arg(long, default_value_t = crate::calibrate::DEFAULT_MIN_OBSERVATIONS)]
     pub min_observations: u64,
+    /// The one encoding the traces' failures were all shown to the model in (a perception key:
+    /// a live run's strategy's), folded into the fitted reactions: its accuracy is written as 1.
+    #[arg(long, value_parser = ["envelope", "flag", "object", "prefix", "raw", "unmarked"])]
+    pub encoding: Option<String>,
     #[arg(short = 'o', long = "out", value_name = "PROFILE.toml")]
     pub out: PathBuf,
 }
@@ -39,7 +43,7 @@ pub fn execute(args: CalibrateArgs) -> Result<i32> {
             observe(t, &mut fit);
         }
     }
-    let (profile, toml) = fit.profile(args.min_observations);
+    let (profile, toml) = fit.profile(args.min_observations, args.encoding.as_deref());
     // What we write must load as a profile.
     let check: Profile =
         toml::from_str(&toml).map_err(|e| Error::Usage(format!("internal: calibrated profile does not parse: {e}")))?;

@@ -3,6 +3,7 @@
 pub mod calibrate;
 pub mod envelopes;
 pub mod import;
+pub mod predict;
 pub mod progress;
 pub mod redact;
 pub mod reference;
@@ -43,6 +44,8 @@ pub enum Command {
     Replay(replay::ReplayArgs),
     /// Fit the simulated model's profile from traces.
     Calibrate(calibrate::CalibrateArgs),
+    /// Simulate a scenario with a fitted profile and set its predictions beside held-out live runs.
+    Predict(predict::PredictArgs),
     /// Rank the strategies over many profiles drawn from the probabilities' plausible ranges.
     Sweep(sweep::SweepArgs),
     /// Combine shard outputs into the reports one unsharded run would write.
@@ -175,6 +178,7 @@ pub fn execute(cli: Cli) -> Result<i32> {
         Command::Inspect(args) => import::inspect(args),
         Command::Replay(args) => replay::execute(args),
         Command::Calibrate(args) => calibrate::execute(args),
+        Command::Predict(args) => predict::execute(args),
         Command::Sweep(args) => sweep::execute(args),
         Command::Merge(args) => run::merge(args),
         Command::Shrink(args) => run::shrink(args),

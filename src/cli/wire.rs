@@ -604,6 +604,16 @@ fn record(world: &World, ran: Ran, timeout_s: u64) -> AgentRecord {
         "cut_off" if main.is_some_and(|c| c.waiting_on().next().is_some()) => findings.push(terminates(format!(
             "the agent stopped while the model still asked for tools, after {model_calls} model calls"
         ))),
+        "gave_up" if main.is_some_and(|c| !c.failing.is_empty()) => {
+            // A real model (live mode): it answered with a failure standing.
+            let tools: Vec<String> =
+                main.into_iter().flat_map(|c| &c.failing).map(|t| crate::escape::printable(t).into_owned()).collect();
+            findings.push(terminates(format!(
+                "the model gave up: it answered, after {model_calls} model calls, while the latest result of {} was a \
+                 failure",
+                tools.join(", ")
+            )))
+        }
         "gave_up" => {
             // The reading and the seeded draw that ended it: a coin flip said as one.
             let why = world

@@ -40,11 +40,15 @@ pub fn read(ctx: &Ctx, dto: &ScenarioDto) -> Files {
 
 /// A profile file: TOML, its figures checked.
 fn read_profile(ctx: &Ctx, name: &str) -> Result<Profile> {
-    let path = resolve_key(ctx, "profile", name)?;
-    let src = crate::input::read_text(&path, crate::input::Input::Config)?;
+    load_profile(&resolve_key(ctx, "profile", name)?)
+}
+
+/// A profile file at `path`: TOML, its figures checked.
+pub fn load_profile(path: &Path) -> Result<Profile> {
+    let src = crate::input::read_text(path, crate::input::Input::Config)?;
     let p: Profile =
         toml::from_str(&src).map_err(|e| Error::Parse { file: path.display().to_string(), message: e.to_string() })?;
-    p.validate().map_err(|(k, exp)| Error::invalid(&path, None, k, exp))?;
+    p.validate().map_err(|(k, exp)| Error::invalid(path, None, k, exp))?;
     Ok(p)
 }
 

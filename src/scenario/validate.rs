@@ -721,7 +721,7 @@ fn profile_from_dto(
             };
             let mut fit = crate::calibrate::Fit::default();
             crate::calibrate::observe(trace, &mut fit);
-            return Ok(fit.profile(crate::calibrate::DEFAULT_MIN_OBSERVATIONS).0);
+            return Ok(fit.profile(crate::calibrate::DEFAULT_MIN_OBSERVATIONS, None).0);
         }
         // A profile file, read with the scenario's other files.
         match file.take() {

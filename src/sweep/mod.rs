@@ -135,7 +135,7 @@ pub fn latin_hypercube(n: usize, d: usize, seed: u64) -> Vec<Vec<f64>> {
 }
 
 /// One profile of the design, for one scenario: each probability at its point in its range.
-fn profile_at(base: &Profile, point: &[f64], given: &[ParamRange]) -> Profile {
+pub fn profile_at(base: &Profile, point: &[f64], given: &[ParamRange]) -> Profile {
     let mut p = base.clone();
     for (key, u) in PROBABILITIES.iter().zip(point) {
         let [lo, hi] = range_of(base, key, given);

@@ -45,6 +45,9 @@ pub struct Conversation {
     /// The results rewritten to a fault (live mode), by call id: rewritten the same way each
     /// time the agent sends them.
     pub(super) rewritten: BTreeMap<String, Value>,
+    /// Live mode: the tools whose latest result in it was a failure. A real model that answers
+    /// while one stands has stopped the task without completing it: the run ended `gave_up`.
+    pub failing: std::collections::BTreeSet<String>,
     /// The ids it gave out (forgotten with it).
     pub ids: Vec<String>,
     /// The `/agents/K/` prefix its requests came under.
@@ -68,6 +71,7 @@ impl Conversation {
             last: None,
             undelivered: None,
             rewritten: BTreeMap::new(),
+            failing: std::collections::BTreeSet::new(),
             ids: Vec::new(),
             agent,
         }

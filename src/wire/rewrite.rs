@@ -188,6 +188,7 @@ fn rewrite_list(
             attempt_ms: Vec::new(),
         });
         w.rewritten_results += 1;
+        w.result_read(c, tool, class.is_failure());
         if let Some(conv) = w.conversations.get_mut(&c) {
             conv.rewritten.insert(id, rendered);
         }

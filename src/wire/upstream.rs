@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 use super::dispatch::{Channel, Shared, respond};
 use super::provider::{StreamFault, break_whole, call_ids, refusal};
 use super::rewrite::rewrite;
+use super::schema::{args_key, canonical_args};
 use super::spending::{Budget, Reservation, Usage};
 use super::stream_break::{Breaking, Step};
 use super::world::World;
@@ -485,7 +486,17 @@ fn admit(
     let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked by the caller");
     w.http_requests[0] += 1;
     w.trace.header.provider.get_or_insert_with(|| format.name().to_owned());
-    let items = serde_json::from_slice::<Value>(body).map(|b| format.request_items(&b)).unwrap_or_default();
+    let parsed = serde_json::from_slice::<Value>(body).ok();
+    // The trace names the model the agent asked for (Gemini names it in the path), not the mock.
+    if w.trace.header.model.as_deref().is_none_or(|m| m.starts_with("mock:")) {
+        let named = parsed
+            .as_ref()
+            .and_then(|b| b["model"].as_str())
+            .or_else(|| path.split_once("/models/").map(|(_, m)| m.split_once(':').map_or(m, |(name, _)| name)));
+        let named: String = named.unwrap_or("unnamed").chars().take(200).collect();
+        w.trace.header.model = Some(format!("live:{named}"));
+    }
+    let items = parsed.map(|b| format.request_items(&b)).unwrap_or_default();
     let c = conversation(w, prefix, format, &items);
     // Results the scenario's tool faults fail are rewritten before the model reads them (and
     // recorded as it reads them); the body goes as the agent sent it otherwise, byte for byte.
@@ -646,6 +657,8 @@ fn record_history(w: &mut World, c: usize, items: &[Item]) {
     let mut seen: BTreeSet<String> = BTreeSet::new();
     // Calls and results without an id so far (the nth of each paired).
     let (mut calls_unnamed, mut results_unnamed) = (0, 0);
+    // The calls in the history, by id: a result's tool and arguments.
+    let mut called: std::collections::BTreeMap<String, (&str, &Args)> = std::collections::BTreeMap::new();
     for item in items {
         match item {
             Item::Model { calls, .. } => {
@@ -654,6 +667,7 @@ fn record_history(w: &mut World, c: usize, items: &[Item]) {
                         calls_unnamed += 1;
                         positional(root, calls_unnamed - 1)
                     });
+                    called.insert(id.clone(), (call.name.as_str(), &call.args));
                     if w.owner.contains_key(&id) {
                         continue;
                     }
@@ -676,16 +690,34 @@ fn record_history(w: &mut World, c: usize, items: &[Item]) {
                     continue;
                 }
                 w.own(key, c);
-                let failed = flag.is_some_and(|(failed, _)| failed);
+                // A call that reached the mock tools failed as they answered it; else as the
+                // result's own error flag says.
+                let call = called.get(&id).copied();
+                let mocked = call.and_then(|(tool, args)| {
+                    let args: Value = serde_json::from_str(args.as_json()).unwrap_or(Value::Null);
+                    w.outcomes.get(&(tool.to_owned(), args_key(&canonical_args(&args)))).copied()
+                });
+                let flagged = flag.is_some_and(|(failed, _)| failed);
+                let (failed, error_class, evidence) = match mocked {
+                    Some(class) => (
+                        class.is_some_and(crate::fault::ErrorClass::is_failure),
+                        class.map(|c| c.name().to_owned()),
+                        Some("class from the mock tool's own outcome".to_owned()),
+                    ),
+                    None => (flagged, None, flagged.then(|| "the provider's error flag on the result".to_owned())),
+                };
+                if let Some((tool, _)) = call {
+                    w.result_read(c, tool, failed);
+                }
                 w.record(TraceEvent::ToolResult {
                     call_id: id,
                     ok: !failed,
                     status: None,
                     content: content.clone(),
-                    error_class: None,
+                    error_class,
                     latency_ms: None,
                     attempts: None,
-                    evidence: failed.then(|| "the provider's error flag on the result".to_owned()),
+                    evidence,
                     cancelled: false,
                     attempt_ms: Vec::new(),
                 });
@@ -794,7 +826,10 @@ fn answered(w: &mut World, a: Answered<'_>) -> Usage {
         if ok {
             conv.turns = turn;
         }
-        conv.ended = (ok && !read.calls && !agent_left).then_some("answer");
+        // An answer while a tool's latest result is a failure stops the task without completing
+        // it: the simulated model's give-up, read from what the real one did.
+        let ending = if conv.failing.is_empty() { "answer" } else { "gave_up" };
+        conv.ended = (ok && !read.calls && !agent_left).then_some(ending);
     }
     Usage {
         input: read.tokens_in.saturating_add(read.cache_read),

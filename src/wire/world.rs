@@ -271,6 +271,17 @@ impl World {
     /// Notes that `key` (a call id, or `result:` and one) was seen in conversation `c` (live
     /// mode): it is forgotten with the conversation, so a long proxy's memory does not grow with
     /// every call.
+    /// Live mode: conversation `c` handed the model `tool`'s result, a failure or not.
+    pub fn result_read(&mut self, c: usize, tool: &str, failed: bool) {
+        if let Some(conv) = self.conversations.get_mut(&c) {
+            if failed {
+                conv.failing.insert(tool.to_owned());
+            } else {
+                conv.failing.remove(tool);
+            }
+        }
+    }
+
     pub fn own(&mut self, key: String, c: usize) {
         if let Some(conv) = self.conversations.get_mut(&c) {
             conv.ids.push(key.clone());

@@ -31,6 +31,7 @@ mod importers;
 mod live;
 mod mcp;
 mod order;
+mod predict;
 mod replay;
 mod resilience;
 mod scenarios;

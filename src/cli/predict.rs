@@ -1,0 +1,194 @@
+//! `tracefault predict`: simulate a scenario with a fitted profile and set the predictions
+//! beside the figures of held-out live runs (see [`crate::predict`]).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use crate::engine::events::TerminatedBy;
+use crate::error::{Error, Result, exit};
+use crate::escape::{md_code_in_table, md_text, printable};
+use crate::predict::{FIGURES, MEANINGS, Prediction, RunEnd, figures, inside, predict, verdict};
+
+#[derive(Debug, Args)]
+pub struct PredictArgs {
+    /// The scenario the live runs ran.
+    pub scenario: PathBuf,
+    /// The fitted profile (`tracefault calibrate --out`): the scenario is simulated with it.
+    #[arg(long, value_name = "PROFILE.toml")]
+    pub profile: PathBuf,
+    /// A folder `exec --live --out` wrote, of runs the profile was not fitted on (its runs.csv
+    /// and exec.json are read); repeat for several.
+    #[arg(long = "live", value_name = "DIR", required = true)]
+    pub live: Vec<PathBuf>,
+    /// The scenario's strategy that stands for the agent (default: the scenario's baseline).
+    #[arg(long)]
+    pub strategy: Option<String>,
+    /// Profiles drawn from the fitted ranges, each simulating as many runs as were observed.
+    #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u64).range(40..=100_000))]
+    pub draws: u64,
+    /// Seed of the draws (default: the scenario's seed).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Write predict.csv and predict.md to this folder, as one set.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+pub fn execute(args: PredictArgs) -> Result<i32> {
+    let mut sc = crate::scenario::load::load_file(&args.scenario)?;
+    sc.profile = crate::scenario::files::load_profile(&args.profile)?;
+    let strategy = match &args.strategy {
+        None => sc.baseline,
+        Some(name) => sc.strategies.iter().position(|s| s.name == *name).ok_or_else(|| {
+            let names: Vec<String> = sc.strategies.iter().map(|s| format!("{:?}", s.name)).collect();
+            Error::Usage(format!(
+                "--strategy {:?}: not a strategy of {}; it has {}",
+                printable(name),
+                args.scenario.display(),
+                names.join(", ")
+            ))
+        })?,
+    };
+    let mut runs = Vec::new();
+    for dir in &args.live {
+        runs.extend(live_runs(dir, &sc.name)?);
+    }
+    if runs.is_empty() {
+        return Err(Error::Usage("--live: the folders hold no runs".into()));
+    }
+    let observed = figures(&runs);
+    let seed = args.seed.unwrap_or(sc.seed);
+    let p = predict(&sc, strategy, runs.len() as u64, args.draws as usize, seed);
+    let strategy_name = &sc.strategies[strategy].name;
+    let md = markdown(&sc.name, strategy_name, &args.profile, &p, &observed);
+    print!("{md}");
+    if let Some(out) = &args.out {
+        let set = crate::output::FolderWriter::begin(out)?;
+        set.write("predict.csv", csv(&sc.name, strategy_name, &p, &observed).as_bytes())?;
+        set.write("predict.md", md.as_bytes())?;
+        set.commit()?;
+        println!("wrote predict.csv and predict.md to {}", out.display());
+    }
+    let all_inside = (0..FIGURES.len()).all(|k| inside(observed[k], p.interval[k]));
+    Ok(if all_inside { exit::OK } else { exit::FAILED })
+}
+
+/// The runs an `exec --live` folder holds: its runs.csv's rows of scenario `name`.
+fn live_runs(dir: &Path, name: &str) -> Result<Vec<RunEnd>> {
+    let bad = |file: &Path, message: String| Error::Parse { file: file.display().to_string(), message };
+    let exec_json = dir.join("exec.json");
+    let text = crate::input::read_text(&exec_json, crate::input::Input::Config).map_err(|_| {
+        Error::Usage(format!(
+            "--live {}: no exec.json there; predict reads the folders `exec --live --out DIR` writes",
+            dir.display()
+        ))
+    })?;
+    let report: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(&exec_json, e.to_string()))?;
+    let answered_by = report["model"]["answered_by"].as_str().unwrap_or("nobody said");
+    if answered_by != "the providers (live)" {
+        return Err(bad(
+            &exec_json,
+            format!(
+                "/model/answered_by: expected \"the providers (live)\" (runs of `exec --live`), got {:?}: predict \
+                 compares a real model's runs with the simulator",
+                printable(answered_by)
+            ),
+        ));
+    }
+    let path = dir.join("runs.csv");
+    let text = crate::input::read_text(&path, crate::input::Input::Trace)?;
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let headers = reader.headers().map_err(|e| bad(&path, e.to_string()))?.clone();
+    let column = |key: &str| {
+        headers.iter().position(|h| h == key).ok_or_else(|| bad(&path, format!("line 1: no `{key}` column")))
+    };
+    let (scenario, ended, calls) = (column("scenario")?, column("terminated_by")?, column("calls")?);
+    let mut runs = Vec::new();
+    for (i, row) in reader.records().enumerate() {
+        let line = i + 2;
+        let row = row.map_err(|e| bad(&path, format!("line {line}: {e}")))?;
+        let cell = |k: usize| row.get(k).unwrap_or_default();
+        if crate::escape::csv_text_read(cell(scenario)) != name {
+            return Err(bad(
+                &path,
+                format!(
+                    "line {line}: a run of scenario {:?}, not of {:?}",
+                    printable(crate::escape::csv_text_read(cell(scenario))),
+                    printable(name)
+                ),
+            ));
+        }
+        let ended = TerminatedBy::ALL.into_iter().find(|t| t.name() == cell(ended)).ok_or_else(|| {
+            bad(
+                &path,
+                format!("line {line}: terminated_by: expected one of the endings, got {:?}", printable(cell(ended))),
+            )
+        })?;
+        let calls = cell(calls).parse().map_err(|_| {
+            bad(&path, format!("line {line}: calls: expected a whole number, got {:?}", printable(cell(calls))))
+        })?;
+        runs.push(RunEnd { ended, calls });
+    }
+    Ok(runs)
+}
+
+fn fixed(v: f64) -> String {
+    crate::metrics::summary::fixed(v, 4)
+}
+
+/// predict.md: the table and the verdict.
+fn markdown(scenario: &str, strategy: &str, profile: &Path, p: &Prediction, observed: &[f64; 4]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# Prediction against live runs: {}\n", md_text(scenario));
+    let _ = writeln!(
+        s,
+        "Simulated as strategy {} with the profile {}: {} profiles drawn from its ranges, {} runs each (as many as \
+         were observed live). The interval is where 95% of such samples' figures fell.\n",
+        md_code_in_table(strategy),
+        md_code_in_table(&profile.display().to_string()),
+        p.draws,
+        p.runs
+    );
+    let _ = writeln!(s, "| figure | observed | predicted | 95% interval | inside |");
+    let _ = writeln!(s, "|---|---|---|---|---|");
+    for k in 0..FIGURES.len() {
+        let _ = writeln!(
+            s,
+            "| `{}` | {} | {} | [{}, {}] | {} |",
+            FIGURES[k],
+            fixed(observed[k]),
+            fixed(p.point[k]),
+            fixed(p.interval[k][0]),
+            fixed(p.interval[k][1]),
+            if inside(observed[k], p.interval[k]) { "yes" } else { "**no**" }
+        );
+    }
+    let _ = writeln!(s, "\n{}\n", verdict(p, observed));
+    let _ = writeln!(s, "Definitions (as in summary.csv):");
+    for (f, m) in FIGURES.iter().zip(MEANINGS) {
+        let _ = writeln!(s, "- `{f}`: {m}");
+    }
+    s
+}
+
+/// predict.csv: one row per figure.
+fn csv(scenario: &str, strategy: &str, p: &Prediction, observed: &[f64; 4]) -> String {
+    let mut s = String::from("scenario,strategy,figure,live_runs,observed,predicted,lo,hi,inside\n");
+    let names = String::from_utf8_lossy(&crate::escape::csv_names(&[scenario, strategy])).into_owned();
+    for k in 0..FIGURES.len() {
+        let _ = writeln!(
+            s,
+            "{names}{},{},{},{},{},{},{}",
+            FIGURES[k],
+            p.runs,
+            fixed(observed[k]),
+            fixed(p.point[k]),
+            fixed(p.interval[k][0]),
+            fixed(p.interval[k][1]),
+            inside(observed[k], p.interval[k])
+        );
+    }
+    s
+}
