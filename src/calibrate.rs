@@ -69,7 +69,9 @@ pub fn observe(trace: &Trace, fit: &mut Fit) {
     fit.conversations += 1;
     let rows = &s.rows;
     let mut fix_run = 0;
-    let mut retry_run = 0;
+    // Identical re-issues so far, per call (tool and arguments), as the simulated model counts
+    // them: a parallel call of another tool does not end a call's run.
+    let mut retry_runs: BTreeMap<(&str, &str), u32> = BTreeMap::new();
     for (i, r) in rows.iter().enumerate() {
         let Some(class) = class_of(r.outcome) else { continue };
         let action = follow_up(&s, i);
@@ -85,15 +87,17 @@ pub fn observe(trace: &Trace, fit: &mut Fit) {
         } else if class == "bad_args" {
             fix_run = 0;
         }
+        let call = (r.tool, r.args);
+        let retry_run = retry_runs.get(&call).copied().unwrap_or(0);
         if matches!(class, "transient" | "terminal") {
             *fit.at.entry((class.to_owned(), retry_run, action)).or_insert(0) += 1;
         }
-        // A run of identical re-issues is one call's: anything else ends it.
+        // A run of identical re-issues is one call's: anything else that call meets ends it.
         if matches!(class, "transient" | "terminal") && action == Next::RetryIdentical {
-            retry_run += 1;
-            fit.longest_retry_run = fit.longest_retry_run.max(retry_run);
+            retry_runs.insert(call, retry_run + 1);
+            fit.longest_retry_run = fit.longest_retry_run.max(retry_run + 1);
         } else {
-            retry_run = 0;
+            retry_runs.remove(&call);
         }
     }
 }
@@ -283,31 +287,54 @@ mod tests {
         assert!(toml.contains("5 of 5 transient failures below the re-issue cap"), "{toml}");
     }
 
+    /// A native trace of turns, each a model call and its calls (id, tool, arguments as JSON,
+    /// failed transiently or not).
+    fn native(turns: &[&[(&str, &str, &str, bool)]]) -> Trace {
+        let mut jsonl = String::from(
+            r#"{"tracefault_trace":1,"id":"t","source_format":"tracefault","tools":[{"name":"t"},{"name":"u"}]}"#,
+        );
+        for (turn, calls) in turns.iter().enumerate() {
+            let turn = turn + 1;
+            jsonl.push_str(&format!(
+                "\n{{\"type\":\"model_call\",\"turn\":{turn},\"status\":200,\"tokens_in\":1,\"tokens_out\":1,\"latency_ms\":0,\"stop\":\"tool_calls\"}}"
+            ));
+            for (id, tool, args, failed) in *calls {
+                let result = if *failed { r#""ok":false,"error_class":"transient""# } else { r#""ok":true"# };
+                jsonl.push_str(&format!(
+                    "\n{{\"type\":\"tool_call\",\"turn\":{turn},\"call_id\":\"{id}\",\"name\":\"{tool}\",\"args\":{args}}}\
+                     \n{{\"type\":\"tool_result\",\"call_id\":\"{id}\",{result},\"content\":\"x\"}}"
+                ));
+            }
+        }
+        Trace::parse(&jsonl, std::path::Path::new("t.jsonl")).unwrap()
+    }
+
     #[test]
     fn a_run_of_reissues_ends_at_a_success() {
         // fail, re-issue, ok, then another call fails and is re-issued once: two runs of one,
         // not one of two.
-        let mut jsonl = String::from(
-            r#"{"tracefault_trace":1,"id":"t","source_format":"tracefault","tools":[{"name":"t"},{"name":"u"}]}"#,
-        );
-        for (turn, (id, tool, q, failed)) in
-            [("a", "t", 1, true), ("b", "t", 1, false), ("c", "u", 2, true), ("d", "u", 2, false)]
-                .into_iter()
-                .enumerate()
-        {
-            let turn = turn + 1;
-            let result = if failed { r#""ok":false,"error_class":"transient""# } else { r#""ok":true"# };
-            jsonl.push_str(&format!(
-                "\n{{\"type\":\"model_call\",\"turn\":{turn},\"status\":200,\"tokens_in\":1,\"tokens_out\":1,\"latency_ms\":0,\"stop\":\"tool_calls\"}}\
-                 \n{{\"type\":\"tool_call\",\"turn\":{turn},\"call_id\":\"{id}\",\"name\":\"{tool}\",\"args\":{{\"q\":{q}}}}}\
-                 \n{{\"type\":\"tool_result\",\"call_id\":\"{id}\",{result},\"content\":\"x\"}}"
-            ));
-        }
-        let trace = crate::trace::Trace::parse(&jsonl, std::path::Path::new("t.jsonl")).unwrap();
+        let (q1, q2) = (r#"{"q":1}"#, r#"{"q":2}"#);
+        let trace = native(&[
+            &[("a", "t", q1, true)],
+            &[("b", "t", q1, false)],
+            &[("c", "u", q2, true)],
+            &[("d", "u", q2, false)],
+        ]);
         let mut fit = Fit::default();
         observe(&trace, &mut fit);
         assert_eq!(fit.longest_retry_run, 1);
         assert_eq!(fit.at.get(&("transient".into(), 0, Next::RetryIdentical)), Some(&2));
+        // A parallel call of another tool in the same turn does not end `t`'s run: fail, then
+        // (re-issue fails again, `u` ok alongside), then re-issue ok: a run of two.
+        let parallel = native(&[
+            &[("a", "t", "{}", true), ("b", "u", "{}", false)],
+            &[("c", "t", "{}", true), ("d", "u", "{}", false)],
+            &[("e", "t", "{}", false)],
+        ]);
+        let mut fit = Fit::default();
+        observe(&parallel, &mut fit);
+        assert_eq!(fit.longest_retry_run, 2);
+        assert_eq!(fit.at.get(&("transient".into(), 1, Next::RetryIdentical)), Some(&1));
     }
 
     #[test]

@@ -1,11 +1,14 @@
 //! What a fitted profile predicts for a scenario, set beside what held-out live runs of it
-//! showed (`tracefault predict`): per figure a point, a 95% prediction interval for a sample of
-//! the live runs' size, the observed value, and whether it lies inside.
+//! showed (`tracefault predict`): per figure a point, a prediction interval for a sample of the
+//! live runs' size, the observed value, and whether it lies inside.
 //!
 //! The interval carries both uncertainties a user meets: the profile's (each draw takes every
-//! probability from its fitted range, by a seeded Latin hypercube, as `sweep` does) and the
-//! sampling noise of as few runs as were observed (each draw simulates exactly that many runs).
-//! Its ends are the 2.5th and 97.5th percentiles (nearest rank) of the draws' figures.
+//! probability uniformly from its fitted range, by a seeded Latin hypercube, as `sweep` does; a
+//! range is a confidence interval, so this is an approximation that widens the interval) and
+//! the sampling noise of as few runs as were observed (each draw simulates exactly that many
+//! runs). The four figures are checked together at 95%: each interval is the central 98.75%
+//! (Bonferroni) of the draws' figures, nearest rank, so a model the simulator does describe
+//! fails the check at most about one time in twenty.
 
 use crate::engine::Scenario;
 use crate::engine::events::TerminatedBy;
@@ -44,12 +47,16 @@ pub fn figures(runs: &[RunEnd]) -> [f64; 4] {
     ]
 }
 
+/// Each figure's share of the draws its interval leaves out at each end: 5% over four figures
+/// (Bonferroni), halved.
+pub const TAIL: f64 = 0.05 / 4.0 / 2.0;
+
 /// Each figure's prediction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Prediction {
     /// The mean over every simulated run.
     pub point: [f64; 4],
-    /// The 95% prediction interval for `runs` runs.
+    /// The prediction interval for `runs` runs (the central `1 − 2·TAIL` of the draws).
     pub interval: [[f64; 2]; 4],
     pub draws: usize,
     pub runs: u64,
@@ -79,7 +86,7 @@ pub fn predict(sc: &Scenario, strategy: usize, runs: u64, draws: usize, seed: u6
     let interval = std::array::from_fn(|k| {
         let mut v: Vec<f64> = samples.iter().map(|s| s[k]).collect();
         v.sort_by(f64::total_cmp);
-        [nearest_rank(&v, 0.025), nearest_rank(&v, 0.975)]
+        [nearest_rank(&v, TAIL), nearest_rank(&v, 1.0 - TAIL)]
     });
     Prediction { point, interval, draws, runs }
 }
@@ -104,13 +111,14 @@ pub fn verdict(p: &Prediction, observed: &[f64; 4]) -> String {
     let outside: Vec<&str> = (0..4).filter(|&k| !inside(observed[k], p.interval[k])).map(|k| FIGURES[k]).collect();
     let mut s = if outside.is_empty() {
         format!(
-            "All four figures of the {} live runs lie inside the fitted simulator's 95% prediction intervals: for this \
-             model and scenario, the simulator's figures can be relied on within those intervals.",
+            "All four figures of the {} live runs lie inside the fitted simulator's prediction intervals: no evidence \
+             that the simulator, with this profile, misdescribes this model on this scenario. Its figures for it are as \
+             good as the intervals are narrow.",
             p.runs
         )
     } else {
         format!(
-            "{} of the four figures of the {} live runs lie outside the fitted simulator's 95% prediction intervals ({}): \
+            "{} of the four figures of the {} live runs lie outside the fitted simulator's prediction intervals ({}): \
              for this model, do not rely on the simulator's {}. Either the model does something the profile cannot \
              express (the profile's comments list the follow-ups observed), or the live runs differ from those it was \
              fitted on.",
@@ -156,6 +164,9 @@ mod tests {
         let v: Vec<f64> = (1..=200).map(f64::from).collect();
         // 0.025 × 200 = 5 → the 5th; 0.975 × 200 = 195 → the 195th.
         assert_eq!((nearest_rank(&v, 0.025), nearest_rank(&v, 0.975)), (5.0, 195.0));
+        // The check's tails: 0.00625 × 1000 = 6.25 → the 7th of 1000; 0.99375 × 1000 = 993.75 → the 994th.
+        let w: Vec<f64> = (1..=1000).map(f64::from).collect();
+        assert_eq!((nearest_rank(&w, TAIL), nearest_rank(&w, 1.0 - TAIL)), (7.0, 994.0));
         assert_eq!(nearest_rank(&[7.0], 0.025), 7.0);
         assert!(inside(0.5, [0.5, 0.7]) && inside(0.7, [0.5, 0.7]) && !inside(0.71, [0.5, 0.7]));
     }
@@ -185,6 +196,7 @@ mod tests {
         };
         let ok = verdict(&p, &[0.7, 0.0, 0.3, 5.5]);
         assert!(ok.starts_with("All four figures of the 8 live runs lie inside"), "{ok}");
+        assert!(ok.contains("no evidence"), "{ok}");
         assert!(ok.contains("With only 8 live runs"), "{ok}");
         let bad = verdict(&p, &[0.5, 0.0, 0.5, 9.0]);
         assert!(bad.starts_with("3 of the four figures"), "{bad}");

@@ -8,7 +8,7 @@ use clap::Args;
 
 use crate::engine::events::TerminatedBy;
 use crate::error::{Error, Result, exit};
-use crate::escape::{md_code_in_table, md_text, printable};
+use crate::escape::{md_code, md_text, printable};
 use crate::predict::{FIGURES, MEANINGS, Prediction, RunEnd, figures, inside, predict, verdict};
 
 #[derive(Debug, Args)]
@@ -22,11 +22,13 @@ pub struct PredictArgs {
     /// and exec.json are read); repeat for several.
     #[arg(long = "live", value_name = "DIR", required = true)]
     pub live: Vec<PathBuf>,
-    /// The scenario's strategy that stands for the agent (default: the scenario's baseline).
+    /// The scenario's strategy that stands for the agent's own handling of failures (default:
+    /// the one the live runs were rewritten under, `exec --live --rewrite`, else the scenario's
+    /// baseline).
     #[arg(long)]
     pub strategy: Option<String>,
     /// Profiles drawn from the fitted ranges, each simulating as many runs as were observed.
-    #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u64).range(40..=100_000))]
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(160..=100_000))]
     pub draws: u64,
     /// Seed of the draws (default: the scenario's seed).
     #[arg(long)]
@@ -36,27 +38,60 @@ pub struct PredictArgs {
     pub out: Option<PathBuf>,
 }
 
+/// Simulated runs at most (draws × live runs): past it the command would seem to hang.
+const MAX_SIMULATED_RUNS: u64 = 50_000_000;
+
 pub fn execute(args: PredictArgs) -> Result<i32> {
     let mut sc = crate::scenario::load::load_file(&args.scenario)?;
     sc.profile = crate::scenario::files::load_profile(&args.profile)?;
-    let strategy = match &args.strategy {
+    let (mut runs, mut rewrite, mut left_out) = (Vec::new(), None::<Option<String>>, 0);
+    for dir in &args.live {
+        let live = live_runs(dir, &sc.name)?;
+        if rewrite.as_ref().is_some_and(|r| *r != live.rewrite) {
+            return Err(Error::Usage(format!(
+                "--live {}: its runs were rewritten under {:?}, the other folders' under {:?}: predict one setup at a time",
+                dir.display(),
+                live.rewrite,
+                rewrite.flatten()
+            )));
+        }
+        rewrite = Some(live.rewrite);
+        left_out += live.left_out;
+        runs.extend(live.runs);
+    }
+    let folders: Vec<String> = args.live.iter().map(|d| d.display().to_string()).collect();
+    if runs.is_empty() {
+        return Err(Error::Usage(format!(
+            "--live: {} hold no run the model ended ({left_out} ended cut off, timed out or never called)",
+            folders.join(", ")
+        )));
+    }
+    if left_out > 0 {
+        eprintln!(
+            "predict: {left_out} live runs left out: they ended cut off, timed out or never called (the spending \
+             limit, an unreachable provider, the agent's own end), not by the model"
+        );
+    }
+    let named = args.strategy.clone().or(rewrite.flatten());
+    let strategy = match &named {
         None => sc.baseline,
         Some(name) => sc.strategies.iter().position(|s| s.name == *name).ok_or_else(|| {
             let names: Vec<String> = sc.strategies.iter().map(|s| format!("{:?}", s.name)).collect();
+            let whence = if args.strategy.is_some() { "--strategy" } else { "the live runs' --rewrite strategy" };
             Error::Usage(format!(
-                "--strategy {:?}: not a strategy of {}; it has {}",
+                "{whence} {:?}: not a strategy of {}; it has {} (name the agent's with --strategy)",
                 printable(name),
                 args.scenario.display(),
                 names.join(", ")
             ))
         })?,
     };
-    let mut runs = Vec::new();
-    for dir in &args.live {
-        runs.extend(live_runs(dir, &sc.name)?);
-    }
-    if runs.is_empty() {
-        return Err(Error::Usage("--live: the folders hold no runs".into()));
+    if args.draws.saturating_mul(runs.len() as u64) > MAX_SIMULATED_RUNS {
+        return Err(Error::Usage(format!(
+            "--draws {} × {} live runs is past {MAX_SIMULATED_RUNS} simulated runs: give fewer --draws",
+            args.draws,
+            runs.len()
+        )));
     }
     let observed = figures(&runs);
     let seed = args.seed.unwrap_or(sc.seed);
@@ -75,16 +110,28 @@ pub fn execute(args: PredictArgs) -> Result<i32> {
     Ok(if all_inside { exit::OK } else { exit::FAILED })
 }
 
-/// The runs an `exec --live` folder holds: its runs.csv's rows of scenario `name`.
-fn live_runs(dir: &Path, name: &str) -> Result<Vec<RunEnd>> {
+/// What an `exec --live` folder holds for predict.
+struct LiveRuns {
+    /// The runs the model ended, from its runs.csv.
+    runs: Vec<RunEnd>,
+    /// Runs left out: cut off, timed out or never called (the model did not end them).
+    left_out: usize,
+    /// The strategy its tool results were rewritten under (`--rewrite`), if any.
+    rewrite: Option<String>,
+}
+
+/// The runs an `exec --live` folder holds: its runs.csv's rows of scenario `name`, less those
+/// exec.json says the model did not end.
+fn live_runs(dir: &Path, name: &str) -> Result<LiveRuns> {
     let bad = |file: &Path, message: String| Error::Parse { file: file.display().to_string(), message };
     let exec_json = dir.join("exec.json");
-    let text = crate::input::read_text(&exec_json, crate::input::Input::Config).map_err(|_| {
-        Error::Usage(format!(
+    if !exec_json.is_file() {
+        return Err(Error::Usage(format!(
             "--live {}: no exec.json there; predict reads the folders `exec --live --out DIR` writes",
             dir.display()
-        ))
-    })?;
+        )));
+    }
+    let text = crate::input::read_text(&exec_json, crate::input::Input::Config)?;
     let report: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(&exec_json, e.to_string()))?;
     let answered_by = report["model"]["answered_by"].as_str().unwrap_or("nobody said");
     if answered_by != "the providers (live)" {
@@ -97,6 +144,14 @@ fn live_runs(dir: &Path, name: &str) -> Result<Vec<RunEnd>> {
             ),
         ));
     }
+    let described = report["runs"].as_array().cloned().unwrap_or_default();
+    if described.iter().any(|r| r.get("agents").is_some()) {
+        return Err(bad(
+            &exec_json,
+            "/runs: runs of a fleet (--agents): predict compares one agent's runs with the simulator".into(),
+        ));
+    }
+    let rewrite = report["model"]["rewrite"].as_str().map(str::to_owned);
     let path = dir.join("runs.csv");
     let text = crate::input::read_text(&path, crate::input::Input::Trace)?;
     let mut reader = csv::Reader::from_reader(text.as_bytes());
@@ -105,20 +160,21 @@ fn live_runs(dir: &Path, name: &str) -> Result<Vec<RunEnd>> {
         headers.iter().position(|h| h == key).ok_or_else(|| bad(&path, format!("line 1: no `{key}` column")))
     };
     let (scenario, ended, calls) = (column("scenario")?, column("terminated_by")?, column("calls")?);
-    let mut runs = Vec::new();
+    let (mut runs, mut left_out) = (Vec::new(), 0);
     for (i, row) in reader.records().enumerate() {
         let line = i + 2;
         let row = row.map_err(|e| bad(&path, format!("line {line}: {e}")))?;
         let cell = |k: usize| row.get(k).unwrap_or_default();
-        if crate::escape::csv_text_read(cell(scenario)) != name {
+        if cell(scenario) != crate::escape::csv_text(name) {
             return Err(bad(
                 &path,
-                format!(
-                    "line {line}: a run of scenario {:?}, not of {:?}",
-                    printable(crate::escape::csv_text_read(cell(scenario))),
-                    printable(name)
-                ),
+                format!("line {line}: a run of scenario {:?}, not of {:?}", printable(cell(scenario)), printable(name)),
             ));
+        }
+        let ended_by = described.get(i).and_then(|r| r["ended"].as_str());
+        if matches!(ended_by, Some("cut_off" | "timeout" | "never_called")) {
+            left_out += 1;
+            continue;
         }
         let ended = TerminatedBy::ALL.into_iter().find(|t| t.name() == cell(ended)).ok_or_else(|| {
             bad(
@@ -131,7 +187,7 @@ fn live_runs(dir: &Path, name: &str) -> Result<Vec<RunEnd>> {
         })?;
         runs.push(RunEnd { ended, calls });
     }
-    Ok(runs)
+    Ok(LiveRuns { runs, left_out, rewrite })
 }
 
 fn fixed(v: f64) -> String {
@@ -145,13 +201,14 @@ fn markdown(scenario: &str, strategy: &str, profile: &Path, p: &Prediction, obse
     let _ = writeln!(
         s,
         "Simulated as strategy {} with the profile {}: {} profiles drawn from its ranges, {} runs each (as many as \
-         were observed live). The interval is where 95% of such samples' figures fell.\n",
-        md_code_in_table(strategy),
-        md_code_in_table(&profile.display().to_string()),
+         were observed live). Each interval is the central 98.75% of such samples' figures, so that the four are \
+         checked together at 95%.\n",
+        md_code(strategy),
+        md_code(&profile.display().to_string()),
         p.draws,
         p.runs
     );
-    let _ = writeln!(s, "| figure | observed | predicted | 95% interval | inside |");
+    let _ = writeln!(s, "| figure | observed | predicted | interval | inside |");
     let _ = writeln!(s, "|---|---|---|---|---|");
     for k in 0..FIGURES.len() {
         let _ = writeln!(

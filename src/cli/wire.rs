@@ -104,10 +104,13 @@ pub struct ExecArgs {
     /// The agent's command line.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub cmd: Vec<String>,
+    /// The report set is of `proxy`'s traffic: no agent process is tracefault's child.
+    #[arg(skip)]
+    pub proxied: bool,
 }
 
 /// Live mode: the real providers behind the provider endpoints.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct LiveArgs {
     /// Forward the agent's model requests to the real providers (with the agent's own keys),
     /// injecting the scenario's provider faults on the way. Nothing goes to a provider without
@@ -119,7 +122,7 @@ pub struct LiveArgs {
 }
 
 /// Where live mode sends model requests, and how many at most.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct UpstreamArgs {
     /// Where each provider is: openai=URL,anthropic=URL,gemini=URL (repeatable; implies live
     /// mode). The URL is the origin the agent's request path (`/v1/…`) is put after, so
@@ -334,18 +337,46 @@ pub struct ProxyArgs {
     pub serve: ServeArgs,
     #[command(flatten)]
     pub to: UpstreamArgs,
-    /// Where the traffic's traces go when the proxy stops (`traces/agent-K.jsonl`, native
-    /// schema, no header or key in them).
+    /// Where the traffic's report set goes when the proxy stops: the traces
+    /// (`traces/agent-K.jsonl`, native schema, no header or key in them) and the reports `exec`
+    /// writes, the traffic scored as one run.
     #[arg(long, default_value = "proxy-traces")]
     pub out: PathBuf,
+    /// The agent's name in the reports.
+    #[arg(long, value_name = "NAME", default_value = "proxy")]
+    pub label: String,
 }
 
 /// `tracefault proxy SCENARIO`: the agent's model requests go to the real providers, the
 /// scenario's provider faults injected on the way; the tools are the scenario's mocks. Until
 /// Ctrl-C, then the traces of what passed are written as one set.
 pub fn proxy(args: ProxyArgs) -> Result<i32> {
-    let sc = load_file(&args.serve.scenario)?.scenario;
-    let upstream = args.to.build(&sc)?;
+    let loaded = load_file(&args.serve.scenario)?;
+    let upstream = args.to.build(&loaded)?;
+    // The reports are exec's, of one run: the agents whose traffic passed.
+    let mut report_args = ExecArgs {
+        scenario: args.serve.scenario.clone(),
+        runs: 1,
+        out: args.out.clone(),
+        addr: args.serve.addr,
+        timeout_s: 0,
+        json_envelope: false,
+        time_scale: args.serve.time_scale,
+        agents: 1,
+        mcp_strategy: args.serve.mcp_strategy.clone(),
+        label: Some(args.label.clone()),
+        baseline: None,
+        require_baseline: false,
+        fail_on_regression: false,
+        allow_elsewhere: Vec::new(),
+        live: LiveArgs { live: true, to: args.to.clone() },
+        cmd: vec!["tracefault proxy".to_owned()],
+        proxied: true,
+    };
+    let label = agent_label(&report_args)?;
+    let (reported, dropped) = exec_scenario(&loaded, &label);
+    check_exec_gates(&reported, &args.serve.scenario)?;
+    let sc = loaded.scenario.clone();
     let (args, out_dir, max) = (args.serve, args.out, args.to.max_model_calls);
     runtime()?.block_on(async {
         let mcp = mcp::encoding_of(&args.mcp_strategy)?;
@@ -387,9 +418,17 @@ pub fn proxy(args: ProxyArgs) -> Result<i32> {
         // Begun once stopped: a set being written is what Ctrl-C throws away.
         let set = FolderWriter::begin(&out_dir)?;
         let m = shared.lock();
-        for w in m.worlds().filter(|w| w.http_requests.iter().any(|&n| n > 0)) {
-            set.write(&format!("traces/agent-{}.jsonl", w.agent), w.trace.to_jsonl().as_bytes())?;
+        // Every agent whose traffic passed (agent 0 when none did), ended where it stood.
+        let ended = |w: &World| Ran { exit: None, timed_out: false, ended_ms: w.clock.now_ms() };
+        let mut records: Vec<AgentRecord> =
+            m.worlds().filter(|w| w.http_requests.iter().any(|&n| n > 0)).map(|w| record(w, ended(w), 0)).collect();
+        if records.is_empty()
+            && let Some(w) = m.worlds().next()
+        {
+            records.push(record(w, ended(w), 0));
         }
+        report_args.agents = records.len() as u32;
+        let run = run_record(&m, records);
         let (model, tool) = m.worlds().fold((0, 0), |(a, b), w| (a + w.model_calls, b + w.tool_calls));
         let failed: u64 = m.worlds().map(|w| w.upstream_failures).sum();
         let rewritten: u64 = m.worlds().map(|w| w.rewritten_results).sum();
@@ -404,8 +443,13 @@ pub fn proxy(args: ProxyArgs) -> Result<i32> {
             upstream.sent()
         );
         drop(m);
-        set.commit()?;
-        Ok(exit::OK)
+        // Its stdout carried the banner, and its reader may have gone: what follows goes to
+        // stderr, where a closed reader cannot make a report fail.
+        let _ = std::io::stdout().flush();
+        #[cfg(unix)]
+        let _ = rustix::stdio::dup2_stdout(std::io::stderr());
+        let reports = Reports { args: &report_args, upstream: Some(&upstream), sc: &loaded, reported, dropped };
+        report_set(reports, vec![run], set)
     })
 }
 
@@ -497,6 +541,8 @@ pub fn mcp_stdio(args: McpArgs) -> Result<i32> {
 
 /// What one agent left in its world in one run.
 struct AgentRecord {
+    /// Which agent of the fleet it was.
+    agent: u32,
     trace: Trace,
     ended: String,
     exit: Option<i32>,
@@ -606,8 +652,12 @@ fn record(world: &World, ran: Ran, timeout_s: u64) -> AgentRecord {
         ))),
         "gave_up" if main.is_some_and(|c| !c.failing.is_empty()) => {
             // A real model (live mode): it answered with a failure standing.
-            let tools: Vec<String> =
-                main.into_iter().flat_map(|c| &c.failing).map(|t| crate::escape::printable(t).into_owned()).collect();
+            let mut tools: Vec<String> = main
+                .into_iter()
+                .flat_map(|c| &c.failing)
+                .map(|(t, _)| crate::escape::printable(t).into_owned())
+                .collect();
+            tools.dedup();
             findings.push(terminates(format!(
                 "the model gave up: it answered, after {model_calls} model calls, while the latest result of {} was a \
                  failure",
@@ -670,6 +720,7 @@ fn record(world: &World, ran: Ran, timeout_s: u64) -> AgentRecord {
         .collect();
     let metrics = agent_metrics(world, &trace, &ended, &findings, ended_ms);
     AgentRecord {
+        agent: world.agent,
         trace,
         ended,
         exit,
@@ -831,6 +882,12 @@ async fn exec_run(args: &ExecArgs, server: &WireServer, run: u64, logs: &Path) -
         let world = m.world(k as u32).expect("an agent of the fleet");
         records.push(record(world, r, args.timeout_s));
     }
+    Ok(run_record(&m, records))
+}
+
+/// One run of `records`' agents: the fleet's metrics (its `runs.csv` row) and each tool's peak
+/// in flight.
+fn run_record(m: &crate::wire::mocks::Mocks, records: Vec<AgentRecord>) -> RunRecord {
     let mut metrics = RunMetrics::default();
     metrics.reset(m.scenario().faults.rules.len());
     let mut order: Vec<&AgentRecord> = records.iter().collect();
@@ -842,7 +899,7 @@ async fn exec_run(args: &ExecArgs, server: &WireServer, run: u64, logs: &Path) -
     metrics.peak_in_flight = u64::from(m.limits.peak_in_flight());
     let peaks =
         m.scenario().task.tools.iter().zip(&m.limits.tools).map(|(t, s)| (t.clone(), json!(s.peak()))).collect();
-    Ok(RunRecord { agents: records, metrics, peaks })
+    RunRecord { agents: records, metrics, peaks }
 }
 
 pub fn exec(args: ExecArgs) -> Result<i32> {
@@ -876,18 +933,34 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
         server.stop().await;
         Ok::<_, Error>(records)
     })?;
+    let reports = Reports { args: &args, upstream: upstream.as_deref(), sc: &sc, reported, dropped };
+    report_set(reports, records, set)
+}
 
+/// What a report set is of: the command's settings, the upstreams in live mode, the scenario as
+/// loaded and as reported (the agent its one strategy), and the warnings of gates not checked.
+struct Reports<'a> {
+    args: &'a ExecArgs,
+    upstream: Option<&'a Upstream>,
+    sc: &'a crate::scenario::Loaded,
+    reported: crate::scenario::Loaded,
+    dropped: Vec<String>,
+}
+
+/// The runs' report set, with the agent as the row: runs.csv, summary.csv, report.json,
+/// report.md, junit.xml, report.html, the traces and exec.json, put in place as one set; the
+/// outcome printed; the exit code.
+fn report_set(reports: Reports, records: Vec<RunRecord>, set: FolderWriter) -> Result<i32> {
+    let Reports { args, upstream, sc, reported, dropped } = reports;
+    let label = &reported.strategies[0].name;
     let fleet = args.agents > 1;
     let who = |run: usize, k: usize| if fleet { format!("run {run} agent {k}") } else { format!("run {run}") };
     let every =
         || records.iter().enumerate().flat_map(|(i, r)| r.agents.iter().enumerate().map(move |(k, a)| (i, k, a)));
-    let checklist = checklist(&args, &records, &who);
-
-    // The run's report set, with the agent as the row: runs.csv, summary.csv, report.json,
-    // report.md, junit.xml, report.html, the traces and exec.json, put in place as one set.
+    let checklist = checklist(args, &records, &who);
     let mut aggregate = crate::metrics::aggregate::Aggregate::default();
     let mut runs_csv = report::csv::runs_header();
-    let prefix = crate::suite::csv_prefix(&sc.name, &label);
+    let prefix = crate::suite::csv_prefix(&sc.name, label);
     for (run, r) in records.iter().enumerate() {
         aggregate.add(&r.metrics, run as u64);
         crate::suite::push_run_row(&mut runs_csv, &prefix, run as u64, sc.seed, &r.metrics);
@@ -912,14 +985,18 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
         checks: Some(&checklist),
     };
     for (i, k, r) in every() {
-        let name = if fleet { format!("run-{i}-agent-{k}.jsonl") } else { format!("run-{i}.jsonl") };
+        let name = match (args.proxied, fleet) {
+            (true, _) => format!("agent-{}.jsonl", r.agent),
+            (false, true) => format!("run-{i}-agent-{k}.jsonl"),
+            (false, false) => format!("run-{i}.jsonl"),
+        };
         set.write(&format!("traces/{name}"), r.trace.to_jsonl().as_bytes())?;
         if !r.mcp_log.is_empty() {
             let lines: String = r.mcp_log.iter().map(|m| m.to_string() + "\n").collect();
             set.write(&format!("mcp/{name}"), lines.as_bytes())?;
         }
     }
-    set.write("exec.json", &exec_json(&args, upstream.as_deref(), &sc, &records, &checklist, rep.passed()))?;
+    set.write("exec.json", &exec_json(args, upstream, sc, &records, &checklist, rep.passed()))?;
 
     for (i, k, r) in every() {
         println!(
@@ -1042,7 +1119,7 @@ fn checklist(args: &ExecArgs, records: &[RunRecord], who: &dyn Fn(usize, usize) 
                 Some(c) => failed.entry(c).or_default().push(format!("{}: {}", who(i, k), f.detail)),
             }
         }
-        if r.exit != Some(0) {
+        if r.exit != Some(0) && !args.proxied {
             failed.entry(Check::ExitStatus).or_default().push(format!(
                 "{}: the agent exited with {}",
                 who(i, k),
@@ -1088,6 +1165,9 @@ fn checklist(args: &ExecArgs, records: &[RunRecord], who: &dyn Fn(usize, usize) 
         .map(|&c| {
             let status = match failed.remove(&c) {
                 Some(d) => CheckStatus::Fail(d),
+                None if c == Check::ExitStatus && args.proxied => {
+                    CheckStatus::NotApplicable("the agent is not tracefault's child under proxy".into())
+                }
                 None if c == Check::IsError && !anthropic => {
                     CheckStatus::NotApplicable("the agent sent no Anthropic request".into())
                 }

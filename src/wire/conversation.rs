@@ -45,9 +45,10 @@ pub struct Conversation {
     /// The results rewritten to a fault (live mode), by call id: rewritten the same way each
     /// time the agent sends them.
     pub(super) rewritten: BTreeMap<String, Value>,
-    /// Live mode: the tools whose latest result in it was a failure. A real model that answers
-    /// while one stands has stopped the task without completing it: the run ended `gave_up`.
-    pub failing: std::collections::BTreeSet<String>,
+    /// Live mode: the calls of the scenario's tools (tool, arguments' key) whose latest result
+    /// in it was a failure. A real model that answers while one stands has stopped the task
+    /// without completing it: the run ended `gave_up`.
+    pub failing: std::collections::BTreeSet<(String, u64)>,
     /// The ids it gave out (forgotten with it).
     pub ids: Vec<String>,
     /// The `/agents/K/` prefix its requests came under.

@@ -188,7 +188,12 @@ fn rewrite_list(
             attempt_ms: Vec::new(),
         });
         w.rewritten_results += 1;
-        w.result_read(c, tool, class.is_failure());
+        let args = call.map(|c| &c.args).or_else(|| w.recorded_call(&id).map(|(_, a)| a));
+        let args_key = args.map_or(0, |a| {
+            let args: Value = serde_json::from_str(a.as_json()).unwrap_or(Value::Null);
+            super::schema::args_key(&super::schema::canonical_args(&args))
+        });
+        w.result_read(c, (tool, args_key), class.is_failure());
         if let Some(conv) = w.conversations.get_mut(&c) {
             conv.rewritten.insert(id, rendered);
         }

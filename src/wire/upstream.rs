@@ -691,12 +691,17 @@ fn record_history(w: &mut World, c: usize, items: &[Item]) {
                 }
                 w.own(key, c);
                 // A call that reached the mock tools failed as they answered it; else as the
-                // result's own error flag says.
-                let call = called.get(&id).copied();
-                let mocked = call.and_then(|(tool, args)| {
+                // result's own error flag says. The call: in this request, else as recorded (a
+                // Responses request continuing an earlier response holds no calls).
+                let call = called
+                    .get(&id)
+                    .map(|&(tool, args)| (tool.to_owned(), args.clone()))
+                    .or_else(|| w.recorded_call(&id).map(|(tool, args)| (tool.to_owned(), args.clone())));
+                let call = call.map(|(tool, args)| {
                     let args: Value = serde_json::from_str(args.as_json()).unwrap_or(Value::Null);
-                    w.outcomes.get(&(tool.to_owned(), args_key(&canonical_args(&args)))).copied()
+                    (tool, args_key(&canonical_args(&args)))
                 });
+                let mocked = call.as_ref().and_then(|(tool, key)| w.outcomes.get(&(tool.clone(), *key)).copied());
                 let flagged = flag.is_some_and(|(failed, _)| failed);
                 let (failed, error_class, evidence) = match mocked {
                     Some(class) => (
@@ -706,8 +711,8 @@ fn record_history(w: &mut World, c: usize, items: &[Item]) {
                     ),
                     None => (flagged, None, flagged.then(|| "the provider's error flag on the result".to_owned())),
                 };
-                if let Some((tool, _)) = call {
-                    w.result_read(c, tool, failed);
+                if let Some((tool, key)) = &call {
+                    w.result_read(c, (tool, *key), failed);
                 }
                 w.record(TraceEvent::ToolResult {
                     call_id: id,

@@ -271,22 +271,37 @@ impl World {
     /// Notes that `key` (a call id, or `result:` and one) was seen in conversation `c` (live
     /// mode): it is forgotten with the conversation, so a long proxy's memory does not grow with
     /// every call.
-    /// Live mode: conversation `c` handed the model `tool`'s result, a failure or not.
-    pub fn result_read(&mut self, c: usize, tool: &str, failed: bool) {
-        if let Some(conv) = self.conversations.get_mut(&c) {
-            if failed {
-                conv.failing.insert(tool.to_owned());
-            } else {
-                conv.failing.remove(tool);
-            }
-        }
-    }
-
     pub fn own(&mut self, key: String, c: usize) {
         if let Some(conv) = self.conversations.get_mut(&c) {
             conv.ids.push(key.clone());
             self.owner.insert(key, c);
         }
+    }
+
+    /// Live mode: conversation `c` handed the model the result of `tool` called with the
+    /// arguments `args_key` names, a failure or not (a tool the scenario does not name is not
+    /// the task's).
+    pub fn result_read(&mut self, c: usize, (tool, args_key): (&str, u64), failed: bool) {
+        if !self.scenario.task.tools.iter().any(|t| t == tool) {
+            return;
+        }
+        if let Some(conv) = self.conversations.get_mut(&c) {
+            if failed {
+                conv.failing.insert((tool.to_owned(), args_key));
+            } else {
+                conv.failing.remove(&(tool.to_owned(), args_key));
+            }
+        }
+    }
+
+    /// The call `id` as recorded: its tool and arguments.
+    pub fn recorded_call(&self, id: &str) -> Option<(&str, &crate::exchange::Args)> {
+        self.trace.events.iter().rev().find_map(|e| match e {
+            crate::trace::TraceEvent::ToolCall { call_id, name, args, .. } if call_id == id => {
+                Some((name.as_str(), args))
+            }
+            _ => None,
+        })
     }
 
     /// Takes back a success counted for `target` (a real tool failed the call after all).

@@ -156,7 +156,7 @@ fn a_profile_fitted_on_a_foreign_model_predicts_its_held_out_runs_and_fails_on_a
     let (code, stdout, table) = predict(&fit_on, &profile, &dir.path().join("C"), &dir.path().join("PC"));
     assert_eq!(code, 1, "{stdout}");
     let flagged: Vec<&str> = table.rows.iter().filter(|r| r["inside"] == "false").map(|r| &r["figure"][..]).collect();
-    assert!(flagged.contains(&"success_rate") && flagged.contains(&"gave_up_rate"), "{stdout}");
+    assert_eq!(flagged, ["success_rate", "gave_up_rate", "calls_mean"], "{stdout}");
     assert!(stdout.contains("do not rely on the simulator's figures"), "{stdout}");
     // It gives up at the first failure: its success rate is the share of first attempts that
     // succeeded, and every run costs 3 calls.
@@ -207,7 +207,32 @@ fn predict_refuses_folders_that_are_no_live_runs_and_unknown_strategies() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("/model/answered_by: expected \"the providers (live)\""), "{err}");
     assert!(err.contains("exec.json"), "{err}");
-    let (code, err) = run(&["--strategy", "five-field"], &mock);
+    // A folder as exec --live writes it, by hand: a run the model ended, one cut off.
+    let live = dir.path().join("live");
+    std::fs::create_dir(&live).unwrap();
+    let exec_json =
+        |runs: &str| format!("{{\"model\": {{\"answered_by\": \"the providers (live)\"}}, \"runs\": {runs}}}");
+    write(&live, "exec.json", &exec_json(r#"[{"ended": "answer"}, {"ended": "cut_off"}]"#));
+    write(
+        &live,
+        "runs.csv",
+        "scenario,strategy,run,seed,terminated_by,calls\nforeign,agent,0,1,answer,3\nforeign,agent,1,1,step_cap,1\n",
+    );
+    let (code, err) = run(&["--strategy", "five-field"], &live);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("--strategy \"five-field\": not a strategy of"), "{err}");
+    let (code, err) = run(&["--draws", "160"], &live);
+    assert!(matches!(code, Some(0 | 1)), "{err}");
+    assert!(err.contains("1 live runs left out: they ended cut off"), "{err}");
+    write(&live, "runs.csv", "scenario,strategy,run,seed,terminated_by,calls\nother,agent,0,1,answer,3\n");
+    let (code, err) = run(&[], &live);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("runs.csv") && err.contains("line 2: a run of scenario \"other\", not of \"foreign\""),
+        "{err}"
+    );
+    write(&live, "exec.json", &exec_json(r#"[{"agents": [], "ended": "answer"}]"#));
+    let (code, err) = run(&[], &live);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("runs of a fleet"), "{err}");
 }
