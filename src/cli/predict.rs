@@ -73,6 +73,13 @@ pub fn execute(args: PredictArgs) -> Result<i32> {
         );
     }
     let named = args.strategy.clone().or(rewrite.flatten());
+    // A preset the scenario does not list (as `--rewrite` takes) is simulated as well.
+    if let Some(name) = &named
+        && !sc.strategies.iter().any(|s| s.name == *name)
+        && let Some(preset) = crate::engine::strategy::Strategy::preset_named(name)
+    {
+        sc.strategies.push(preset);
+    }
     let strategy = match &named {
         None => sc.baseline,
         Some(name) => sc.strategies.iter().position(|s| s.name == *name).ok_or_else(|| {
@@ -186,6 +193,17 @@ fn live_runs(dir: &Path, name: &str) -> Result<LiveRuns> {
             bad(&path, format!("line {line}: calls: expected a whole number, got {:?}", printable(cell(calls))))
         })?;
         runs.push(RunEnd { ended, calls });
+    }
+    let rows = runs.len() + left_out;
+    if rows != described.len() {
+        return Err(bad(
+            &path,
+            format!(
+                "{rows} runs, where {} describes {}: the two files are not of one exec",
+                exec_json.display(),
+                described.len()
+            ),
+        ));
     }
     Ok(LiveRuns { runs, left_out, rewrite })
 }

@@ -374,7 +374,8 @@ pub fn proxy(args: ProxyArgs) -> Result<i32> {
         proxied: true,
     };
     let label = agent_label(&report_args)?;
-    let (reported, dropped) = exec_scenario(&loaded, &label);
+    let (mut reported, dropped) = exec_scenario(&loaded, &label);
+    reported.runs = 1;
     check_exec_gates(&reported, &args.serve.scenario)?;
     let sc = loaded.scenario.clone();
     let (args, out_dir, max) = (args.serve, args.out, args.to.max_model_calls);
@@ -417,13 +418,14 @@ pub fn proxy(args: ProxyArgs) -> Result<i32> {
         server.stop().await;
         // Begun once stopped: a set being written is what Ctrl-C throws away.
         let set = FolderWriter::begin(&out_dir)?;
-        let m = shared.lock();
-        // Every agent whose traffic passed (agent 0 when none did), ended where it stood.
+        let mut m = shared.lock();
+        // Every agent whose traffic passed (agent 0, which never called, when none did), ended
+        // where it stood.
         let ended = |w: &World| Ran { exit: None, timed_out: false, ended_ms: w.clock.now_ms() };
         let mut records: Vec<AgentRecord> =
             m.worlds().filter(|w| w.http_requests.iter().any(|&n| n > 0)).map(|w| record(w, ended(w), 0)).collect();
         if records.is_empty()
-            && let Some(w) = m.worlds().next()
+            && let Some(w) = m.world(0)
         {
             records.push(record(w, ended(w), 0));
         }
@@ -654,7 +656,7 @@ fn record(world: &World, ran: Ran, timeout_s: u64) -> AgentRecord {
             // A real model (live mode): it answered with a failure standing.
             let mut tools: Vec<String> = main
                 .into_iter()
-                .flat_map(|c| &c.failing)
+                .flat_map(|c| c.failing.keys())
                 .map(|(t, _)| crate::escape::printable(t).into_owned())
                 .collect();
             tools.dedup();
@@ -954,7 +956,12 @@ fn report_set(reports: Reports, records: Vec<RunRecord>, set: FolderWriter) -> R
     let Reports { args, upstream, sc, reported, dropped } = reports;
     let label = &reported.strategies[0].name;
     let fleet = args.agents > 1;
-    let who = |run: usize, k: usize| if fleet { format!("run {run} agent {k}") } else { format!("run {run}") };
+    // An agent by its id in the fleet (under proxy, only the agents whose traffic passed are
+    // reported, so ids can skip).
+    let ids: Vec<Vec<u32>> = records.iter().map(|r| r.agents.iter().map(|a| a.agent).collect()).collect();
+    let who = |run: usize, k: usize| {
+        if fleet { format!("run {run} agent {}", ids[run][k]) } else { format!("run {run}") }
+    };
     let every =
         || records.iter().enumerate().flat_map(|(i, r)| r.agents.iter().enumerate().map(move |(k, a)| (i, k, a)));
     let checklist = checklist(args, &records, &who);
@@ -1182,7 +1189,7 @@ fn checklist(args: &ExecArgs, records: &[RunRecord], who: &dyn Fn(usize, usize) 
             CheckRow { title: c.title(), status }
         })
         .collect();
-    Checklist { agent: redact(&args.cmd).join(" "), outcome: outcome(records), checks, notes, elsewhere }
+    Checklist { agent: redact(&args.cmd).join(" "), outcome: outcome(records, args.proxied), checks, notes, elsewhere }
 }
 
 fn openai_format(r: &AgentRecord) -> bool {
@@ -1193,13 +1200,13 @@ fn openai_format(r: &AgentRecord) -> bool {
 /// agent run counted once, under the first of crashed (a non-zero exit, killed or timed out),
 /// step cap, looped (identical calls with identical results), gave up, stopped midway (cut
 /// off, never called) and answered that holds.
-fn outcome(records: &[RunRecord]) -> String {
+fn outcome(records: &[RunRecord], proxied: bool) -> String {
     let mut n = [0usize; 6];
     let mut total = 0;
     for a in records.iter().flat_map(|r| &r.agents) {
         total += 1;
         let k = match a.ended.as_str() {
-            _ if a.exit != Some(0) || a.ended == "timeout" => 5,
+            _ if (a.exit != Some(0) && !proxied) || a.ended == "timeout" => 5,
             "step_cap" => 3,
             _ if a.looped => 2,
             "gave_up" => 1,
@@ -1253,10 +1260,9 @@ fn exec_json(
             agents => {
                 let each: Vec<_> = agents
                     .iter()
-                    .enumerate()
-                    .map(|(k, a)| {
+                    .map(|a| {
                         let mut d = describe(a);
-                        d["agent"] = json!(k);
+                        d["agent"] = json!(a.agent);
                         d["ended_ms"] = json!(a.ended_ms);
                         d
                     })

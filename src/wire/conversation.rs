@@ -48,7 +48,8 @@ pub struct Conversation {
     /// Live mode: the calls of the scenario's tools (tool, arguments' key) whose latest result
     /// in it was a failure. A real model that answers while one stands has stopped the task
     /// without completing it: the run ended `gave_up`.
-    pub failing: std::collections::BTreeSet<(String, u64)>,
+    /// The value is the failure's class, when known.
+    pub failing: BTreeMap<(String, u64), Option<crate::fault::ErrorClass>>,
     /// The ids it gave out (forgotten with it).
     pub ids: Vec<String>,
     /// The `/agents/K/` prefix its requests came under.
@@ -72,7 +73,7 @@ impl Conversation {
             last: None,
             undelivered: None,
             rewritten: BTreeMap::new(),
-            failing: std::collections::BTreeSet::new(),
+            failing: BTreeMap::new(),
             ids: Vec::new(),
             agent,
         }

@@ -193,7 +193,7 @@ fn rewrite_list(
             let args: Value = serde_json::from_str(a.as_json()).unwrap_or(Value::Null);
             super::schema::args_key(&super::schema::canonical_args(&args))
         });
-        w.result_read(c, (tool, args_key), class.is_failure());
+        w.result_read(c, (tool, args_key), class.is_failure(), Some(class));
         if let Some(conv) = w.conversations.get_mut(&c) {
             conv.rewritten.insert(id, rendered);
         }

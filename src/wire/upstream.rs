@@ -703,17 +703,18 @@ fn record_history(w: &mut World, c: usize, items: &[Item]) {
                 });
                 let mocked = call.as_ref().and_then(|(tool, key)| w.outcomes.get(&(tool.clone(), *key)).copied());
                 let flagged = flag.is_some_and(|(failed, _)| failed);
-                let (failed, error_class, evidence) = match mocked {
+                let (failed, class, evidence) = match mocked {
                     Some(class) => (
                         class.is_some_and(crate::fault::ErrorClass::is_failure),
-                        class.map(|c| c.name().to_owned()),
+                        class,
                         Some("class from the mock tool's own outcome".to_owned()),
                     ),
                     None => (flagged, None, flagged.then(|| "the provider's error flag on the result".to_owned())),
                 };
                 if let Some((tool, key)) = &call {
-                    w.result_read(c, (tool, *key), failed);
+                    w.result_read(c, (tool, *key), failed, class);
                 }
+                let error_class = class.map(|c| c.name().to_owned());
                 w.record(TraceEvent::ToolResult {
                     call_id: id,
                     ok: !failed,

@@ -279,17 +279,19 @@ impl World {
     }
 
     /// Live mode: conversation `c` handed the model the result of `tool` called with the
-    /// arguments `args_key` names, a failure or not (a tool the scenario does not name is not
-    /// the task's).
-    pub fn result_read(&mut self, c: usize, (tool, args_key): (&str, u64), failed: bool) {
+    /// arguments `args_key` names: a failure (of `class`, when known) or not. A success also
+    /// settles the tool's calls that failed for their arguments (the model corrected them). A
+    /// tool the scenario does not name is not the task's.
+    pub fn result_read(&mut self, c: usize, (tool, args_key): (&str, u64), failed: bool, class: Option<ErrorClass>) {
         if !self.scenario.task.tools.iter().any(|t| t == tool) {
             return;
         }
         if let Some(conv) = self.conversations.get_mut(&c) {
             if failed {
-                conv.failing.insert((tool.to_owned(), args_key));
+                conv.failing.insert((tool.to_owned(), args_key), class);
             } else {
                 conv.failing.remove(&(tool.to_owned(), args_key));
+                conv.failing.retain(|(t, _), class| t != tool || *class != Some(ErrorClass::BadArgs));
             }
         }
     }
@@ -431,5 +433,29 @@ impl World {
             c.ids.push(id.clone());
         }
         id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_live_failure_stands_until_its_call_or_a_corrected_call_succeeds() {
+        let src = "name = \"w\"\n[task]\n[[task.steps]]\ntool = \"search\"\nargs = { q = 1 }\nresult = { r = 1 }\n";
+        let sc = crate::scenario::load::load_str(src, std::path::Path::new("w.toml")).unwrap().scenario;
+        let mut w = World::new(sc, 0, 0, Clock::new(1.0));
+        w.conversations.insert(0, Conversation::new(0, 0, None, crate::provider::Format::OpenAiChat));
+        let failing = |w: &World| w.conversations[&0].failing.keys().cloned().collect::<Vec<_>>();
+        w.result_read(0, ("search", 1), true, Some(ErrorClass::BadArgs));
+        w.result_read(0, ("search", 2), true, Some(ErrorClass::Transient));
+        w.result_read(0, ("lookup", 3), true, None);
+        assert_eq!(failing(&w), [("search".to_owned(), 1), ("search".to_owned(), 2)], "not the scenario's: ignored");
+        // Another call of the tool succeeds: it corrected the bad arguments; the transient
+        // failure of its other call still stands.
+        w.result_read(0, ("search", 9), false, None);
+        assert_eq!(failing(&w), [("search".to_owned(), 2)]);
+        w.result_read(0, ("search", 2), false, None);
+        assert!(failing(&w).is_empty());
     }
 }

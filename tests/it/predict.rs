@@ -218,9 +218,12 @@ fn predict_refuses_folders_that_are_no_live_runs_and_unknown_strategies() {
         "runs.csv",
         "scenario,strategy,run,seed,terminated_by,calls\nforeign,agent,0,1,answer,3\nforeign,agent,1,1,step_cap,1\n",
     );
-    let (code, err) = run(&["--strategy", "five-field"], &live);
+    let (code, err) = run(&["--strategy", "no-such"], &live);
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("--strategy \"five-field\": not a strategy of"), "{err}");
+    assert!(err.contains("--strategy \"no-such\": not a strategy of"), "{err}");
+    // A preset the scenario does not list is simulated as well (as `--rewrite` takes one).
+    let (code, err) = run(&["--strategy", "five-field", "--draws", "160"], &live);
+    assert!(matches!(code, Some(0 | 1)), "{err}");
     let (code, err) = run(&["--draws", "160"], &live);
     assert!(matches!(code, Some(0 | 1)), "{err}");
     assert!(err.contains("1 live runs left out: they ended cut off"), "{err}");
@@ -235,4 +238,14 @@ fn predict_refuses_folders_that_are_no_live_runs_and_unknown_strategies() {
     let (code, err) = run(&[], &live);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("runs of a fleet"), "{err}");
+    // The two files of one exec describe the same runs.
+    write(&live, "exec.json", &exec_json(r#"[{"ended": "answer"}]"#));
+    write(
+        &live,
+        "runs.csv",
+        "scenario,strategy,run,seed,terminated_by,calls\nforeign,agent,0,1,answer,3\nforeign,agent,1,1,answer,3\n",
+    );
+    let (code, err) = run(&[], &live);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("2 runs, where") && err.contains("describes 1"), "{err}");
 }
