@@ -189,10 +189,7 @@ fn rewrite_list(
         });
         w.rewritten_results += 1;
         let args = call.map(|c| &c.args).or_else(|| w.recorded_call(&id).map(|(_, a)| a));
-        let args_key = args.map_or(0, |a| {
-            let args: Value = serde_json::from_str(a.as_json()).unwrap_or(Value::Null);
-            super::schema::args_key(&super::schema::canonical_args(&args))
-        });
+        let args_key = args.map_or(0, super::schema::recorded_args_key);
         w.result_read(c, (tool, args_key), class.is_failure(), Some(class));
         if let Some(conv) = w.conversations.get_mut(&c) {
             conv.rewritten.insert(id, rendered);

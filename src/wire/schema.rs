@@ -16,6 +16,13 @@ pub fn args_key(canon: &str) -> u64 {
     crate::engine::rng::fnv1a64(canon.as_bytes())
 }
 
+/// The key of a recorded call's arguments, as the mock tools remember them ([`args_key`] of
+/// their [`canonical_args`]).
+pub fn recorded_args_key(args: &crate::exchange::Args) -> u64 {
+    let value: Value = serde_json::from_str(args.as_json()).unwrap_or(Value::Null);
+    args_key(&canonical_args(&value))
+}
+
 /// Canonical JSON of arguments compared by value: numbers with an integral value are written
 /// as integers, object keys are sorted.
 pub fn canonical_args(v: &Value) -> String {

@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use super::dispatch::{Channel, Shared, respond};
 use super::provider::{StreamFault, break_whole, call_ids, refusal};
 use super::rewrite::rewrite;
-use super::schema::{args_key, canonical_args};
+use super::schema::recorded_args_key;
 use super::spending::{Budget, Reservation, Usage};
 use super::stream_break::{Breaking, Step};
 use super::world::World;
@@ -697,10 +697,7 @@ fn record_history(w: &mut World, c: usize, items: &[Item]) {
                     .get(&id)
                     .map(|&(tool, args)| (tool.to_owned(), args.clone()))
                     .or_else(|| w.recorded_call(&id).map(|(tool, args)| (tool.to_owned(), args.clone())));
-                let call = call.map(|(tool, args)| {
-                    let args: Value = serde_json::from_str(args.as_json()).unwrap_or(Value::Null);
-                    (tool, args_key(&canonical_args(&args)))
-                });
+                let call = call.map(|(tool, args)| (tool, recorded_args_key(&args)));
                 let mocked = call.as_ref().and_then(|(tool, key)| w.outcomes.get(&(tool.clone(), *key)).copied());
                 let flagged = flag.is_some_and(|(failed, _)| failed);
                 let (failed, class, evidence) = match mocked {
