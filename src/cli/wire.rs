@@ -500,19 +500,40 @@ pub struct McpProxyArgs {
     #[command(flatten)]
     pub serve: McpServeArgs,
     /// Your MCP server's command line (it speaks MCP on its stdin and stdout).
-    #[arg(last = true, required = true, value_name = "CMD")]
+    #[arg(last = true, value_name = "CMD", required_unless_present = "upstream", conflicts_with = "upstream")]
     pub cmd: Vec<String>,
+    /// Your MCP server's streamable HTTP endpoint (e.g. http://127.0.0.1:3001/mcp), instead of
+    /// a command.
+    #[arg(long, value_name = "URL")]
+    pub upstream: Option<String>,
+    /// The environment variable holding a bearer token for `--upstream` (sent as
+    /// `Authorization: Bearer …`, never recorded or printed).
+    #[arg(long, value_name = "VAR", requires = "upstream")]
+    pub upstream_bearer_env: Option<String>,
 }
 
-/// `tracefault mcp-proxy SCENARIO -- CMD ARGS`: the host talks MCP to tracefault on stdio, and
-/// tracefault to the user's real server (started as CMD): `initialize` is tracefault's, the
+/// `tracefault mcp-proxy SCENARIO -- CMD ARGS` (or `--upstream URL`): the host talks MCP to
+/// tracefault on stdio, and tracefault to the user's real server (started as CMD, or over
+/// streamable HTTP at URL): `initialize` is tracefault's, the
 /// tools are the real server's, a call of a scenario tool meets the scenario's faults first (in
 /// `--mcp-strategy`'s encoding) and otherwise goes to the real server, as does any call of a
 /// tool the scenario does not name. What passed is said on stderr at the end.
 pub fn mcp_proxy(args: McpProxyArgs) -> Result<i32> {
     let (shared, encoding) = args.serve.mocks()?;
     runtime()?.block_on(async {
-        let real = std::sync::Arc::new(crate::wire::mcp_upstream::RealServer::start(&args.cmd).await?);
+        let real = match &args.upstream {
+            Some(url) => {
+                let bearer = match &args.upstream_bearer_env {
+                    Some(var) => Some(std::env::var(var).map_err(|_| {
+                        Error::Usage(format!("mcp-proxy --upstream-bearer-env {var}: no such environment variable"))
+                    })?),
+                    None => None,
+                };
+                crate::wire::mcp_upstream::RealServer::connect(url, bearer).await?
+            }
+            None => crate::wire::mcp_upstream::RealServer::start(&args.cmd).await?,
+        };
+        let real = std::sync::Arc::new(real);
         mcp::serve_stdio(shared.clone(), encoding, Some(real.clone())).await?;
         let (calls, faults, failed) = {
             let mut m = shared.lock();

@@ -16,11 +16,12 @@
 //! [`mcp_upstream`] a real MCP server behind the MCP mocks (`mcp-proxy`); [`stream_break`] a
 //! provider's event stream broken on its way to the agent (the `stream_*` faults); [`rewrite`]
 //! tool results the agent sends replaced by the scenario's faults before the real model reads
-//! them.
+//! them; [`https`] the client all of these reach the user's endpoints with.
 
 pub mod checks;
 pub mod conversation;
 pub mod dispatch;
+pub mod https;
 pub mod jsonrpc;
 pub mod mcp;
 pub mod mcp_upstream;

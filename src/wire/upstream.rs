@@ -44,9 +44,6 @@ pub const DEFAULTS: [(&str, &str); 3] = [
 /// How much of one answer is kept to read its usage, calls and text (the agent gets all of it).
 const KEPT_BYTES: usize = 4 << 20;
 
-/// How long a connection to an upstream may take to open.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-
 /// Request headers that are the connection's, not the request's (RFC 9110 §7.6.1), and those
 /// this hop sets itself: never forwarded. `accept-encoding` is dropped so the answer comes
 /// uncompressed and can be read for its usage.
@@ -104,11 +101,7 @@ impl Upstream {
             }
             bases[i] = url.to_owned();
         }
-        let client = reqwest::Client::builder()
-            .connect_timeout(CONNECT_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| Error::Usage(format!("cannot start the upstream client: {e}")))?;
+        let client = super::https::client()?;
         Ok(Upstream { bases, client, max_model_calls, sent: AtomicU64::new(0), budget, rewrite: None })
     }
 

@@ -526,9 +526,11 @@ fn real_mcp_server(name: &str) -> Option<std::path::PathBuf> {
 
 /// The official Python client through `tracefault mcp-proxy` to a real server: (its output as
 /// JSON, mcp-proxy's stderr as the client passed it on).
+/// `server` is what follows the scenario on mcp-proxy's command line (`--` and a command, or
+/// `--upstream URL`).
 fn through_mcp_proxy(py: &std::path::Path, scenario: &str, server: &[&str], calls: Value) -> (Value, String) {
     let exe = assert_cmd::cargo::cargo_bin!("tracefault");
-    let mut cmd = vec![exe.to_str().unwrap(), "mcp-proxy", scenario, "--"];
+    let mut cmd = vec![exe.to_str().unwrap(), "mcp-proxy", scenario];
     cmd.extend_from_slice(server);
     let o = std::process::Command::new(py)
         .current_dir(crate::root())
@@ -542,21 +544,10 @@ fn through_mcp_proxy(py: &std::path::Path, scenario: &str, server: &[&str], call
     (serde_json::from_slice(&o.stdout).unwrap(), stderr)
 }
 
-/// `mcp-proxy` in front of the reference "everything" server: the host sees the server's own
-/// tools; the scenario's 503 on the first `echo` is answered here (never sent); the second
-/// `echo` and a tool the scenario does not name (`get-sum`) are the server's own answers. By
-/// hand: 2 calls of the scenario's tool, 1 fault, 2 forwarded.
-#[test]
-fn mcp_proxy_puts_the_scenarios_faults_in_front_of_a_real_server() {
-    let Some(py) = sdk_python() else { return };
-    let Some(server) = real_mcp_server("everything") else { return };
-    let calls = json!([["echo", {"message": "hi"}], ["echo", {"message": "hi"}], ["get-sum", {"a": 2, "b": 3}]]);
-    let (out, stderr) = through_mcp_proxy(
-        &py,
-        "tests/fixtures/mcp/proxy-echo.toml",
-        &["node", server.to_str().unwrap(), "stdio"],
-        calls,
-    );
+/// The calls of [`everything_calls`] as the "everything" server behind `proxy-echo.toml`
+/// answers them: its own tools listed, the first `echo` stopped by the scenario's 503, the
+/// second and `get-sum` answered by the server.
+fn everything_answered(out: &Value, stderr: &str) {
     let tools: Vec<&str> = out["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
     assert!(tools.contains(&"echo") && tools.contains(&"get-sum"), "the real server's tools: {tools:?}");
     let c = &out["calls"];
@@ -568,6 +559,29 @@ fn mcp_proxy_puts_the_scenarios_faults_in_front_of_a_real_server() {
         stderr.contains("2 calls of the scenario's tools (1 met a fault); 2 forwarded to the server (0 failed there)"),
         "{stderr}"
     );
+}
+
+/// Two `echo` calls and a `get-sum`.
+fn everything_calls() -> Value {
+    json!([["echo", {"message": "hi"}], ["echo", {"message": "hi"}], ["get-sum", {"a": 2, "b": 3}]])
+}
+
+/// `mcp-proxy` in front of the reference "everything" server: the host sees the server's own
+/// tools; the scenario's 503 on the first `echo` is answered here (never sent); the second
+/// `echo` and a tool the scenario does not name (`get-sum`) are the server's own answers. By
+/// hand: 2 calls of the scenario's tool, 1 fault, 2 forwarded.
+#[test]
+fn mcp_proxy_puts_the_scenarios_faults_in_front_of_a_real_server() {
+    let Some(py) = sdk_python() else { return };
+    let Some(server) = real_mcp_server("everything") else { return };
+    let calls = everything_calls();
+    let (out, stderr) = through_mcp_proxy(
+        &py,
+        "tests/fixtures/mcp/proxy-echo.toml",
+        &["--", "node", server.to_str().unwrap(), "stdio"],
+        calls,
+    );
+    everything_answered(&out, &stderr);
 }
 
 /// In front of the reference filesystem server, a write the scenario faults never reaches it
@@ -595,7 +609,7 @@ fn mcp_proxy_stops_a_faulted_write_before_the_real_filesystem() {
     let (out, stderr) = through_mcp_proxy(
         &py,
         sc.to_str().unwrap(),
-        &["node", server.to_str().unwrap(), root.to_str().unwrap()],
+        &["--", "node", server.to_str().unwrap(), root.to_str().unwrap()],
         calls,
     );
     let c = &out["calls"];
@@ -608,4 +622,77 @@ fn mcp_proxy_stops_a_faulted_write_before_the_real_filesystem() {
         stderr.contains("3 calls of the scenario's tools (1 met a fault); 2 forwarded to the server (1 failed there)"),
         "{stderr}"
     );
+}
+
+/// The "everything" server over streamable HTTP (`mcp-proxy --upstream URL`), started on a free
+/// port: the same calls as over stdio give the same answers. By hand: 2 calls of the scenario's
+/// tool, 1 fault (answered here), 2 forwarded over HTTP.
+#[test]
+fn mcp_proxy_reaches_a_real_server_over_streamable_http() {
+    let Some(py) = sdk_python() else { return };
+    let Some(server) = real_mcp_server("everything") else { return };
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut node = std::process::Command::new("node")
+        .arg(&server)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(node.stderr.take().unwrap()).lines();
+    let listening = lines.by_ref().map_while(Result::ok).any(|l| l.contains("listening on port"));
+    assert!(listening, "the everything server did not start on port {port}");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let calls = everything_calls();
+    let (out, stderr) = through_mcp_proxy(&py, "tests/fixtures/mcp/proxy-echo.toml", &["--upstream", &url], calls);
+    let _ = node.kill();
+    let _ = node.wait();
+    everything_answered(&out, &stderr);
+}
+
+/// `--upstream-bearer-env` sends the variable's token as the server's authorization and never
+/// says it; a server that refuses the handshake (401) is bad input, exit 2, named by its URL.
+#[test]
+fn mcp_proxy_sends_the_bearer_token_and_never_says_it() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let server = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let reader = BufReader::new(stream.try_clone().unwrap());
+        let mut auth = None;
+        for line in reader.lines().map_while(Result::ok) {
+            if line.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':')
+                && name.eq_ignore_ascii_case("authorization")
+            {
+                auth = Some(value.trim().to_owned());
+            }
+        }
+        let mut stream = stream;
+        stream
+            .write_all(b"HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Bearer realm=\"x\"\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+            .unwrap();
+        auth
+    });
+    let o = crate::tracefault()
+        .args([
+            "mcp-proxy",
+            "tests/fixtures/mcp/proxy-echo.toml",
+            "--upstream",
+            &url,
+            "--upstream-bearer-env",
+            "TF_TEST_TOKEN",
+        ])
+        .env("TF_TEST_TOKEN", "s3cret-token")
+        .write_stdin("")
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(server.join().unwrap().as_deref(), Some("Bearer s3cret-token"));
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&url) && stderr.contains("did not initialise"), "{stderr}");
+    assert!(!stderr.contains("s3cret") && !String::from_utf8_lossy(&o.stdout).contains("s3cret"), "{stderr}");
 }
