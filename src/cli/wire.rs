@@ -647,7 +647,18 @@ fn record(world: &World, ran: Ran, timeout_s: u64) -> AgentRecord {
     let mut findings = world.findings.clone();
     // The conversation that went furthest is the run's.
     let main = world.conversations.values().max_by_key(|c| c.turns);
-    let ended = match (timed_out, main.and_then(|c| c.ended)) {
+    // Live mode: an agent that exits 0 after its model called only tools the scenario does not
+    // name ended with that call (its framework's final-answer tool).
+    let by_tool = main.and_then(|c| c.answer_by_tool).filter(|_| exit == Some(0) && !timed_out);
+    if by_tool.is_some() {
+        findings.push(Finding {
+            check: None,
+            detail: "the last answer called only tools the scenario does not name and the agent then exited 0: read \
+                     as its framework's final-answer tool"
+                .to_owned(),
+        });
+    }
+    let ended = match (timed_out, main.and_then(|c| c.ended).or(by_tool)) {
         (true, _) => "timeout".to_owned(),
         (false, Some(e)) => e.to_owned(),
         (false, None) if world.model_calls == 0 => "never_called".to_owned(),

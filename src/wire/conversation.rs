@@ -50,6 +50,10 @@ pub struct Conversation {
     /// without completing it: the run ended `gave_up`.
     /// The value is the failure's class, when known.
     pub failing: BTreeMap<(String, u64), Option<crate::fault::ErrorClass>>,
+    /// Live mode: the ending the last answer makes if its calls, all of tools the scenario does
+    /// not name, were a framework's final-answer tool (smolagents' `final_answer`, an output
+    /// tool): the run ends so when the agent then exits 0 without asking again.
+    pub answer_by_tool: Option<&'static str>,
     /// The ids it gave out (forgotten with it).
     pub ids: Vec<String>,
     /// The `/agents/K/` prefix its requests came under.
@@ -74,6 +78,7 @@ impl Conversation {
             undelivered: None,
             rewritten: BTreeMap::new(),
             failing: BTreeMap::new(),
+            answer_by_tool: None,
             ids: Vec::new(),
             agent,
         }

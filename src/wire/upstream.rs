@@ -802,6 +802,7 @@ fn answered(w: &mut World, a: Answered<'_>) -> Usage {
     // Only an answer the agent got whole can be acted on: a retry of a broken or abandoned one
     // gets its own (with the same ids when they are positional), recorded then.
     let calls = if ok && !agent_left { read.call_list } else { Vec::new() };
+    let foreign_only = !calls.is_empty() && calls.iter().all(|(_, name, _)| !w.scenario.task.tools.contains(name));
     for (id, name, args) in calls {
         let id = id.unwrap_or_else(|| {
             n += 1;
@@ -826,6 +827,7 @@ fn answered(w: &mut World, a: Answered<'_>) -> Usage {
         // it: the simulated model's give-up, read from what the real one did.
         let ending = if conv.failing.is_empty() { "answer" } else { "gave_up" };
         conv.ended = (ok && !read.calls && !agent_left).then_some(ending);
+        conv.answer_by_tool = foreign_only.then_some(ending);
     }
     Usage {
         input: read.tokens_in.saturating_add(read.cache_read),

@@ -6,6 +6,13 @@
 //! the verdict the scenario implies; where a framework's own documented behaviour decides the
 //! verdict (its turn limit, a provider it does not retry), that is listed below as an expectation.
 //!
+//! The same agents also run through live mode (`exec --live`) on the provider-overload
+//! scenario: their model requests go through tracefault, which answers the scenario's
+//! provider faults in each provider's dialect, to an upstream provider (a `tracefault serve` of
+//! the scenario without those faults, on another port, playing the real model), so each
+//! framework's own client meets the live proxy over every API, streaming and not, chained
+//! where it chains, and must end with the verdicts it ends with against the mocks.
+//!
 //! `scripts/test.sh` runs a fast subset (one combination per framework); `.ci/run` sets
 //! `TRACEFAULT_FRAMEWORKS=all` for the whole matrix.
 
@@ -261,22 +268,52 @@ fn final_text(trace: &str) -> Option<String> {
         .find_map(|e| (e["type"] == "final").then(|| e["text"].as_str().unwrap_or_default().to_owned()))
 }
 
-/// Runs `agent` on `scenario` and returns what disagrees with the expectation.
-fn check(scenario: &str, agent: &Agent) -> Vec<String> {
-    let dir = tempfile::tempdir().unwrap();
+/// The scenario `scenarios/NAME.toml` without its provider faults, written into `dir`: what
+/// the upstream provider serves in live mode (the faults are the live proxy's to answer).
+fn without_provider_faults(name: &str, dir: &std::path::Path) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(root().join(format!("scenarios/{name}.toml"))).unwrap();
+    let mut doc: toml::Table = toml::from_str(&text).unwrap();
+    assert!(!doc.contains_key("trace"), "a scenario with a trace path would need it rebased");
+    if let Some(toml::Value::Array(faults)) = doc.get_mut("faults") {
+        let before = faults.len();
+        faults.retain(|f| f.get("target").and_then(toml::Value::as_str) != Some("provider"));
+        assert!(faults.len() < before, "{name} has provider faults for the live proxy to answer");
+    }
+    let path = dir.join("upstream.toml");
+    std::fs::write(&path, toml::to_string(&doc).unwrap()).unwrap();
+    path
+}
+
+/// Runs `agent` on `scenario` (through live mode to an upstream provider when `live`) and
+/// returns what disagrees with the expectation.
+fn check(scenario: &str, agent: &Agent, live: bool) -> Vec<String> {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("out");
     // Real time for the rate limiter (its 2 s must outlast an agent's turn on a slow machine);
     // a hundredth elsewhere, so outages and retry-after waits pass quickly.
     let time_scale = if scenario == "03-rate-limit-storm" { "1" } else { "0.01" };
-    let out = tracefault()
-        .args(["exec", &format!("scenarios/{scenario}.toml"), "--runs", "3", "--time-scale", time_scale, "--out"])
-        .arg(dir.path())
-        .arg("--")
-        .args(agent.command())
-        .output()
-        .unwrap();
+    let mut exec = tracefault();
+    exec.args(["exec", &format!("scenarios/{scenario}.toml"), "--runs", "3", "--time-scale", time_scale, "--out"])
+        .arg(&dir);
+    let upstream = live.then(|| {
+        let sc = without_provider_faults(scenario, tmp.path());
+        crate::wire::Served::start_with(sc.to_str().unwrap(), &["--time-scale", time_scale])
+    });
+    if let Some(up) = &upstream {
+        let base = &up.base;
+        exec.args(["--live", "--upstream", &format!("openai={base},anthropic={base},gemini={base}")]);
+        // Live mode passes the user's own keys through: these stand for them.
+        for var in
+            ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY"]
+        {
+            exec.env(var, "user-key-for-the-upstream");
+        }
+    }
+    let out = exec.arg("--").args(agent.command()).output().unwrap();
+    drop(upstream);
     let mut want = expect(scenario, agent);
     let mut wrong = Vec::new();
-    let Ok(report) = std::fs::read_to_string(dir.path().join("exec.json")) else {
+    let Ok(report) = std::fs::read_to_string(dir.join("exec.json")) else {
         return vec![format!("no exec.json: {}", String::from_utf8_lossy(&out.stderr))];
     };
     let report: Value = serde_json::from_str(&report).unwrap();
@@ -315,8 +352,8 @@ fn check(scenario: &str, agent: &Agent) -> Vec<String> {
             wrong.push(format!("run {i}: fewer provider requests than model calls: {run}"));
         }
         // The mock's ending reached the agent: what it printed is what the mock model said.
-        let log = std::fs::read_to_string(dir.path().join(format!("agent-run-{i}.log"))).unwrap_or_default();
-        let trace = std::fs::read_to_string(dir.path().join(format!("traces/run-{i}.jsonl"))).unwrap_or_default();
+        let log = std::fs::read_to_string(dir.join(format!("agent-run-{i}.log"))).unwrap_or_default();
+        let trace = std::fs::read_to_string(dir.join(format!("traces/run-{i}.jsonl"))).unwrap_or_default();
         if let Some(text) = final_text(&trace).filter(|_| ended != "cut_off")
             && !log.contains(&text)
         {
@@ -329,6 +366,11 @@ fn check(scenario: &str, agent: &Agent) -> Vec<String> {
 /// Runs the matrix (or its fast subset) on `scenario`, two agents at a time, and fails with
 /// every disagreement at once.
 fn run_scenario(scenario: &str) {
+    run_matrix(scenario, false);
+}
+
+/// [`run_scenario`], directly against the mocks or through live mode.
+fn run_matrix(scenario: &str, live: bool) {
     if !crate::wire::frameworks_installed() {
         return;
     }
@@ -340,8 +382,9 @@ fn run_scenario(scenario: &str) {
         for _ in 0..2 {
             s.spawn(|| {
                 while let Some(agent) = { next.lock().unwrap().next() } {
-                    for w in check(scenario, agent) {
-                        wrong.lock().unwrap().push(format!("{agent} on {scenario}: {w}"));
+                    for w in check(scenario, agent, live) {
+                        let how = if live { " through live mode" } else { "" };
+                        wrong.lock().unwrap().push(format!("{agent} on {scenario}{how}: {w}"));
                     }
                 }
             });
@@ -374,6 +417,11 @@ fn frameworks_on_parallel_calls() {
 #[test]
 fn frameworks_on_provider_overload() {
     run_scenario("09-provider-overload");
+}
+
+#[test]
+fn frameworks_on_provider_overload_through_live_mode() {
+    run_matrix("09-provider-overload", true);
 }
 
 #[test]
