@@ -77,6 +77,7 @@ fn scenario(
         loads: vec![ToolLoad::default(); task.tools.len()],
         loaded: false,
         tool_upstreams: vec![None; task.tools.len()],
+        effects: vec![crate::engine::scenario::Effect::default(); task.tools.len()],
         provider_load: ProviderLoad::default(),
         pricing: None,
         prices: Default::default(),
@@ -208,6 +209,7 @@ fn rule(target: Target, attempt: u32, fault: Fault, name: &str) -> FaultRule {
         fleet: false,
         transport: false,
         key: None,
+        commits: false,
     }
 }
 

@@ -15,6 +15,8 @@ pub struct Met {
     pub target: Target,
     pub attempt: u32,
     pub fault: Fault,
+    /// The write was committed before the failure (`commit = "before_failure"`).
+    pub commits: bool,
 }
 
 #[derive(Default)]
@@ -47,7 +49,10 @@ pub fn faults_met(sc: &Scenario, s: usize, run: u64) -> (TerminatedBy, Vec<Met>)
     let met = c
         .met
         .into_iter()
-        .map(|(target, attempt, r)| Met { target, attempt, fault: sc.faults.rules[usize::from(r)].fault.clone() })
+        .map(|(target, attempt, r)| {
+            let rule = &sc.faults.rules[usize::from(r)];
+            Met { target, attempt, fault: rule.fault.clone(), commits: rule.commits }
+        })
         .collect();
     (m.terminated_by(), met)
 }
@@ -64,6 +69,7 @@ pub fn with_schedule(sc: &Scenario, schedule: &[Met]) -> Scenario {
             fleet: false,
             transport: false,
             key: None,
+            commits: m.commits,
         })
         .collect();
     Scenario { faults: FaultPlan::new(rules, sc.task.tools.len()), ..sc.clone() }
@@ -165,7 +171,15 @@ fault = "ambiguous"
         let (ended, met, min) = shrink(&sc, 0, 0);
         assert!(ended.is_loop(), "{ended:?}");
         assert_eq!(met.len(), 3);
-        assert_eq!(min, vec![Met { target: Target::Tool(1), attempt: 1, fault: Fault::Ambiguous { cursor: false } }]);
+        assert_eq!(
+            min,
+            vec![Met {
+                target: Target::Tool(1),
+                attempt: 1,
+                fault: Fault::Ambiguous { cursor: false },
+                commits: false
+            }]
+        );
         assert_eq!(to_toml(&sc, &min), "[[faults]]\ntarget = \"find\"\nat = [1]\nfault = \"ambiguous\"\n");
         // The printed schedule loads and still loops.
         let again = load_str(

@@ -449,6 +449,8 @@ pub fn push_run_row(buf: &mut Vec<u8>, prefix: &[u8], run: u64, seed: u64, m: &R
     buf.extend_from_slice(&[b'0' + (amp / 100 % 10) as u8, b'0' + (amp / 10 % 10) as u8, b'0' + (amp % 10) as u8]);
     buf.push(b',');
     buf.extend_from_slice(num.format(m.load_rejections).as_bytes());
+    buf.push(b',');
+    buf.extend_from_slice(num.format(m.duplicate_writes).as_bytes());
     buf.push(b'\n');
 }
 

@@ -105,6 +105,9 @@ pub enum Event<'a> {
         /// The tool refused it under load (its rate or concurrency limit, or a write conflict),
         /// apart from any scheduled fault.
         load: bool,
+        /// A write tool committed it though an earlier attempt of the same call had committed,
+        /// under a key the tool does not recognise (`effect = "write"`).
+        duplicate: bool,
     },
     /// An open breaker answered instead of the tool.
     Rejected {

@@ -58,6 +58,9 @@ pub struct FaultRule {
     /// `key = "…"`: what a probability rule's draws are keyed by, instead of its content (two
     /// otherwise identical rules draw alike unless keyed apart).
     pub key: Option<String>,
+    /// `commit = "before_failure"`: on a write tool, the attempt's write is committed before it
+    /// fails.
+    pub commits: bool,
 }
 
 impl FaultRule {
@@ -372,7 +375,16 @@ mod tests {
     use super::*;
 
     fn rule(target: Target, trigger: Trigger, fault: Fault) -> FaultRule {
-        FaultRule { target, trigger, fault, label: String::new(), fleet: false, transport: false, key: None }
+        FaultRule {
+            target,
+            trigger,
+            fault,
+            label: String::new(),
+            fleet: false,
+            transport: false,
+            key: None,
+            commits: false,
+        }
     }
 
     fn http(status: u16) -> Fault {

@@ -93,6 +93,9 @@ pub struct RetryPolicy {
     /// Whether a model answer whose stream broke is retried: the SDKs' own retries end when
     /// the answer's headers arrive, so they raise a broken stream to the agent.
     pub broken_streams: bool,
+    /// Every attempt of a call carries one idempotency key (the orchestrator's retries; the
+    /// model's re-issues where the envelope hands the key back).
+    pub idempotency_key: bool,
 }
 
 impl Default for RetryPolicy {
@@ -108,6 +111,7 @@ impl Default for RetryPolicy {
             budget_ratio: None,
             budget_window_ms: 10_000,
             broken_streams: true,
+            idempotency_key: false,
         }
     }
 }

@@ -53,6 +53,15 @@ pub struct Price {
     pub max_output_tokens: Option<u64>,
 }
 
+/// What a tool's call does beyond answering (`[tools.NAME] effect`, `idempotent`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Effect {
+    /// It changes state: a second committed attempt of one call is a duplicate write.
+    pub write: bool,
+    /// It writes an idempotency key once: an attempt carrying a committed key writes nothing.
+    pub honours_key: bool,
+}
+
 /// A validated scenario: everything the engine needs, nothing that can be invalid.
 #[derive(Clone, Debug)]
 pub struct Scenario {
@@ -80,6 +89,8 @@ pub struct Scenario {
     pub loaded: bool,
     /// `[tools.NAME] upstream`, by tool index: the user's real tool, called in live mode alone.
     pub tool_upstreams: Vec<Option<String>>,
+    /// `[tools.NAME] effect` and `idempotent`, by tool index.
+    pub effects: Vec<Effect>,
     /// `[provider] rpm`, `tpm`: the fleet's limits at the provider.
     pub provider_load: ProviderLoad,
     /// `[pricing]`: the billed model and its USD per million input and output tokens.

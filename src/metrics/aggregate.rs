@@ -52,6 +52,8 @@ pub struct Aggregate {
     pub first_attempts: u64,
     #[serde(default)]
     pub load_rejections: u64,
+    #[serde(default)]
+    pub duplicate_writes: u64,
     /// Σ of squares of each run's wasted retries and breaker trips (spreads for baselines).
     #[serde(default)]
     pub wasted_sq_sum: u128,
@@ -106,6 +108,7 @@ impl Aggregate {
         max_each(&mut self.peak_by_tool, &m.peak_by_tool);
         self.first_attempts += m.first_attempts;
         self.load_rejections += m.load_rejections;
+        self.duplicate_writes += m.duplicate_writes;
         self.wasted_sq_sum += u128::from(m.wasted_retries) * u128::from(m.wasted_retries);
         self.trips_sq_sum += u128::from(m.breaker_trips) * u128::from(m.breaker_trips);
         self.tokens_in_sum += u128::from(m.tokens_in);
@@ -169,6 +172,7 @@ impl Aggregate {
         max_each(&mut self.peak_by_tool, &o.peak_by_tool);
         self.first_attempts += o.first_attempts;
         self.load_rejections += o.load_rejections;
+        self.duplicate_writes += o.duplicate_writes;
         self.wasted_sq_sum += o.wasted_sq_sum;
         self.trips_sq_sum += o.trips_sq_sum;
         self.tokens_in_sum += o.tokens_in_sum;

@@ -93,6 +93,8 @@ pub fn recorded_metrics(trace: &Trace, compiled: &Compiled) -> RunMetrics {
                     fired,
                     wasted: c.issue != Issue::First && hopeless,
                     load: false,
+                    // A trace does not say which failed attempt had committed.
+                    duplicate: false,
                 });
                 let failed = c.class.is_some_and(ErrorClass::is_failure);
                 m.event(&Event::ToolResult {

@@ -36,6 +36,8 @@ pub struct RunMetrics {
     pub first_attempts: u64,
     /// Attempts a tool refused under load (rate, concurrency, write conflict).
     pub load_rejections: u64,
+    /// Attempts of a write tool's call that committed after one of the same call had.
+    pub duplicate_writes: u64,
     /// The most calls one tool served at once, and each tool's (by index; empty when no
     /// tool was tracked).
     pub peak_in_flight: u64,
@@ -111,6 +113,7 @@ impl RunMetrics {
             (&mut self.agents_succeeded, a.agents_succeeded),
             (&mut self.first_attempts, a.first_attempts),
             (&mut self.load_rejections, a.load_rejections),
+            (&mut self.duplicate_writes, a.duplicate_writes),
         ] {
             *into += from;
         }
@@ -169,8 +172,9 @@ impl Observer for RunMetrics {
                     self.model_transient_roundtrips += 1;
                 }
             }
-            Event::Attempt { by, class, rule, fired, wasted, load, .. } => {
+            Event::Attempt { by, class, rule, fired, wasted, load, duplicate, .. } => {
                 self.tool_calls += 1;
+                self.duplicate_writes += u64::from(duplicate);
                 self.first_attempts += u64::from(by == By::Model);
                 if by == By::Orchestrator {
                     self.orchestrator_retries += 1;

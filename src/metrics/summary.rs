@@ -4,7 +4,7 @@ use super::aggregate::Aggregate;
 use super::stats::{paired_mean_ci, wilson};
 use crate::engine::events::TerminatedBy;
 
-pub const SUMMARY_COLUMNS: [&str; 38] = [
+pub const SUMMARY_COLUMNS: [&str; 40] = [
     "scenario",
     "strategy",
     "runs",
@@ -43,11 +43,13 @@ pub const SUMMARY_COLUMNS: [&str; 38] = [
     "load_rejections_per_run",
     "cost_usd_mean",
     "cost_usd_total",
+    "duplicate_writes",
+    "duplicate_writes_per_run",
 ];
 
 /// What each column of `summary.csv` holds (the book's reference; the metrics' definitions in
 /// full are in the book's metrics page).
-pub const SUMMARY_COLUMN_DOCS: [&str; 38] = [
+pub const SUMMARY_COLUMN_DOCS: [&str; 40] = [
     "the scenario's name",
     "the strategy's name (an `exec` run: the agent's label; a replayed trace: `recorded`)",
     "runs of this strategy",
@@ -86,16 +88,21 @@ pub const SUMMARY_COLUMN_DOCS: [&str; 38] = [
     "429, 503 and 409 a tool gave under load, per run",
     "mean cost per run in USD under `[pricing]` (empty without it)",
     "cost of all runs of the strategy in USD under `[pricing]` (empty without it)",
+    "duplicate writes over all runs: attempts of a write tool's call that committed after one of the same call had, with no idempotency key the tool honoured",
+    "duplicate writes per run",
 ];
 
 /// Decimal places of each numeric column of `summary.csv` (index = column − 2).
-const PRECISION: [usize; 36] =
-    [0, 4, 4, 4, 4, 4, 4, 3, 0, 0, 0, 3, 3, 0, 4, 0, 0, 0, 4, 1, 1, 0, 0, 3, 3, 3, 0, 4, 1, 1, 1, 0, 3, 3, 6, 4];
+const PRECISION: [usize; 38] =
+    [0, 4, 4, 4, 4, 4, 4, 3, 0, 0, 0, 3, 3, 0, 4, 0, 0, 0, 4, 1, 1, 0, 0, 3, 3, 3, 0, 4, 1, 1, 1, 0, 3, 3, 6, 4, 0, 4];
+
+/// Where the cost columns sit among the numeric columns (filled by [`SummaryRow::with_cost`]).
+const COST_COLUMNS: [usize; 2] = [34, 35];
 
 /// Where the paired difference against the baseline sits among the numeric columns.
 const DELTA_COLUMNS: std::ops::Range<usize> = 23..26;
 
-pub const RUNS_COLUMNS: [&str; 25] = [
+pub const RUNS_COLUMNS: [&str; 26] = [
     "scenario",
     "strategy",
     "run",
@@ -121,10 +128,11 @@ pub const RUNS_COLUMNS: [&str; 25] = [
     "peak_in_flight",
     "retry_amplification",
     "load_rejections",
+    "duplicate_writes",
 ];
 
 /// What each column of `runs.csv` holds.
-pub const RUNS_COLUMN_DOCS: [&str; 25] = [
+pub const RUNS_COLUMN_DOCS: [&str; 26] = [
     "the scenario's name",
     "the strategy's name",
     "the run's number (0-based); with the seed it reproduces the run",
@@ -150,6 +158,7 @@ pub const RUNS_COLUMN_DOCS: [&str; 25] = [
     "the most calls any one tool served at once (where something is shared; else 0)",
     "calls ÷ first attempts",
     "429, 503 and 409 a tool gave under load (apart from `faults_injected`)",
+    "attempts of a write tool's call that committed after one of the same call had, with no idempotency key the tool honoured",
 ];
 
 /// One row of `summary.csv`.
@@ -158,7 +167,7 @@ pub struct SummaryRow {
     pub scenario: String,
     pub strategy: String,
     /// The numeric columns, in `SUMMARY_COLUMNS[2..]` order.
-    pub values: [f64; 36],
+    pub values: [f64; 38],
 }
 
 impl SummaryRow {
@@ -205,6 +214,8 @@ impl SummaryRow {
             // The cost, once `with_cost` prices the tokens; empty without `[pricing]`.
             f64::NAN,
             f64::NAN,
+            a.duplicate_writes as f64,
+            a.duplicate_writes as f64 / n,
         ];
         SummaryRow { scenario: scenario.to_owned(), strategy: strategy.to_owned(), values }
     }
@@ -214,9 +225,8 @@ impl SummaryRow {
     pub fn with_cost(mut self, a: &Aggregate, price: Option<(f64, f64)>) -> SummaryRow {
         if let Some((input, output)) = price {
             let total = (a.tokens_in_sum as f64 * input + a.tokens_out_sum as f64 * output) / 1e6;
-            let last = self.values.len();
-            self.values[last - 2] = total / a.runs.max(1) as f64;
-            self.values[last - 1] = total;
+            self.values[COST_COLUMNS[0]] = total / a.runs.max(1) as f64;
+            self.values[COST_COLUMNS[1]] = total;
         }
         self
     }

@@ -83,6 +83,23 @@ impl Exporter for ReportMd {
                     );
                 }
             }
+            if sc.effects.iter().any(|e| e.write) {
+                let _ = writeln!(
+                    s,
+                    "\nWrites (tools with `effect = \"write\"`): an attempt that committed after one of the same call \
+                     had, under no key the tool honoured, is a duplicate write.\n\n| strategy | duplicate writes | per run |\n|---|---:|---:|"
+                );
+                for row in &r.rows {
+                    let f = |m: &str| cell(row, m);
+                    let _ = writeln!(
+                        s,
+                        "| {} | {} | {} |",
+                        md_text(&row.strategy),
+                        f("duplicate_writes"),
+                        f("duplicate_writes_per_run")
+                    );
+                }
+            }
             if sc.fleet.agents > 1 || sc.loaded {
                 let _ = writeln!(
                     s,

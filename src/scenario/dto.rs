@@ -291,6 +291,11 @@ pub struct RetryDto {
     /// `stream_error`) is retried (default true; false in every preset: the SDKs raise it to
     /// the agent unretried).
     pub broken_streams: Option<bool>,
+    /// Whether every attempt of a call carries one idempotency key: the orchestrator's retries
+    /// send the first attempt's, and under the `envelope` encoding (whose `details` hand it to
+    /// the model) so do the model's re-issues. A tool with `idempotent = "key"` writes a key
+    /// once (default false).
+    pub idempotency_key: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -481,6 +486,10 @@ pub struct FaultDto {
     /// What the rule's probability draws are keyed by (default: the rule's content), to give
     /// two otherwise identical rules draws of their own.
     pub key: Option<String>,
+    /// `"before_failure"`: on a tool with `effect = "write"`, the write is committed before the
+    /// failure (a timeout, reset or 5xx once the write is done), so the caller sees a failure
+    /// of a write that happened; `"none"` (default: a failed attempt wrote nothing).
+    pub commit: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -584,6 +593,12 @@ pub struct ToolDto {
     /// URL. A call no fault stops is POSTed there (its JSON arguments as the body) and its answer
     /// is the result; without live mode the mock answers (default: the mock, always).
     pub upstream: Option<String>,
+    /// `"write"`: the tool changes state, so an attempt that commits after an earlier one of the
+    /// same call committed is a duplicate write (`duplicate_writes`); `"read"` (default).
+    pub effect: Option<String>,
+    /// With `effect = "write"`: `"key"`, the tool honours an idempotency key (an attempt that
+    /// carries the key of a committed one writes nothing again); `"none"` (default).
+    pub idempotent: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

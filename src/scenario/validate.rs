@@ -142,9 +142,20 @@ pub fn validate(dto: ScenarioDto, files: Files, ctx: &Ctx) -> std::result::Resul
 
     // A fault's target is one of the task's tools: checked when the task is sound.
     let mut rules = recorded_rules;
+    let effects = task.as_ref().and_then(|task| keep(p, fleet::effects_from_dto(ctx, &dto.tools, &task.tools)));
     if let Some(task) = &task {
         for (i, f) in dto.faults.iter().enumerate() {
-            rules.extend(keep(p, fault_rule(ctx, i, f, task)));
+            let rule = keep(p, fault_rule(ctx, i, f, task));
+            if let (Some(r), Some(effects)) = (&rule, &effects)
+                && let (true, Target::Tool(t)) = (r.commits, r.target)
+                && !effects[usize::from(t)].write
+            {
+                p.push(ctx.err(
+                    format!("faults[{i}].commit"),
+                    "a tool with `effect = \"write\"` in its `[tools.NAME]` table (only a write commits)",
+                ));
+            }
+            rules.extend(rule);
         }
         if rules.len() > usize::from(u16::MAX) {
             p.push(ctx.err("faults", "at most 65535 rules"));
@@ -214,7 +225,8 @@ pub fn validate(dto: ScenarioDto, files: Files, ctx: &Ctx) -> std::result::Resul
         Some(fleet),
         Some(loads),
         Some(tool_upstreams),
-    ) = (task, provider_load, format, policy, profile, strategies, baseline, pricing, fleet, loads, upstreams)
+        Some(effects),
+    ) = (task, provider_load, format, policy, profile, strategies, baseline, pricing, fleet, loads, upstreams, effects)
     else {
         return Err(problems);
     };
@@ -228,6 +240,7 @@ pub fn validate(dto: ScenarioDto, files: Files, ctx: &Ctx) -> std::result::Resul
         loaded: provider_load.is_limited() || loads.iter().any(|l| *l != ToolLoad::default()),
         loads,
         tool_upstreams,
+        effects,
         provider_load,
         pricing,
         prices: prices.unwrap_or_default(),
@@ -567,7 +580,27 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &Task) -> Result<FaultRul
         }
         k => k.clone(),
     };
-    Ok(FaultRule { target, trigger, fault, label, fleet, transport, key })
+    let commits = match f.commit.as_deref() {
+        None | Some("none") => false,
+        Some("before_failure") => true,
+        Some(c) => {
+            return Err(ctx.err(field("commit"), format!("\"before_failure\" or \"none\", got {c:?}")));
+        }
+    };
+    let fails_after_the_work = match &fault {
+        Fault::Timeout { .. } | Fault::Reset => true,
+        Fault::Http { status, .. } => *status >= 500 || *status == 408,
+        _ => false,
+    };
+    if commits && (target == Target::Provider || !fails_after_the_work) {
+        return Err(ctx.err(
+            field("commit"),
+            "`commit = \"before_failure\"` only on a tool's \"timeout\", \"reset\", 408 or 5xx (a failure that can \
+             come after the work is done)",
+        ));
+    }
+    let label = if commits { format!("{label} after committing") } else { label };
+    Ok(FaultRule { target, trigger, fault, label, fleet, transport, key, commits })
 }
 
 fn trigger_label(t: &Trigger) -> String {
@@ -615,6 +648,7 @@ fn retry_from_dto(ctx: &Ctx, field: &str, base: &RetryPolicy, r: &RetryDto) -> R
     }
     p.honor_retry_after = r.honor_retry_after.unwrap_or(p.honor_retry_after);
     p.broken_streams = r.broken_streams.unwrap_or(p.broken_streams);
+    p.idempotency_key = r.idempotency_key.unwrap_or(p.idempotency_key);
     if let Some(rule) = &r.retry_after {
         p.retry_after = RetryAfter::parse(rule).ok_or_else(|| {
             ctx.err(format!("{field}.retry_after"), format!("one of {}, got {rule:?}", RetryAfter::NAMES.join(", ")))

@@ -299,6 +299,7 @@ fn at_rule(target: Target, name: &str, attempt: u32, fault: Fault) -> FaultRule 
         fleet: false,
         transport: false,
         key: None,
+        commits: false,
     }
 }
 

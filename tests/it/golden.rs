@@ -31,7 +31,8 @@ tool_calls_mean,wasted_retries,wasted_retries_per_run,orchestrator_retries,\
 model_transient_roundtrips,breaker_trips,breaker_trips_per_run,tokens_mean,virtual_ms_mean,\
 protocol_violations,raw_leaks,calls_delta_vs_baseline,calls_delta_lo,calls_delta_hi,\
 agents,agents_succeeded_rate,makespan_ms_mean,agent_ms_p50,agent_ms_p99,peak_in_flight,\
-retry_amplification,load_rejections_per_run,cost_usd_mean,cost_usd_total"
+retry_amplification,load_rejections_per_run,cost_usd_mean,cost_usd_total,duplicate_writes,\
+duplicate_writes_per_run"
     );
     let runs = std::fs::read_to_string(root().join("reports/runs.csv")).unwrap();
     assert_eq!(
@@ -39,7 +40,7 @@ retry_amplification,load_rejections_per_run,cost_usd_mean,cost_usd_total"
         "scenario,strategy,run,seed,terminated_by,calls,model_calls,tool_calls,wasted_retries,\
 orchestrator_retries,model_transient_roundtrips,breaker_trips,faults_injected,tokens,virtual_ms,\
 protocol_violations,raw_leaks,agents,agents_succeeded,makespan_ms,agent_ms_p50,agent_ms_p99,\
-peak_in_flight,retry_amplification,load_rejections"
+peak_in_flight,retry_amplification,load_rejections,duplicate_writes"
     );
 }
 

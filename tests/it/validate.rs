@@ -169,3 +169,35 @@ max_stepz = 3
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.matches("error: ").count(), 4, "{err}");
 }
+
+/// The duplicate-write keys: each misuse named by its field and line.
+#[test]
+fn validate_names_each_misuse_of_the_write_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "name = \"w\"\n[task]\n[[task.steps]]\ntool = \"pay\"\n[[task.steps]]\ntool = \"look\"\n\
+                [tools.pay]\neffect = \"delete\"\n[tools.look]\nidempotent = \"key\"\n\
+                [[faults]]\ntarget = \"look\"\nat = [1]\nfault = \"timeout\"\ncommit = \"before_failure\"\n\
+                [[faults]]\ntarget = \"pay\"\nat = [1]\nhttp = 400\ncommit = \"before_failure\"\n\
+                [[faults]]\ntarget = \"pay\"\nat = [2]\nhttp = 503\ncommit = \"later\"\n";
+    let p = write(dir.path(), "w.toml", text);
+    let out = tracefault().arg("validate").arg(&p).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr).replace(&*dir.path().to_string_lossy(), "DIR");
+    for want in [
+        "tools.look.idempotent: expected `idempotent` only with `effect = \"write\"`",
+        "faults[1].commit: expected `commit = \"before_failure\"` only on a tool's \"timeout\", \"reset\", 408 or 5xx",
+        "faults[2].commit: expected \"before_failure\" or \"none\", got \"later\"",
+    ] {
+        assert!(err.contains(want), "{want}\n{err}");
+    }
+    // Without the key on the read tool, the unknown effect; then, with it fixed, the commit on
+    // the read tool.
+    let fixed = text.replace("[tools.look]\nidempotent = \"key\"\n", "");
+    let out = tracefault().arg("validate").arg(write(dir.path(), "w.toml", &fixed)).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("tools.pay.effect: expected \"read\" or \"write\", got \"delete\""), "{err}");
+    let fixed = fixed.replace("effect = \"delete\"", "effect = \"write\"");
+    let out = tracefault().arg("validate").arg(write(dir.path(), "w.toml", &fixed)).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("faults[0].commit: expected a tool with `effect = \"write\"`"), "{err}");
+}

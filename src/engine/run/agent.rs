@@ -64,6 +64,8 @@ pub(super) struct Slot {
     pub(super) read: u64,
     /// The latest attempt repeats what cannot help (see `hopeless`).
     pub(super) wasted: bool,
+    /// A write tool's call: an attempt of it has committed.
+    pub(super) written: bool,
 }
 
 impl Slot {
@@ -95,6 +97,7 @@ impl Slot {
             served_ms: 0,
             read: 0,
             wasted: false,
+            written: false,
         }
     }
 }

@@ -39,6 +39,7 @@ fn scenario(rules: Vec<FaultRule>, policy: Policy) -> Scenario {
         loads: vec![Default::default(); tools],
         loaded: false,
         tool_upstreams: vec![None; tools],
+        effects: vec![crate::engine::scenario::Effect::default(); tools],
         provider_load: Default::default(),
         pricing: None,
         prices: Default::default(),
@@ -55,6 +56,7 @@ fn rule(target: Target, at: &[u32], status: u16, retry_after_ms: Option<u64>) ->
         fleet: false,
         transport: false,
         key: None,
+        commits: false,
     }
 }
 
@@ -263,4 +265,41 @@ fn a_broken_stream_is_not_retried_under_an_sdks_rules() {
     assert!(matches!(models(&seen)[..], [Seen::Model { status: 502, ends: true, .. }]), "{seen:?}");
     let (seen, end) = run(&scenario(vec![rule(Target::Provider, &[1], 503, None)], sdk), "five-field");
     assert_eq!((end, models(&seen).len()), (TerminatedBy::Answer, 3));
+}
+
+/// Duplicate writes of a `search` made a write tool whose first attempt fails with a 503 after
+/// committing (or before, `commits` false), under `strat`; the policy's retry sends an
+/// idempotency key when `key`, and the tool honours one when `honours`.
+fn duplicate_writes(strat: &Strategy, commits: bool, key: bool, honours: bool) -> (u64, TerminatedBy) {
+    let mut sc = scenario(
+        vec![FaultRule { commits, ..rule(Target::Tool(0), &[1], 503, None) }],
+        Policy { retry: RetryPolicy { idempotency_key: key, ..RetryPolicy::default() }, ..Policy::default() },
+    );
+    sc.effects[0] = crate::engine::scenario::Effect { write: true, honours_key: honours };
+    let mut m = crate::metrics::run::RunMetrics::default();
+    m.reset(sc.faults.rules.len());
+    let end = simulate(&sc, strat, 0, sc.seed, &mut Workspace::default(), &mut m);
+    (m.duplicate_writes, end)
+}
+
+#[test]
+fn a_write_committed_before_its_failure_and_retried_is_written_twice_unless_its_key_is_honoured() {
+    // The orchestrator (five-field) retries the 503: attempt 1 committed, attempt 2 commits
+    // again: one duplicate, unless the retry carries the key and the tool honours it.
+    let orch = Strategy::preset_named("five-field").unwrap();
+    assert_eq!(duplicate_writes(&orch, true, false, false), (1, TerminatedBy::Answer));
+    assert_eq!(duplicate_writes(&orch, true, true, false), (1, TerminatedBy::Answer), "a key the tool ignores");
+    assert_eq!(duplicate_writes(&orch, true, false, true), (1, TerminatedBy::Answer), "no key sent");
+    assert_eq!(duplicate_writes(&orch, true, true, true), (0, TerminatedBy::Answer));
+    // A failure before the write committed wrote nothing: the retry is the one write.
+    assert_eq!(duplicate_writes(&orch, false, false, false), (0, TerminatedBy::Answer));
+    // The model re-issues (error-string: every failure goes to the model, which here retries a
+    // transient one itself): the key does not reach the model in a prefix sentence, so the
+    // re-issue writes again; under the envelope, whose details hand the model the key, it
+    // does not.
+    let prefix = Strategy::preset_named("error-string").unwrap();
+    assert_eq!(duplicate_writes(&prefix, true, true, true), (1, TerminatedBy::Answer));
+    let enveloped = Strategy { routing: Routing::Model, ..orch };
+    assert_eq!(duplicate_writes(&enveloped, true, true, true), (0, TerminatedBy::Answer));
+    assert_eq!(duplicate_writes(&enveloped, true, false, true), (1, TerminatedBy::Answer));
 }

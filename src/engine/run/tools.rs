@@ -178,9 +178,12 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
     }
 
     /// Reports the latest attempt of slot `i` (a write under optimistic concurrency once it
-    /// ends, when its outcome is known).
+    /// ends, when its outcome is known), and whether it wrote a second time.
     #[inline(always)]
     pub(super) fn attempt_event(&mut self, i: usize) {
+        let tool = usize::from(self.sc.task.calls[self.ag.slots[i].call as usize].tool);
+        let effect = self.sc.effects[tool];
+        let duplicate = effect.write && self.committed_again(i, effect.honours_key);
         let s = &self.ag.slots[i];
         let o = s.outcome;
         let fault = match (o.load, o.rule) {
@@ -199,7 +202,37 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
             fired: o.fired,
             wasted: s.wasted,
             load: o.load.is_some(),
+            duplicate,
         });
+    }
+
+    /// Whether the latest attempt of slot `i`, a write tool's, committed though an earlier one
+    /// had: it succeeded, or failed after committing (`commit = "before_failure"`), and carried
+    /// no key the tool (`honours_key`) had written. One key travels with a call's attempts
+    /// when the retry policy sends it (`idempotency_key`): the orchestrator's retries carry it,
+    /// and the model's re-issues do when the envelope (whose `details` hold it) handed it back.
+    #[cold]
+    fn committed_again(&mut self, i: usize, honours_key: bool) -> bool {
+        let s = &self.ag.slots[i];
+        let o = s.outcome;
+        let committed = o.load.is_none()
+            && match o.class {
+                None => true,
+                Some(c) if !c.is_failure() => true,
+                Some(_) => o.rule.is_some_and(|r| self.sc.faults.rules[usize::from(r)].commits),
+            };
+        if !committed {
+            return false;
+        }
+        let same_key = self.retry.idempotency_key
+            && match s.by {
+                By::Model => false,
+                By::Orchestrator => true,
+                By::ModelReissue => self.strat.encoding == crate::envelope::Encoding::Envelope,
+            };
+        let again = s.written && !(honours_key && same_key);
+        self.ag.slots[i].written = true;
+        again
     }
 
     pub(super) fn tool_done(&mut self, i: usize) {

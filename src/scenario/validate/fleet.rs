@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use super::{Ctx, MAX_MS, ms};
 use crate::engine::fleet::{Fleet, MAX_AGENTS, Start};
 use crate::engine::limits::{ProviderLoad, Service, ToolLoad};
+use crate::engine::scenario::Effect;
 use crate::error::Result;
 use crate::scenario::dto::{FleetDto, ProviderDto, ServiceDistDto, ServiceDto, StartDto, ToolDto};
 
@@ -111,6 +112,34 @@ pub(super) fn upstreams_from_dto(
             ));
         }
         out[i] = Some(url.clone());
+    }
+    Ok(out)
+}
+
+/// `[tools.NAME] effect` and `idempotent`, by tool index (an unknown tool is
+/// [`loads_from_dto`]'s to refuse).
+pub(super) fn effects_from_dto(ctx: &Ctx, d: &BTreeMap<String, ToolDto>, tools: &[String]) -> Result<Vec<Effect>> {
+    let mut out = vec![Effect::default(); tools.len()];
+    for (name, t) in d {
+        let Some(i) = tools.iter().position(|x| x == name) else { continue };
+        let write = match t.effect.as_deref() {
+            None | Some("read") => false,
+            Some("write") => true,
+            Some(e) => {
+                return Err(ctx.err(format!("tools.{name}.effect"), format!("\"read\" or \"write\", got {e:?}")));
+            }
+        };
+        let honours_key = match t.idempotent.as_deref() {
+            None | Some("none") => false,
+            Some("key") if write => true,
+            Some("key") => {
+                return Err(ctx.err(format!("tools.{name}.idempotent"), "`idempotent` only with `effect = \"write\"`"));
+            }
+            Some(k) => {
+                return Err(ctx.err(format!("tools.{name}.idempotent"), format!("\"key\" or \"none\", got {k:?}")));
+            }
+        };
+        out[i] = Effect { write, honours_key };
     }
     Ok(out)
 }
