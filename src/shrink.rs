@@ -133,6 +133,9 @@ pub fn to_toml(sc: &Scenario, schedule: &[Met]) -> String {
             Fault::Timeout { after_ms } => out.push_str(&format!("fault = \"timeout\"\nafter_ms = {after_ms}\n")),
             other => out.push_str(&format!("fault = {:?}\n", other.label())),
         }
+        if m.commits {
+            out.push_str("commit = \"before_failure\"\n");
+        }
     }
     out
 }

@@ -647,14 +647,16 @@ fn record(world: &World, ran: Ran, timeout_s: u64) -> AgentRecord {
     let mut findings = world.findings.clone();
     // The conversation that went furthest is the run's.
     let main = world.conversations.values().max_by_key(|c| c.turns);
-    // Live mode: an agent that exits 0 after its model called only tools the scenario does not
-    // name ended with that call (its framework's final-answer tool).
-    let by_tool = main.and_then(|c| c.answer_by_tool).filter(|_| exit == Some(0) && !timed_out);
+    // Live mode: an agent that exits 0, asking nothing more, after its model called its
+    // framework's final-answer tool ended with that call.
+    let by_tool = main
+        .and_then(|c| c.answer_by_tool.filter(|(_, seq)| *seq == c.requests).map(|(how, _)| how))
+        .filter(|_| exit == Some(0) && !timed_out);
     if by_tool.is_some() {
         findings.push(Finding {
             check: None,
-            detail: "the last answer called only tools the scenario does not name and the agent then exited 0: read \
-                     as its framework's final-answer tool"
+            detail: "the last answer called the framework's final-answer tool and the agent then exited 0: the run \
+                     ended with that answer"
                 .to_owned(),
         });
     }
@@ -824,6 +826,7 @@ fn agent_metrics(world: &World, trace: &Trace, ended: &str, findings: &[Finding]
     m.wasted_retries = world.wasted_retries;
     m.faults_injected = world.faults_injected;
     m.load_rejections = world.load_rejections;
+    m.duplicate_writes = world.duplicate_writes;
     m.met_fault |= world.faults_injected > 0 || world.load_rejections > 0;
     m.protocol_violations = count(Check::RoundTrip);
     m.raw_leaks = count(Check::NoRawText);
@@ -1274,7 +1277,8 @@ fn exec_json(
     let describe = |r: &AgentRecord| {
         json!({"ended": r.ended, "agent_exit_code": r.exit, "provider": r.trace.header.provider,
         "http_requests": {"provider": r.http[0], "tools": r.http[1], "other": r.http[2], "tool_lists": r.http[3]},
-        "counted": {"model_calls": r.metrics.model_calls, "tool_calls": r.metrics.tool_calls},
+        "counted": {"model_calls": r.metrics.model_calls, "tool_calls": r.metrics.tool_calls,
+            "duplicate_writes": r.metrics.duplicate_writes},
         "unknown_paths": r.unknown_paths, "requests_elsewhere": r.elsewhere,
         "rewritten_results": r.trace.events.iter().filter(|e| matches!(e, TraceEvent::ToolResult { evidence: Some(ev), .. }
             if ev.starts_with(crate::wire::rewrite::EVIDENCE))).count(),

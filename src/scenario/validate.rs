@@ -146,9 +146,13 @@ pub fn validate(dto: ScenarioDto, files: Files, ctx: &Ctx) -> std::result::Resul
     if let Some(task) = &task {
         for (i, f) in dto.faults.iter().enumerate() {
             let rule = keep(p, fault_rule(ctx, i, f, task));
-            if let (Some(r), Some(effects)) = (&rule, &effects)
-                && let (true, Target::Tool(t)) = (r.commits, r.target)
-                && !effects[usize::from(t)].write
+            let writes = |t: Target| match t {
+                Target::Tool(t) => effects.as_ref().is_none_or(|e| e[usize::from(t)].write),
+                _ => effects.as_ref().is_none_or(|e| e.iter().any(|e| e.write)),
+            };
+            if let Some(r) = &rule
+                && r.commits
+                && !writes(r.target)
             {
                 p.push(ctx.err(
                     format!("faults[{i}].commit"),

@@ -26,6 +26,12 @@ pub(super) struct Slot {
     pub(super) sent: bool,
 }
 
+/// The tools frameworks end a run with instead of a text answer: smolagents' `final_answer`,
+/// pydantic-ai's output tool `final_result` (`final_result_NAME` for one of several types).
+pub fn is_final_answer_tool(name: &str) -> bool {
+    name == "final_answer" || name == "final_result" || name.starts_with("final_result_")
+}
+
 /// One agent conversation the mock model holds.
 #[derive(Clone)]
 pub struct Conversation {
@@ -50,10 +56,12 @@ pub struct Conversation {
     /// without completing it: the run ended `gave_up`.
     /// The value is the failure's class, when known.
     pub failing: BTreeMap<(String, u64), Option<crate::fault::ErrorClass>>,
-    /// Live mode: the ending the last answer makes if its calls, all of tools the scenario does
-    /// not name, were a framework's final-answer tool (smolagents' `final_answer`, an output
-    /// tool): the run ends so when the agent then exits 0 without asking again.
-    pub answer_by_tool: Option<&'static str>,
+    /// Live mode: the ending an answer makes whose calls were all of a framework's final-answer
+    /// tool ([`is_final_answer_tool`]), and the number of the request it answered: the run ends
+    /// so when the agent then exits 0 without asking again.
+    pub answer_by_tool: Option<(&'static str, u32)>,
+    /// Live mode: the requests of it admitted so far (refused ones too).
+    pub requests: u32,
     /// The ids it gave out (forgotten with it).
     pub ids: Vec<String>,
     /// The `/agents/K/` prefix its requests came under.
@@ -79,6 +87,7 @@ impl Conversation {
             rewritten: BTreeMap::new(),
             failing: BTreeMap::new(),
             answer_by_tool: None,
+            requests: 0,
             ids: Vec::new(),
             agent,
         }

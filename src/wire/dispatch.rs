@@ -43,11 +43,14 @@ impl Shared {
 /// committed at its end. A client that goes away while it waits or is served gives its place
 /// back. `Err` is an answer that never reached the tool: an unknown tool, arguments that are
 /// not a JSON object, a refusal by the fleet's limits.
+/// `idempotency_key` is the key the call carried (HTTP's `Idempotency-Key` header), for a write
+/// tool that honours one.
 pub async fn tool_call(
     shared: &Arc<Shared>,
     agent: u32,
     name: &str,
     args: Result<Value, Reply>,
+    idempotency_key: Option<&str>,
 ) -> Result<tools::Called, Reply> {
     let door = {
         let mut m = shared.lock();
@@ -106,14 +109,20 @@ pub async fn tool_call(
             held.serving = false;
             return Ok(called);
         }
+        // A fault that comes after the write (`commit = "before_failure"`) lets the real tool
+        // write first.
         match (&shared.upstream, &m.scenario().tool_upstreams[tool]) {
-            (Some(up), Some(url)) if called.fault.is_none() => Some((up.clone(), url.clone())),
+            (Some(up), Some(url)) if called.fault.is_none() || called.commits => Some((up.clone(), url.clone())),
             _ => None,
         }
     };
     let mut called = called;
     let is_real = real.is_some();
-    if let Some((upstream, url)) = real {
+    if let (Some((upstream, url)), Some(_)) = (&real, &called.fault) {
+        // The real tool writes; the caller gets the scheduled failure all the same. A write
+        // the real tool refused was not committed.
+        called.commits = upstream.call_tool(url, &args).await.is_ok();
+    } else if let Some((upstream, url)) = real {
         let answer = upstream.call_tool(&url, &args).await;
         if let Err(fault) = answer.as_ref() {
             let mut m = shared.lock();
@@ -148,6 +157,10 @@ pub async fn tool_call(
     }
     if !committed {
         return Err(tools::refused(w, name, LoadFault::Conflict, None));
+    }
+    if w.scenario.effects[tool].write && tools::committed(&called) {
+        let args_key = crate::wire::schema::args_key(&crate::wire::schema::canonical_args(&args));
+        w.wrote(tool, args_key, idempotency_key);
     }
     Ok(called)
 }

@@ -166,7 +166,7 @@ impl ServerHandler for McpTools {
         let over_http = told.is_some();
         // A client that goes away (or cancels the request) gives the call's place back.
         let outcome = tokio::select! {
-            outcome = tool_call(&shared, agent, &request.name, Ok(args)) => outcome,
+            outcome = tool_call(&shared, agent, &request.name, Ok(args), None) => outcome,
             () = went_away(&mut told) => return Err(ErrorData::internal_error("the client went away", None)),
             () = context.ct.cancelled() => return Err(ErrorData::internal_error("the request was cancelled", None)),
         };

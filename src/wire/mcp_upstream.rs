@@ -22,6 +22,9 @@ pub struct RealServer {
     client: RunningService<RoleClient, ()>,
     /// Calls forwarded to it so far.
     forwarded: AtomicU64,
+    /// Over HTTP: its URL as given and as parsed, each replaced by the URL as shown in what
+    /// is said of it.
+    hidden: Vec<(String, String)>,
 }
 
 impl RealServer {
@@ -39,17 +42,37 @@ impl RealServer {
     /// `bearer` (without `Bearer `) as its authorization if given. A server of the older
     /// HTTP+SSE transport is refused by the handshake.
     pub async fn connect(url: &str, bearer: Option<String>) -> Result<RealServer> {
-        let parsed = reqwest::Url::parse(url)
-            .map_err(|e| Error::Usage(format!("mcp-proxy --upstream {url:?}: not a URL ({e})")))?;
+        // The URL is not echoed: its query or user part may hold a key.
+        let parsed = reqwest::Url::parse(url).map_err(|e| {
+            Error::Usage(format!("mcp-proxy --upstream: not a URL ({e}; the value is not shown: it may hold a key)"))
+        })?;
         if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
-            return Err(Error::Usage(format!("mcp-proxy --upstream {url:?}: expected an http:// or https:// URL")));
+            return Err(Error::Usage(
+                "mcp-proxy --upstream: expected an http:// or https:// URL (the value is not shown: it may hold a key)"
+                    .into(),
+            ));
         }
         let mut config = StreamableHttpClientTransportConfig::with_uri(url);
         if let Some(token) = bearer {
             config = config.auth_header(token);
         }
         let transport = StreamableHttpClientTransport::with_client(super::https::client()?, config);
-        Self::initialise(url, ().serve(transport)).await
+        let shown = shown(&parsed);
+        // As given, as parsed, and as the HTTP client says it (without its user part).
+        let mut anonymous = parsed.clone();
+        let _ = anonymous.set_username("");
+        let _ = anonymous.set_password(None);
+        let hidden: Vec<(String, String)> = [url, parsed.as_str(), anonymous.as_str()]
+            .into_iter()
+            .filter(|raw| *raw != shown)
+            .map(|raw| (raw.to_owned(), shown.clone()))
+            .collect();
+        let hide = |text: String| hidden.iter().fold(text, |t, (raw, shown)| t.replace(raw.as_str(), shown));
+        match Self::initialise(&shown, ().serve(transport)).await {
+            Ok(server) => Ok(RealServer { hidden: hidden.clone(), ..server }),
+            Err(Error::Usage(text)) => Err(Error::Usage(hide(text))),
+            Err(other) => Err(other),
+        }
     }
 
     /// Waits for the handshake of the server called `name` (in errors), up to [`START_TIMEOUT`].
@@ -68,12 +91,12 @@ impl RealServer {
             .map_err(|e| {
                 Error::Usage(format!("mcp-proxy: {name} did not initialise as an MCP server: {}", said(&e)))
             })?;
-        Ok(RealServer { client, forwarded: AtomicU64::new(0) })
+        Ok(RealServer { client, forwarded: AtomicU64::new(0), hidden: Vec::new() })
     }
 
     /// Its tools, every page.
     pub async fn tools(&self) -> std::result::Result<Vec<Tool>, ErrorData> {
-        self.client.list_all_tools().await.map_err(|e| unreachable_server(&e))
+        self.client.list_all_tools().await.map_err(|e| self.unreachable(&e))
     }
 
     /// Forwards a call; its answer as the server gave it (a server silent for
@@ -88,8 +111,14 @@ impl RealServer {
         })?;
         answer.map_err(|e| match e {
             rmcp::ServiceError::McpError(data) => data,
-            other => unreachable_server(&other),
+            other => self.unreachable(&other),
         })
+    }
+
+    /// A call the server did not answer, said without its URL's secrets.
+    fn unreachable(&self, e: &rmcp::ServiceError) -> ErrorData {
+        let text = self.hidden.iter().fold(said(e), |t, (raw, shown)| t.replace(raw.as_str(), shown));
+        ErrorData::internal_error(format!("tracefault mcp-proxy: the real MCP server did not answer: {text}"), None)
     }
 
     /// Calls forwarded so far.
@@ -101,6 +130,17 @@ impl RealServer {
     pub async fn stop(self) {
         let _ = self.client.cancel().await;
     }
+}
+
+/// A URL as it may be shown: its scheme, host, port and path (no user, password or query,
+/// which may hold a key), control characters escaped.
+fn shown(url: &reqwest::Url) -> String {
+    let mut bare = url.clone();
+    bare.set_query(None);
+    bare.set_fragment(None);
+    let _ = bare.set_username("");
+    let _ = bare.set_password(None);
+    crate::escape::printable(bare.as_str()).into_owned()
 }
 
 /// An error of the SDK's, for a terminal: on one line, without the transport's type name, the
@@ -118,10 +158,6 @@ fn said(e: &impl std::fmt::Display) -> String {
         line.push('…');
     }
     crate::escape::printable(&line).into_owned()
-}
-
-fn unreachable_server(e: &rmcp::ServiceError) -> ErrorData {
-    ErrorData::internal_error(format!("tracefault mcp-proxy: the real MCP server did not answer: {}", said(e)), None)
 }
 
 #[cfg(test)]

@@ -317,10 +317,13 @@ async fn handle(State(served): State<Arc<Served>>, req: Request) -> Response {
         Route::Mcp => {
             return mcp::http(&shared, &served.mcp, agent, parts, body).await;
         }
-        Route::Tool(name) => match tool_call(&shared, agent, name, tools::arguments(&body)).await {
-            Ok(called) => tools::http_reply(shared.lock().world(agent).expect("an agent of the fleet"), &called),
-            Err(reply) => reply,
-        },
+        Route::Tool(name) => {
+            let key = parts.headers.get("idempotency-key").and_then(|v| v.to_str().ok());
+            match tool_call(&shared, agent, name, tools::arguments(&body), key).await {
+                Ok(called) => tools::http_reply(shared.lock().world(agent).expect("an agent of the fleet"), &called),
+                Err(reply) => reply,
+            }
+        }
     };
     respond(reply).await
 }

@@ -63,6 +63,8 @@ pub struct Called {
     /// The tool's schema changed with this call (`schema_drift` fired): MCP says
     /// `notifications/tools/list_changed`.
     pub list_changed: bool,
+    /// The fault came after the write was done (`commit = "before_failure"`).
+    pub commits: bool,
 }
 
 /// A request body as a tool's arguments: a JSON object, or the 400 that says why not.
@@ -164,16 +166,17 @@ pub fn invoke(world: &mut World, tool: &str, args: &Value) -> Called {
     let result: Value =
         spec.map_or_else(|| json!({"result": "ok"}), |c| serde_json::from_str(&c.result_json).unwrap_or(Value::Null));
     let class = decision.map(|d| world.fault(d.rule).class());
-    let (fault, retry_after_ms, transport) = match decision {
+    let (fault, retry_after_ms, transport, commits) = match decision {
         None => {
             world.succeeded(tool_idx);
-            (None, None, false)
+            (None, None, false, false)
         }
         Some(d) => {
             world.faults_injected += 1;
             let rule = &world.scenario.faults.rules[usize::from(d.rule)];
             let transport = rule.transport || matches!(rule.fault, Fault::SessionExpired | Fault::StreamDropped);
-            (Some(world.fault(d.rule).clone()), d.retry_after_ms, transport)
+            // A refusal repeating an announced wait wrote nothing.
+            (Some(world.fault(d.rule).clone()), d.retry_after_ms, transport, rule.commits && !d.refused)
         }
     };
     match class.filter(|c| c.is_failure()) {
@@ -187,7 +190,16 @@ pub fn invoke(world: &mut World, tool: &str, args: &Value) -> Called {
     world.outcomes.insert(call_key, class);
     world.last_outcome.insert(tool.to_owned(), class);
     world.bound_memory();
-    Called { tool: tool.to_owned(), result, fault, retry_after_ms, transport, list_changed }
+    Called { tool: tool.to_owned(), result, fault, retry_after_ms, transport, list_changed, commits }
+}
+
+/// Whether a call of a write tool that ended so committed its write: it succeeded (or gave a
+/// result that is no failure), or failed after committing.
+pub fn committed(called: &Called) -> bool {
+    match &called.fault {
+        None => true,
+        Some(f) => !f.class().is_failure() || called.commits,
+    }
 }
 
 /// A call the mocks let through that the user's real tool then failed (live mode): the world

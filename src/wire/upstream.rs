@@ -498,6 +498,8 @@ fn admit(
         rewrite(w, c, format, strategy, (body, &items), |n| positional(root, n))
     });
     record_history(w, c, &items);
+    w.conversation(c).requests += 1;
+    let seq = w.conversation(c).requests;
     let body = rewritten.as_deref().unwrap_or(body);
     // The spending limit first: a request it refuses meets no fault and takes no place under
     // the fleet's limits; a request a fault or a limit refuses gives its reservation back.
@@ -532,7 +534,7 @@ fn admit(
             _ => 0,
         })
         .sum();
-    let asked = Asked { c, turn, format, unnamed, root: root(&items) };
+    let asked = Asked { c, turn, seq, format, unnamed, root: root(&items) };
     Ok(Place { asked, started_ms: now, epoch: m.epoch, usd, broken, rewritten })
 }
 
@@ -556,6 +558,8 @@ struct Place {
 struct Asked {
     c: usize,
     turn: u32,
+    /// Its number among the conversation's requests.
+    seq: u32,
     format: Format,
     unnamed: usize,
     root: u32,
@@ -743,7 +747,7 @@ struct Answered<'a> {
 /// the usage it reports, as billed.
 fn answered(w: &mut World, a: Answered<'_>) -> Usage {
     let Answered { asked, status, is_sse, kept, latency_ms, broken, agent_left, injected } = a;
-    let Asked { c, turn, format, unnamed, root } = asked;
+    let Asked { c, turn, seq, format, unnamed, root } = asked;
     w.model_calls += 1;
     let text = String::from_utf8_lossy(kept);
     let read = if is_sse { read_stream(&text) } else { read_json(format, &text) };
@@ -802,7 +806,8 @@ fn answered(w: &mut World, a: Answered<'_>) -> Usage {
     // Only an answer the agent got whole can be acted on: a retry of a broken or abandoned one
     // gets its own (with the same ids when they are positional), recorded then.
     let calls = if ok && !agent_left { read.call_list } else { Vec::new() };
-    let foreign_only = !calls.is_empty() && calls.iter().all(|(_, name, _)| !w.scenario.task.tools.contains(name));
+    let final_tool =
+        !calls.is_empty() && calls.iter().all(|(_, name, _)| super::conversation::is_final_answer_tool(name));
     for (id, name, args) in calls {
         let id = id.unwrap_or_else(|| {
             n += 1;
@@ -827,7 +832,7 @@ fn answered(w: &mut World, a: Answered<'_>) -> Usage {
         // it: the simulated model's give-up, read from what the real one did.
         let ending = if conv.failing.is_empty() { "answer" } else { "gave_up" };
         conv.ended = (ok && !read.calls && !agent_left).then_some(ending);
-        conv.answer_by_tool = foreign_only.then_some(ending);
+        conv.answer_by_tool = final_tool.then_some((ending, seq));
     }
     Usage {
         input: read.tokens_in.saturating_add(read.cache_read),

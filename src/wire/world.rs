@@ -142,6 +142,13 @@ pub struct World {
     pub real_tool_failures: u64,
     /// Calls the fleet's shared limits refused (tool rate and concurrency, provider rpm/tpm).
     pub load_rejections: u64,
+    /// Write tools' calls that committed again: the same arguments written before, under no
+    /// idempotency key the tool had written ([`World::wrote`]).
+    pub duplicate_writes: u64,
+    /// What write tools committed: (tool, arguments' key), and (tool, idempotency key); at most
+    /// [`MAX_MEMORY`] of each.
+    written: BTreeSet<(usize, u64)>,
+    written_keys: BTreeSet<(usize, String)>,
     /// Until when each target's shared rate limit said it would refuse this agent.
     pub load_until: Vec<u64>,
     /// Service-time draws, like the engine's.
@@ -208,6 +215,9 @@ impl World {
             rewritten_results: 0,
             real_tool_failures: 0,
             load_rejections: 0,
+            duplicate_writes: 0,
+            written: BTreeSet::new(),
+            written_keys: BTreeSet::new(),
             load_until: vec![0; targets],
             service,
             http_requests: [0; 4],
@@ -366,6 +376,26 @@ impl World {
 
     pub fn conversation(&mut self, c: usize) -> &mut Conversation {
         self.conversations.get_mut(&c).expect("a conversation the world holds")
+    }
+
+    /// A write tool's call committed (`tool` by index, its arguments' key, the idempotency key
+    /// it carried): a key the tool honours and has written writes nothing; otherwise it is
+    /// written, a duplicate when the same arguments were written before.
+    pub fn wrote(&mut self, tool: usize, args_key: u64, key: Option<&str>) {
+        let effect = self.scenario.effects[tool];
+        if let Some(k) = key.filter(|_| effect.honours_key) {
+            if self.written_keys.contains(&(tool, k.to_owned())) {
+                return;
+            }
+            if self.written_keys.len() < MAX_MEMORY {
+                self.written_keys.insert((tool, k.to_owned()));
+            }
+        }
+        if self.written.contains(&(tool, args_key)) {
+            self.duplicate_writes += 1;
+        } else if self.written.len() < MAX_MEMORY {
+            self.written.insert((tool, args_key));
+        }
     }
 
     /// The caller read the tool list: every schema change so far is seen.

@@ -1210,3 +1210,43 @@ fn rewrite_hands_the_real_model_the_scenarios_fault_in_the_strategys_encoding() 
         assert!(at("tool_call") < at("tool_result"), "{id}: {events:?}");
     }
 }
+
+/// A fault that comes after the write (`commit = "before_failure"`) lets the user's real tool
+/// write first: the real tool gets the call, the agent gets the scheduled 503. By hand: the
+/// first call reaches the real tool and fails for the agent; the second reaches it and
+/// succeeds, the same arguments written twice: one duplicate write in the proxy's runs.csv.
+#[test]
+fn a_fault_after_the_commit_lets_the_real_tool_write_first() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let tool = rt.block_on(MockServer::start());
+    rt.block_on(async {
+        Mock::given(method("POST"))
+            .and(path("/charge"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({"payment": "P-1"})))
+            .expect(2)
+            .mount(&tool)
+            .await;
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let sc = crate::write(
+        dir.path(),
+        "write.toml",
+        &format!(
+            "name = \"real-write\"\n[task]\n[[task.steps]]\ntool = \"charge\"\nargs = {{ cart = \"A\" }}\n\
+             result = {{ payment = \"mock\" }}\n[tools.charge]\nupstream = \"{}/charge\"\neffect = \"write\"\n\
+             [[faults]]\ntarget = \"charge\"\nat = [1]\nhttp = 503\ncommit = \"before_failure\"\n",
+            tool.uri()
+        ),
+    );
+    let p = Proxy::start(sc.to_str().unwrap(), &["--upstream", "openai=http://127.0.0.1:9"]);
+    let post = || match ureq::post(&format!("{}/tools/charge", p.base)).send_json(json!({"cart": "A"})) {
+        Ok(r) => r.status(),
+        Err(ureq::Error::Status(code, _)) => code,
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(post(), 503, "the scheduled failure, after the real write");
+    assert_eq!(post(), 200);
+    let (_, _, out) = p.stop();
+    rt.block_on(tool.verify());
+    assert_eq!(crate::wire::runs_row(&out.path().join("set"))["duplicate_writes"], 1);
+}

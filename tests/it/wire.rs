@@ -915,3 +915,23 @@ for attempt in (1, 2):
         }
     }
 }
+
+/// The mock tools count duplicate writes by arguments and by key. `charge_card` writes and
+/// honours keys; its attempts 1 and 3 fail after committing, attempt 6 before. By hand, over
+/// the calls (arguments, key): 1 A 503 wrote A · 2 A 200 wrote A again (duplicate 1) · 3 A/k1
+/// 503 wrote A again under a new key (duplicate 2) · 4 A/k1 200 key already written, writes
+/// nothing · 5 B 200 wrote B · 6 C 503 wrote nothing · 7 C 200 wrote C. Two duplicate writes.
+#[test]
+fn the_mock_tools_count_duplicate_writes_by_arguments_and_by_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let calls = json!([[{"cart": "A"}, null], [{"cart": "A"}, null], [{"cart": "A"}, "k1"], [{"cart": "A"}, "k1"],
+        [{"cart": "B"}, null], [{"cart": "C"}, null], [{"cart": "C"}, null]]);
+    let agent = ["python3", "tests/fixtures/writes/writer.py", &calls.to_string()];
+    let (_, report, _) = exec("tests/fixtures/writes/writes.toml", dir.path(), &agent, &[]);
+    let log = std::fs::read_to_string(dir.path().join("agent-run-0.log")).unwrap();
+    assert_eq!(log.split_whitespace().collect::<Vec<_>>(), ["503", "200", "503", "200", "200", "503", "200"], "{log}");
+    assert_eq!(runs_row(dir.path())["duplicate_writes"], 2);
+    assert_eq!(report["runs"][0]["counted"]["duplicate_writes"], 2, "{report}");
+    let summary = std::fs::read_to_string(dir.path().join("summary.csv")).unwrap();
+    assert!(summary.lines().nth(1).unwrap().ends_with(",2,2.0000"), "{summary}");
+}

@@ -64,8 +64,10 @@ pub(super) struct Slot {
     pub(super) read: u64,
     /// The latest attempt repeats what cannot help (see `hopeless`).
     pub(super) wasted: bool,
-    /// A write tool's call: an attempt of it has committed.
+    /// A write tool's call: an attempt of it has committed, and one has under the idempotency
+    /// key the latest attempt carried.
     pub(super) written: bool,
+    pub(super) key_written: bool,
 }
 
 impl Slot {
@@ -98,6 +100,7 @@ impl Slot {
             read: 0,
             wasted: false,
             written: false,
+            key_written: false,
         }
     }
 }

@@ -303,3 +303,26 @@ fn a_write_committed_before_its_failure_and_retried_is_written_twice_unless_its_
     assert_eq!(duplicate_writes(&enveloped, true, true, true), (0, TerminatedBy::Answer));
     assert_eq!(duplicate_writes(&enveloped, true, false, true), (1, TerminatedBy::Answer));
 }
+
+#[test]
+fn a_refusal_that_repeats_an_announced_wait_writes_nothing() {
+    // Attempt 1 fails after committing and announces 2 s; the orchestrator does not wait
+    // (`honor_retry_after = false`), so its retries inside the 2 s are refused with the same
+    // answer and write nothing. The call's one later success is the one duplicate.
+    let mut sc = scenario(
+        vec![FaultRule { commits: true, ..rule(Target::Tool(0), &[1], 503, Some(2000)) }],
+        Policy {
+            retry: RetryPolicy { honor_retry_after: false, max_attempts: 10, ..RetryPolicy::default() },
+            ..Policy::default()
+        },
+    );
+    sc.effects[0] = crate::engine::scenario::Effect { write: true, honours_key: false };
+    let strat = Strategy::preset_named("five-field").unwrap();
+    let mut m = crate::metrics::run::RunMetrics::default();
+    m.reset(sc.faults.rules.len());
+    let mut rec = Record::default();
+    let end = simulate(&sc, &strat, 0, sc.seed, &mut Workspace::default(), &mut (&mut m, &mut rec));
+    let refused = rec.0.iter().filter(|s| matches!(s, Seen::Attempt { class: Some(_), .. })).count();
+    assert!(refused >= 2, "a refusal inside the wait, besides the first failure: {:?}", rec.0);
+    assert_eq!((m.duplicate_writes, end), (1, TerminatedBy::Answer));
+}

@@ -207,31 +207,40 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
     }
 
     /// Whether the latest attempt of slot `i`, a write tool's, committed though an earlier one
-    /// had: it succeeded, or failed after committing (`commit = "before_failure"`), and carried
-    /// no key the tool (`honours_key`) had written. One key travels with a call's attempts
-    /// when the retry policy sends it (`idempotency_key`): the orchestrator's retries carry it,
-    /// and the model's re-issues do when the envelope (whose `details` hold it) handed it back.
+    /// had: it succeeded, or a fault that fired now failed it after committing (`commit =
+    /// "before_failure"`; a refusal repeating an announced wait wrote nothing), under no key
+    /// the tool (`honours_key`) had written. With the retry policy's `idempotency_key` every
+    /// attempt carries a key: the model's first issue a new one, the orchestrator's retries
+    /// the key of the attempt they repeat, the model's re-issues the same one when the
+    /// envelope (whose `details` the simulation takes to hold it) handed it back and the
+    /// arguments are unchanged, else a new one.
     #[cold]
     fn committed_again(&mut self, i: usize, honours_key: bool) -> bool {
-        let s = &self.ag.slots[i];
+        let keyed = self.retry.idempotency_key;
+        let envelope = self.strat.encoding == crate::envelope::Encoding::Envelope;
+        let s = &mut self.ag.slots[i];
+        let same_key = keyed
+            && match s.by {
+                By::Model => false,
+                By::Orchestrator => true,
+                By::ModelReissue => envelope && s.variant == s.last_variant,
+            };
+        if !same_key {
+            s.key_written = false;
+        }
         let o = s.outcome;
         let committed = o.load.is_none()
             && match o.class {
                 None => true,
                 Some(c) if !c.is_failure() => true,
-                Some(_) => o.rule.is_some_and(|r| self.sc.faults.rules[usize::from(r)].commits),
+                Some(_) => o.fired && o.rule.is_some_and(|r| self.sc.faults.rules[usize::from(r)].commits),
             };
-        if !committed {
+        if !committed || (honours_key && keyed && s.key_written) {
             return false;
         }
-        let same_key = self.retry.idempotency_key
-            && match s.by {
-                By::Model => false,
-                By::Orchestrator => true,
-                By::ModelReissue => self.strat.encoding == crate::envelope::Encoding::Envelope,
-            };
-        let again = s.written && !(honours_key && same_key);
-        self.ag.slots[i].written = true;
+        let again = s.written;
+        s.written = true;
+        s.key_written = keyed;
         again
     }
 
@@ -242,7 +251,10 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
         let s = &mut self.ag.slots[i];
         if SHARED && std::mem::take(&mut s.serving) {
             let occ = self.sc.loads[tool].occ;
-            let write = (occ && s.outcome.class.is_none()).then_some(s.read);
+            // A write committed before its failure is a write all the same.
+            let commits =
+                s.outcome.fired && s.outcome.rule.is_some_and(|r| self.sc.faults.rules[usize::from(r)].commits);
+            let write = (occ && (s.outcome.class.is_none() || commits)).then_some(s.read);
             if !self.sh.tools[tool].end(write) {
                 s.outcome =
                     Outcome { class: Some(ErrorClass::Transient), load: Some(LoadFault::Conflict), ..s.outcome };
