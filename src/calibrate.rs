@@ -37,14 +37,8 @@ pub fn wilson(k: u64, n: u64) -> [f64; 2] {
     if n == 0 {
         return [0.0, 1.0];
     }
-    let (k, n, z) = (k as f64, n as f64, 1.959_963_984_540_054_f64);
-    let p = k / n;
-    let denom = 1.0 + z * z / n;
-    let centre = (p + z * z / (2.0 * n)) / denom;
-    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denom;
-    let lo = ((centre - half) * 1000.0).floor() / 1000.0;
-    let hi = ((centre + half) * 1000.0).ceil() / 1000.0;
-    [lo.max(0.0), hi.min(1.0)]
+    let (lo, hi) = crate::metrics::stats::wilson(k, n);
+    [(lo * 1000.0).floor() / 1000.0, (hi * 1000.0).ceil() / 1000.0]
 }
 
 /// `key = { value = V, range = [LO, HI] }`.

@@ -100,6 +100,11 @@ fn nearest_rank(v: &[f64], q: f64) -> f64 {
     v[rank - 1]
 }
 
+/// The figures whose observed value lies outside the prediction's interval.
+pub fn outside(p: &Prediction, observed: &[f64; 4]) -> Vec<&'static str> {
+    (0..FIGURES.len()).filter(|&k| !inside(observed[k], p.interval[k])).map(|k| FIGURES[k]).collect()
+}
+
 /// Whether `observed` lies inside `[lo, hi]` (a rounding's width of slack at each end).
 pub fn inside(observed: f64, [lo, hi]: [f64; 2]) -> bool {
     observed >= lo - 1e-9 && observed <= hi + 1e-9
@@ -108,7 +113,7 @@ pub fn inside(observed: f64, [lo, hi]: [f64; 2]) -> bool {
 /// In words: how far the simulator, with this profile, can be trusted for the model behind
 /// the live runs.
 pub fn verdict(p: &Prediction, observed: &[f64; 4]) -> String {
-    let outside: Vec<&str> = (0..4).filter(|&k| !inside(observed[k], p.interval[k])).map(|k| FIGURES[k]).collect();
+    let outside = outside(p, observed);
     let mut s = if outside.is_empty() {
         format!(
             "All four figures of the {} live runs lie inside the fitted simulator's prediction intervals: no evidence \

@@ -9,7 +9,7 @@ use clap::Args;
 use crate::engine::events::TerminatedBy;
 use crate::error::{Error, Result, exit};
 use crate::escape::{md_code, md_text, printable};
-use crate::predict::{FIGURES, MEANINGS, Prediction, RunEnd, figures, inside, predict, verdict};
+use crate::predict::{FIGURES, MEANINGS, Prediction, RunEnd, figures, inside, outside, predict, verdict};
 
 #[derive(Debug, Args)]
 pub struct PredictArgs {
@@ -76,7 +76,7 @@ pub fn execute(args: PredictArgs) -> Result<i32> {
     // A preset the scenario does not list (as `--rewrite` takes) is simulated as well.
     if let Some(name) = &named
         && !sc.strategies.iter().any(|s| s.name == *name)
-        && let Some(preset) = crate::engine::strategy::Strategy::preset_named(name)
+        && let Some(preset) = sc.strategy_or_preset(name)
     {
         sc.strategies.push(preset);
     }
@@ -113,8 +113,7 @@ pub fn execute(args: PredictArgs) -> Result<i32> {
         set.commit()?;
         println!("wrote predict.csv and predict.md to {}", out.display());
     }
-    let all_inside = (0..FIGURES.len()).all(|k| inside(observed[k], p.interval[k]));
-    Ok(if all_inside { exit::OK } else { exit::FAILED })
+    Ok(if outside(&p, &observed).is_empty() { exit::OK } else { exit::FAILED })
 }
 
 /// What an `exec --live` folder holds for predict.

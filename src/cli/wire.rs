@@ -152,25 +152,18 @@ impl UpstreamArgs {
         let budget = self.max_usd.map(|usd| Budget::new(usd, &sc.prices).map_err(Error::Usage)).transpose()?;
         let rewrite = match &self.rewrite {
             None => None,
-            Some(name) => Some(
-                sc.strategies
-                    .iter()
-                    .find(|s| &s.name == name)
-                    .cloned()
-                    .or_else(|| Strategy::preset_named(name))
-                    .ok_or_else(|| {
-                        let mut known: Vec<String> = sc.strategies.iter().map(|s| s.name.clone()).collect();
-                        for preset in Strategy::named() {
-                            if !known.contains(&preset.name) {
-                                known.push(preset.name);
-                            }
-                        }
-                        Error::Usage(format!(
-                            "--rewrite: a strategy of the scenario or a preset ({}), got {name:?}",
-                            known.join(", ")
-                        ))
-                    })?,
-            ),
+            Some(name) => Some(sc.strategy_or_preset(name).ok_or_else(|| {
+                let mut known: Vec<String> = sc.strategies.iter().map(|s| s.name.clone()).collect();
+                for preset in Strategy::named() {
+                    if !known.contains(&preset.name) {
+                        known.push(preset.name);
+                    }
+                }
+                Error::Usage(format!(
+                    "--rewrite: a strategy of the scenario or a preset ({}), got {name:?}",
+                    known.join(", ")
+                ))
+            })?),
         };
         Ok(std::sync::Arc::new(Upstream::new(&self.upstream, self.max_model_calls, budget)?.rewriting(rewrite)))
     }

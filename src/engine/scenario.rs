@@ -101,3 +101,10 @@ pub struct Scenario {
     /// FNV-1a of each tool name, then of "provider": targets' parts of fault-stream keys.
     pub target_hashes: Vec<u64>,
 }
+
+impl Scenario {
+    /// The strategy called `name`: the scenario's own, else the preset of that name.
+    pub fn strategy_or_preset(&self, name: &str) -> Option<Strategy> {
+        self.strategies.iter().find(|s| s.name == name).cloned().or_else(|| Strategy::preset_named(name))
+    }
+}
