@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::engine::Scenario;
 use crate::engine::events::{By, Event, Observer, TerminatedBy};
-use crate::engine::fault_plan::{FaultPlan, FaultRule, Target, Trigger};
+use crate::engine::fault_plan::{FaultPlan, FaultRule, Target};
 use crate::engine::fleet::Fleet;
 use crate::engine::limits::{ProviderLoad, ToolLoad};
 use crate::engine::profile::Profile;
@@ -201,16 +201,7 @@ pub fn as_recorded_scenario(trace: Trace) -> Scenario {
 }
 
 fn rule(target: Target, attempt: u32, fault: Fault, name: &str) -> FaultRule {
-    FaultRule {
-        target,
-        trigger: Trigger { at: Some(vec![attempt]), ..Trigger::default() },
-        label: format!("{name} at [{attempt}]: {} (recorded)", fault.label()),
-        fault,
-        fleet: false,
-        transport: false,
-        key: None,
-        commits: false,
-    }
+    crate::trace::compile::at_rule(target, name, attempt, fault)
 }
 
 /// Counts what a replayed run did, the way [`recorded_counts`] counts a trace.

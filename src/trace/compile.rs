@@ -290,7 +290,8 @@ pub fn compile(trace: &Trace) -> Compiled {
     Compiled { task, rules, calls, model_rules }
 }
 
-fn at_rule(target: Target, name: &str, attempt: u32, fault: Fault) -> FaultRule {
+/// A recorded fault: `fault` at attempt `attempt` of `target` (named `name` in its label).
+pub(crate) fn at_rule(target: Target, name: &str, attempt: u32, fault: Fault) -> FaultRule {
     FaultRule {
         target,
         trigger: Trigger { at: Some(vec![attempt]), ..Trigger::default() },

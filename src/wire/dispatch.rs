@@ -159,8 +159,7 @@ pub async fn tool_call(
         return Err(tools::refused(w, name, LoadFault::Conflict, None));
     }
     if w.scenario.effects[tool].write && tools::committed(&called) {
-        let args_key = crate::wire::schema::args_key(&crate::wire::schema::canonical_args(&args));
-        w.wrote(tool, args_key, idempotency_key);
+        w.wrote(tool, called.args_key, idempotency_key);
     }
     Ok(called)
 }

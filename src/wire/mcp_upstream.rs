@@ -35,7 +35,7 @@ impl RealServer {
         command.args(args);
         let transport = TokioChildProcess::new(command)
             .map_err(|e| Error::Usage(format!("mcp-proxy: cannot start {program}: {e}")))?;
-        Self::initialise(program, ().serve(transport)).await
+        Self::initialise(program, ().serve(transport), Vec::new()).await
     }
 
     /// Connects to the server at `url` over streamable HTTP and initialises it, sending
@@ -67,18 +67,15 @@ impl RealServer {
             .filter(|raw| *raw != shown)
             .map(|raw| (raw.to_owned(), shown.clone()))
             .collect();
-        let hide = |text: String| hidden.iter().fold(text, |t, (raw, shown)| t.replace(raw.as_str(), shown));
-        match Self::initialise(&shown, ().serve(transport)).await {
-            Ok(server) => Ok(RealServer { hidden: hidden.clone(), ..server }),
-            Err(Error::Usage(text)) => Err(Error::Usage(hide(text))),
-            Err(other) => Err(other),
-        }
+        Self::initialise(&shown, ().serve(transport), hidden).await
     }
 
-    /// Waits for the handshake of the server called `name` (in errors), up to [`START_TIMEOUT`].
+    /// Waits for the handshake of the server called `name` (in errors), up to [`START_TIMEOUT`];
+    /// `hidden` is what its errors must not say ([`RealServer::hidden`]).
     async fn initialise<E: std::fmt::Display>(
         name: &str,
         handshake: impl std::future::Future<Output = std::result::Result<RunningService<RoleClient, ()>, E>>,
+        hidden: Vec<(String, String)>,
     ) -> Result<RealServer> {
         let client = tokio::time::timeout(START_TIMEOUT, handshake)
             .await
@@ -89,9 +86,9 @@ impl RealServer {
                 ))
             })?
             .map_err(|e| {
-                Error::Usage(format!("mcp-proxy: {name} did not initialise as an MCP server: {}", said(&e)))
+                Error::Usage(format!("mcp-proxy: {name} did not initialise as an MCP server: {}", said(&e, &hidden)))
             })?;
-        Ok(RealServer { client, forwarded: AtomicU64::new(0), hidden: Vec::new() })
+        Ok(RealServer { client, forwarded: AtomicU64::new(0), hidden })
     }
 
     /// Its tools, every page.
@@ -117,7 +114,7 @@ impl RealServer {
 
     /// A call the server did not answer, said without its URL's secrets.
     fn unreachable(&self, e: &rmcp::ServiceError) -> ErrorData {
-        let text = self.hidden.iter().fold(said(e), |t, (raw, shown)| t.replace(raw.as_str(), shown));
+        let text = said(e, &self.hidden);
         ErrorData::internal_error(format!("tracefault mcp-proxy: the real MCP server did not answer: {text}"), None)
     }
 
@@ -143,11 +140,13 @@ fn shown(url: &reqwest::Url) -> String {
     crate::escape::printable(bare.as_str()).into_owned()
 }
 
-/// An error of the SDK's, for a terminal: on one line, without the transport's type name, the
-/// server's part (an HTML error page, say) cut short, control characters shown escaped.
-fn said(e: &impl std::fmt::Display) -> String {
+/// An error of the SDK's, for a terminal: each `(raw, shown)` of `hidden` said as shown (before
+/// anything is cut, so no part of a raw URL is left), on one line, without the transport's
+/// type name, the server's part (an HTML error page, say) cut short, control characters shown
+/// escaped.
+fn said(e: &impl std::fmt::Display, hidden: &[(String, String)]) -> String {
     const MAX_CHARS: usize = 300;
-    let text = e.to_string();
+    let text = hidden.iter().fold(e.to_string(), |t, (raw, shown)| t.replace(raw.as_str(), shown));
     let text = match text.find("] error: ") {
         Some(i) if text.starts_with("Send message error Transport [") => &text[i + "] error: ".len()..],
         _ => &text,
@@ -169,11 +168,11 @@ mod tests {
         let e = "Send message error Transport [rmcp::transport::worker::WorkerTransport<X<Y>>] error: \
                  unexpected server response: HTTP 404 Not Found: <html>\n<pre>Cannot POST</pre>\x1b[2J, when send initialize request";
         assert_eq!(
-            said(&e),
+            said(&e, &[]),
             "unexpected server response: HTTP 404 Not Found: <html> <pre>Cannot POST</pre>\\u{1b}[2J, when send initialize request"
         );
         let long = "x".repeat(400);
-        assert_eq!(said(&long).chars().count(), 301);
-        assert_eq!(said(&"connection refused"), "connection refused");
+        assert_eq!(said(&long, &[]).chars().count(), 301);
+        assert_eq!(said(&"connection refused", &[]), "connection refused");
     }
 }

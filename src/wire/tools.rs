@@ -65,6 +65,8 @@ pub struct Called {
     pub list_changed: bool,
     /// The fault came after the write was done (`commit = "before_failure"`).
     pub commits: bool,
+    /// The key of the call's canonical arguments.
+    pub args_key: u64,
 }
 
 /// A request body as a tool's arguments: a JSON object, or the 400 that says why not.
@@ -187,10 +189,11 @@ pub fn invoke(world: &mut World, tool: &str, args: &Value) -> Called {
             world.last_failure.remove(&call_key);
         }
     }
+    let args_key = call_key.1;
     world.outcomes.insert(call_key, class);
     world.last_outcome.insert(tool.to_owned(), class);
     world.bound_memory();
-    Called { tool: tool.to_owned(), result, fault, retry_after_ms, transport, list_changed, commits }
+    Called { tool: tool.to_owned(), result, fault, retry_after_ms, transport, list_changed, commits, args_key }
 }
 
 /// Whether a call of a write tool that ended so committed its write: it succeeded (or gave a
