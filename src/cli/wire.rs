@@ -414,7 +414,7 @@ pub fn proxy(args: ProxyArgs) -> Result<i32> {
         let mut m = shared.lock();
         // Every agent whose traffic passed (agent 0, which never called, when none did), ended
         // where it stood.
-        let ended = |w: &World| Ran { exit: None, timed_out: false, ended_ms: w.clock.now_ms() };
+        let ended = |w: &World| Ran { exit: None, timed_out: false, ended_ms: w.clock.now_ms(), proxied: true };
         let mut records: Vec<AgentRecord> =
             m.worlds().filter(|w| w.http_requests.iter().any(|&n| n > 0)).map(|w| record(w, ended(w), 0)).collect();
         if records.is_empty()
@@ -635,22 +635,24 @@ fn longest_identical_repeat(trace: &Trace) -> u32 {
 
 /// What one agent left in its world in one run.
 fn record(world: &World, ran: Ran, timeout_s: u64) -> AgentRecord {
-    let Ran { exit, timed_out, ended_ms } = ran;
+    let Ran { exit, timed_out, ended_ms, proxied } = ran;
     let sc = &world.scenario;
     let mut findings = world.findings.clone();
     // The conversation that went furthest is the run's.
     let main = world.conversations.values().max_by_key(|c| c.turns);
-    // Live mode: an agent that exits 0, asking nothing more, after its model called its
-    // framework's final-answer tool ended with that call.
+    // Live mode: an agent that exits 0 (or, behind `proxy`, that asks nothing more before the
+    // proxy is stopped) after its model called its framework's final-answer tool ended with
+    // that call.
     let by_tool = main
         .and_then(|c| c.answer_by_tool.filter(|(_, seq)| *seq == c.requests).map(|(how, _)| how))
-        .filter(|_| exit == Some(0) && !timed_out);
+        .filter(|_| (exit == Some(0) || proxied) && !timed_out);
     if by_tool.is_some() {
+        let then = if proxied { "no request followed before the proxy stopped" } else { "the agent then exited 0" };
         findings.push(Finding {
             check: None,
-            detail: "the last answer called the framework's final-answer tool and the agent then exited 0: the run \
-                     ended with that answer"
-                .to_owned(),
+            detail: format!(
+                "the last answer called the framework's final-answer tool and {then}: the run ended with that answer"
+            ),
         });
     }
     let ended = match (timed_out, main.and_then(|c| c.ended).or(by_tool)) {
@@ -837,6 +839,8 @@ struct Ran {
     exit: Option<i32>,
     timed_out: bool,
     ended_ms: u64,
+    /// The agent is no child of ours: `proxy` was stopped by its user (so no exit status).
+    proxied: bool,
 }
 
 /// Runs one copy of the agent against the mocks: its own process group (killed whole on
@@ -868,9 +872,9 @@ async fn run_agent(
     let waited = tokio::time::timeout(Duration::from_secs(timeout_s), child.wait()).await;
     let ended_ms = clock.now_ms();
     let result = match waited {
-        Ok(Ok(s)) => Ok(Ran { exit: s.code(), timed_out: false, ended_ms }),
+        Ok(Ok(s)) => Ok(Ran { exit: s.code(), timed_out: false, ended_ms, proxied: false }),
         Ok(Err(e)) => Err(Error::Usage(format!("waiting for the agent: {e}"))),
-        Err(_) => Ok(Ran { exit: None, timed_out: true, ended_ms }),
+        Err(_) => Ok(Ran { exit: None, timed_out: true, ended_ms, proxied: false }),
     };
     // Whatever happened, nothing the agent started outlives its run.
     if let Some(g) = group {

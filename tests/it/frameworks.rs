@@ -13,6 +13,11 @@
 //! framework's own client meets the live proxy over every API, streaming and not, chained
 //! where it chains, and must end with the verdicts it ends with against the mocks.
 //!
+//! And through `tracefault proxy`: the proxy started on its own, the agent run once with the
+//! proxy's banner as its environment, the proxy stopped with Ctrl-C; its report set must
+//! score the traffic as the run the agent had (its ending and its checks), since the proxy
+//! never sees the agent's exit status.
+//!
 //! `scripts/test.sh` runs a fast subset (one combination per framework); `.ci/run` sets
 //! `TRACEFAULT_FRAMEWORKS=all` for the whole matrix.
 
@@ -268,6 +273,22 @@ fn final_text(trace: &str) -> Option<String> {
         .find_map(|e| (e["type"] == "final").then(|| e["text"].as_str().unwrap_or_default().to_owned()))
 }
 
+/// Adds to `wrong` unless the report's failing checks are the ones expected; the exit code the
+/// report's command must have.
+fn checks_as_expected(report: &Value, want: &Expect, wrong: &mut Vec<String>) -> i32 {
+    let failing: BTreeSet<u8> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["passed"] == false)
+        .map(|c| c["check"].as_str().unwrap()[..1].parse().unwrap())
+        .collect();
+    if failing != want.failing {
+        wrong.push(format!("failing checks {failing:?}, expected {:?}: {}", want.failing, report["checks"]));
+    }
+    if want.failing.is_empty() { 0 } else { 1 }
+}
+
 /// The scenario `scenarios/NAME.toml` without its provider faults, written into `dir`: what
 /// the upstream provider serves in live mode (the faults are the live proxy's to answer).
 fn without_provider_faults(name: &str, dir: &std::path::Path) -> std::path::PathBuf {
@@ -321,17 +342,7 @@ fn check(scenario: &str, agent: &Agent, live: bool) -> Vec<String> {
     if report["runs"].as_array().unwrap().iter().any(|r| r["ended"] == "gave_up") {
         want.failing.insert(6);
     }
-    let failing: BTreeSet<u8> = report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["passed"] == false)
-        .map(|c| c["check"].as_str().unwrap()[..1].parse().unwrap())
-        .collect();
-    if failing != want.failing {
-        wrong.push(format!("failing checks {failing:?}, expected {:?}: {}", want.failing, report["checks"]));
-    }
-    let code = if want.failing.is_empty() { 0 } else { 1 };
+    let code = checks_as_expected(&report, &want, &mut wrong);
     if out.status.code() != Some(code) {
         wrong.push(format!("exec exited {:?}, expected {code}", out.status.code()));
     }
@@ -363,14 +374,114 @@ fn check(scenario: &str, agent: &Agent, live: bool) -> Vec<String> {
     wrong
 }
 
+/// Runs `agent` once through `tracefault proxy` on `scenario` (the proxy's upstream a serve of
+/// the scenario without its provider faults) and returns what disagrees with run 0's
+/// expectation.
+fn check_through_proxy(scenario: &str, agent: &Agent) -> Vec<String> {
+    use std::io::BufRead;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("out");
+    let sc = without_provider_faults(scenario, tmp.path());
+    let up = crate::wire::Served::start_with(sc.to_str().unwrap(), &["--time-scale", "0.01"]);
+    let base = &up.base;
+    let mut proxy = std::process::Command::new(assert_cmd::cargo::cargo_bin!("tracefault"))
+        .current_dir(root())
+        .args(["proxy", &format!("scenarios/{scenario}.toml"), "--time-scale", "0.01", "--out"])
+        .arg(&dir)
+        .args(["--upstream", &format!("openai={base},anthropic={base},gemini={base}")])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The banner is the agent's environment: `export NAME=VALUE` lines.
+    let mut env = Vec::new();
+    for line in std::io::BufReader::new(proxy.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if let Some((k, v)) = line.strip_prefix("export ").and_then(|l| l.split_once('=')) {
+            env.push((k.to_owned(), v.to_owned()));
+        }
+        if line.starts_with("# tracefault is serving") {
+            break;
+        }
+    }
+    let cmd = agent.command();
+    let mut run = std::process::Command::new(&cmd[0]);
+    run.args(&cmd[1..]).current_dir(root()).envs(env);
+    // The user's own keys, which the proxy passes through to the upstream.
+    for var in
+        ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY"]
+    {
+        run.env(var, "user-key-for-the-upstream");
+    }
+    let agent_out = run.output().unwrap();
+    rustix::process::kill_process(rustix::process::Pid::from_child(&proxy), rustix::process::Signal::INT).unwrap();
+    let out = proxy.wait_with_output().unwrap();
+    drop(up);
+    let mut want = expect(scenario, agent);
+    let log = String::from_utf8_lossy(&agent_out.stdout).into_owned();
+    let Ok(report) = std::fs::read_to_string(dir.join("exec.json")) else {
+        return vec![format!("no exec.json: {}", String::from_utf8_lossy(&out.stderr))];
+    };
+    let report: Value = serde_json::from_str(&report).unwrap();
+    let mut wrong = Vec::new();
+    let runs = report["runs"].as_array().unwrap();
+    if runs.len() != 1 {
+        wrong.push(format!("{} runs, expected the traffic scored as one", runs.len()));
+    }
+    let run = &runs[0];
+    let ended = run["ended"].as_str().unwrap_or_default();
+    if ended == "gave_up" {
+        want.failing.insert(6);
+    }
+    // The proxy never sees the agent's exit status: check 7 is the one exec alone can judge.
+    want.failing.remove(&7);
+    let code = checks_as_expected(&report, &want, &mut wrong);
+    if out.status.code() != Some(code) {
+        wrong.push(format!(
+            "proxy exited {:?}, expected {code}: {}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    if !want.endings.contains(&ended) {
+        wrong.push(format!("the run ended {ended}, expected one of {:?}", want.endings));
+    }
+    let exit = if want.agent_exit == 1 && ended == "answer" { 0 } else { want.agent_exit };
+    if agent_out.status.code() != Some(exit) {
+        wrong.push(format!(
+            "the agent exited {:?}, expected {exit}: {}",
+            agent_out.status.code(),
+            String::from_utf8_lossy(&agent_out.stderr)
+        ));
+    }
+    if run["http_requests"]["provider"].as_u64() < run["counted"]["model_calls"].as_u64() {
+        wrong.push(format!("fewer provider requests than model calls: {run}"));
+    }
+    let trace = std::fs::read_to_string(dir.join("traces/agent-0.jsonl")).unwrap_or_default();
+    if let Some(text) = final_text(&trace).filter(|_| ended != "cut_off")
+        && !log.contains(&text)
+    {
+        wrong.push(format!("the agent did not print the upstream's final text {text:?}: {log}"));
+    }
+    wrong
+}
+
 /// Runs the matrix (or its fast subset) on `scenario`, two agents at a time, and fails with
 /// every disagreement at once.
 fn run_scenario(scenario: &str) {
-    run_matrix(scenario, false);
+    run_matrix(scenario, Through::Exec);
 }
 
-/// [`run_scenario`], directly against the mocks or through live mode.
-fn run_matrix(scenario: &str, live: bool) {
+/// How the matrix meets the scenario: `exec` against the mocks, `exec --live`, or `proxy`.
+#[derive(Clone, Copy, PartialEq)]
+enum Through {
+    Exec,
+    ExecLive,
+    Proxy,
+}
+
+/// [`run_scenario`], directly against the mocks, through live mode or through the proxy.
+fn run_matrix(scenario: &str, through: Through) {
     if !crate::wire::frameworks_installed() {
         return;
     }
@@ -382,8 +493,16 @@ fn run_matrix(scenario: &str, live: bool) {
         for _ in 0..2 {
             s.spawn(|| {
                 while let Some(agent) = { next.lock().unwrap().next() } {
-                    for w in check(scenario, agent, live) {
-                        let how = if live { " through live mode" } else { "" };
+                    let found = match through {
+                        Through::Proxy => check_through_proxy(scenario, agent),
+                        _ => check(scenario, agent, through == Through::ExecLive),
+                    };
+                    for w in found {
+                        let how = match through {
+                            Through::Exec => "",
+                            Through::ExecLive => " through live mode",
+                            Through::Proxy => " through proxy",
+                        };
                         wrong.lock().unwrap().push(format!("{agent} on {scenario}{how}: {w}"));
                     }
                 }
@@ -421,7 +540,12 @@ fn frameworks_on_provider_overload() {
 
 #[test]
 fn frameworks_on_provider_overload_through_live_mode() {
-    run_matrix("09-provider-overload", true);
+    run_matrix("09-provider-overload", Through::ExecLive);
+}
+
+#[test]
+fn frameworks_on_provider_overload_through_proxy() {
+    run_matrix("09-provider-overload", Through::Proxy);
 }
 
 #[test]
