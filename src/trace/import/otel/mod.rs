@@ -136,13 +136,7 @@ impl Span {
     }
 
     fn has(&self, k: &str) -> bool {
-        let nested = format!("{k}.");
-        self.attrs.contains_key(k)
-            || self
-                .attrs
-                .range::<str, _>((Bound::Included(nested.as_str()), Bound::Unbounded))
-                .next()
-                .is_some_and(|(a, _)| a.starts_with(&nested))
+        self.attrs.contains_key(k) || nested(&self.attrs, k).next().is_some()
     }
 
     fn exception(&self) -> Option<&Attrs> {
@@ -335,17 +329,23 @@ fn flatten(prefix: &str, v: Value, out: &mut Attrs) {
     }
 }
 
+/// The attributes whose keys start with `prefix.`, in key order (found without building the
+/// prefix: keys that start with `prefix` sort right after it).
+fn nested<'a>(attrs: &'a Attrs, prefix: &'a str) -> impl Iterator<Item = (&'a String, &'a Value)> {
+    attrs
+        .range::<str, _>((Bound::Excluded(prefix), Bound::Unbounded))
+        .take_while(move |(k, _)| k.starts_with(prefix))
+        .filter(move |(k, _)| k.as_bytes().get(prefix.len()) == Some(&b'.'))
+}
+
 /// The keys under `prefix.` rebuilt as nested JSON (numeric segments as list indices).
 fn unflatten(attrs: &Attrs, prefix: &str) -> Option<Value> {
-    let p = format!("{prefix}.");
     let mut root = Value::Object(Map::new());
     let mut any = false;
-    for (k, v) in
-        attrs.range::<str, _>((Bound::Included(p.as_str()), Bound::Unbounded)).take_while(|(k, _)| k.starts_with(&p))
-    {
+    for (k, v) in nested(attrs, prefix) {
         let mut path = [""; 32];
         let mut depth = 0;
-        for segment in k[p.len()..].split('.') {
+        for segment in k[prefix.len() + 1..].split('.') {
             if depth == path.len() {
                 depth += 1;
                 break;
@@ -899,10 +899,12 @@ fn finish_reason(s: &Span) -> Option<String> {
     if let Some(r) = s.str("gen_ai.completion.0.finish_reason").or_else(|| s.str("ai.response.finishReason")) {
         return Some(r.to_owned());
     }
-    let from = |k: &str, ptr: &str| s.json(k).and_then(|v| v.pointer(ptr).and_then(Value::as_str).map(str::to_owned));
-    from("gen_ai.output.messages", "/0/finish_reason")
-        .or_else(|| from("output.value", "/choices/0/finish_reason"))
-        .or_else(|| from("output.value", "/stop_reason"))
+    let at = |v: &Value, ptr: &str| v.pointer(ptr).and_then(Value::as_str).map(str::to_owned);
+    if let Some(r) = s.json("gen_ai.output.messages").and_then(|v| at(&v, "/0/finish_reason")) {
+        return Some(r);
+    }
+    let out = s.json("output.value")?;
+    at(&out, "/choices/0/finish_reason").or_else(|| at(&out, "/stop_reason"))
 }
 
 fn model_call(s: &Span, gaps: &mut Vec<String>) -> ModelCall {
@@ -1066,7 +1068,7 @@ struct TraceRead {
 }
 
 fn read_trace(spans: &[&Span], gaps: &mut Vec<String>) -> TraceRead {
-    let ids: HashSet<&str> = spans.iter().map(|s| s.id.as_str()).collect();
+    let ids: rustc_hash::FxHashSet<&str> = spans.iter().map(|s| s.id.as_str()).collect();
     let root = spans.iter().find(|s| s.parent.as_deref().is_none_or(|p| !ids.contains(p))).copied();
     let mut last_call: Option<(&Span, Option<String>)> = None;
     let mut t = TraceRead {
