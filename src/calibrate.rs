@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::engine::profile::{Figure, Profile, plausible};
-use crate::trace::Trace;
 use crate::trace::inspect::{Next, follow_up, stats};
+use crate::trace::{FinalOutcome, Trace, TraceEvent};
 
 /// Observations a figure needs before it replaces the default (`--min-observations`).
 pub const DEFAULT_MIN_OBSERVATIONS: u64 = 5;
@@ -29,6 +29,9 @@ pub struct Fit {
     /// next action): a failure met with the re-issues at the cap says nothing of the
     /// probability (the simulated model stops there whatever it draws).
     pub at: BTreeMap<(String, u32, Next), u64>,
+    /// Conversations their source judged failed (a verdict of failure) after a tool failure,
+    /// that ended with an answer, of those that ended with an answer or a give-up.
+    pub claims: (u64, u64),
 }
 
 /// The 95% Wilson score interval of `k` successes in `n` trials, widened outwards to three
@@ -62,6 +65,17 @@ pub fn observe(trace: &Trace, fit: &mut Fit) {
     let s = stats(trace);
     fit.conversations += 1;
     let rows = &s.rows;
+    // A verdict of failure after a failure the model met: did its ending claim success?
+    let failed_tool = rows.iter().any(|r| matches!(class_of(r.outcome), Some("transient" | "bad_args" | "terminal")));
+    let verdict = trace.events.iter().rev().find_map(|e| match e {
+        TraceEvent::Final { outcome, success, .. } => Some((*outcome, *success)),
+        _ => None,
+    });
+    if let (true, Some((outcome @ (FinalOutcome::Answer | FinalOutcome::GaveUp), Some(false)))) = (failed_tool, verdict)
+    {
+        fit.claims.0 += u64::from(outcome == FinalOutcome::Answer);
+        fit.claims.1 += 1;
+    }
     let mut fix_run = 0;
     // Identical re-issues so far, per call (tool and arguments), as the simulated model counts
     // them: a parallel call of another tool does not end a call's run.
@@ -200,6 +214,14 @@ impl Fit {
             "terminal failures below the re-issue cap were abandoned",
         );
         p.set("p_give_up_terminal", figure);
+        let figure = fit(
+            "p_claim_success",
+            self.claims.0,
+            self.claims.1,
+            p.p_claim_success,
+            "conversations their source judged failed after a tool failure ended with an answer (not a give-up)",
+        );
+        p.set("p_claim_success", figure);
         lines.extend(caps);
         let mut toml = String::new();
         let _ = writeln!(
@@ -340,10 +362,40 @@ mod tests {
         assert_eq!(p.p_continue, 0.923);
         assert_eq!(p.ranges["p_continue"], [0.666, 0.987]);
         assert_eq!(p.ranges["p_fix_args"], crate::engine::profile::plausible("p_fix_args").unwrap(), "default kept");
-        assert_eq!(p.ranges.len(), crate::engine::profile::PROBABILITIES.len());
+        // Every swept probability, and p_claim_success.
+        assert_eq!(p.ranges.len(), crate::engine::profile::PROBABILITIES.len() + 1);
         assert_eq!(p.validate(), Ok(()));
         assert!(toml.contains("p_continue = { value = 0.923, range = [0.666, 0.987] } # 12 of 13"), "{toml}");
         let back: Profile = toml::from_str(&toml).unwrap();
         assert_eq!(back, p, "the written profile reads back the same, ranges included");
+    }
+
+    #[test]
+    fn claims_of_success_are_fitted_from_verdicts_after_a_tool_failure() {
+        // By hand: five conversations. Three judged failed after a transient failure: two end
+        // with an answer (claims), one gives up. One judged failed with no tool failure, and
+        // one judged successful after a failure: neither says how a model reports a failure
+        // it could not fix. So 2 of 3.
+        let ending = |outcome: &str, success: bool| {
+            let mut jsonl = native(&[&[("a", "t", "{}", true)], &[]]).to_jsonl();
+            jsonl.push_str(&format!(
+                "{{\"type\":\"final\",\"text\":\"x\",\"outcome\":\"{outcome}\",\"success\":{success}}}\n"
+            ));
+            Trace::parse(&jsonl, std::path::Path::new("t.jsonl")).unwrap()
+        };
+        let mut fit = Fit::default();
+        for t in [ending("answer", false), ending("answer", false), ending("gave_up", false), ending("answer", true)] {
+            observe(&t, &mut fit);
+        }
+        let mut clean = native(&[&[("a", "t", "{}", false)]]).to_jsonl();
+        clean.push_str("{\"type\":\"final\",\"text\":\"x\",\"outcome\":\"answer\",\"success\":false}\n");
+        observe(&Trace::parse(&clean, std::path::Path::new("t.jsonl")).unwrap(), &mut fit);
+        assert_eq!(fit.claims, (2, 3));
+        let (p, toml) = fit.profile(3, None);
+        assert_eq!(p.p_claim_success, 0.667, "{toml}");
+        assert_eq!(p.ranges["p_claim_success"], wilson(2, 3));
+        // Too few: the default and its plausible range.
+        let (p, _) = fit.profile(4, None);
+        assert_eq!((p.p_claim_success, p.ranges["p_claim_success"]), (0.1, [0.0, 0.25]));
     }
 }

@@ -139,8 +139,9 @@ pub fn as_recorded_scenario(trace: Trace) -> Scenario {
         (Some(_), _) => Ending::Answer,
         (None, _) => Ending::CutOff,
     };
+    let claimed = outcome.as_ref().is_some_and(|o| o.0 == FinalOutcome::Answer && o.2 == Some(false));
     task.final_text = outcome.map(|o| o.1).unwrap_or_default();
-    task.script = Some(Script { ending });
+    task.script = Some(Script { ending, claimed });
 
     let mut rules = Vec::new();
     let mut provider_attempt = 0;

@@ -150,6 +150,8 @@ pub enum Event<'a> {
         /// When the agent started.
         started_ms: u64,
         text: &'a str,
+        /// The ending claims the task done while its goal was not reached.
+        false_success: bool,
     },
     /// The run is over for every agent of a fleet (or of a run with tool limits): the most calls
     /// each tool (by index) served at once. A lone agent's run, which tracks no tool, has none.

@@ -120,7 +120,7 @@ pub const PROBABILITIES: [&str; 10] = [
 
 /// The range each probability plausibly takes when nothing was measured: the book's table (the
 /// simulated model) gives the reasoning per key (all are tracefault's assumptions around the design figures).
-pub const PLAUSIBLE: [(&str, [f64; 2]); 10] = [
+pub const PLAUSIBLE: [(&str, [f64; 2]); 11] = [
     ("p_continue", [0.80, 0.97]),
     ("p_retry_transient", [0.50, 0.95]),
     ("p_fix_args", [0.50, 0.90]),
@@ -131,6 +131,7 @@ pub const PLAUSIBLE: [(&str, [f64; 2]); 10] = [
     ("perception.prefix", [0.75, 0.97]),
     ("perception.raw", [0.40, 0.80]),
     ("perception.unmarked", [0.55, 0.90]),
+    ("p_claim_success", [0.0, 0.25]),
 ];
 
 /// The plausible range of probability `key` (see [`PLAUSIBLE`]).
@@ -152,6 +153,11 @@ pub struct Profile {
     pub tool_latency_ms: u64,
     pub prompt_tokens: u32,
     pub perception: Perception,
+    /// After giving up on a failure it could not fix: the probability that the model's answer
+    /// claims the task done (a false success when the task's goal was not reached). Not among
+    /// the swept [`PROBABILITIES`]: it is read once, as a run ends, so it never splits a
+    /// trajectory.
+    pub p_claim_success: f64,
     /// The plausible range of each probability that has one, by key (see [`PROBABILITIES`]).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub ranges: BTreeMap<String, [f64; 2]>,
@@ -172,7 +178,14 @@ struct ProfileFile {
     tool_latency_ms: u64,
     prompt_tokens: u32,
     perception: PerceptionFile,
+    /// Optional in a file: a profile written before it existed takes the bundled value.
+    #[serde(default)]
+    p_claim_success: Option<Figure>,
 }
+
+/// The bundled profile's `p_claim_success` (see `profiles/default.toml`), for a profile file
+/// that does not give one.
+pub const DEFAULT_P_CLAIM_SUCCESS: f64 = 0.1;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -202,8 +215,10 @@ impl TryFrom<ProfileFile> for Profile {
             tool_latency_ms: f.tool_latency_ms,
             prompt_tokens: f.prompt_tokens,
             perception: Perception { envelope: 0.0, flag: 0.0, object: 0.0, prefix: 0.0, raw: 0.0, unmarked: 0.0 },
+            p_claim_success: 0.0,
             ranges: BTreeMap::new(),
         };
+        p.set("p_claim_success", f.p_claim_success.unwrap_or(Figure::Value(DEFAULT_P_CLAIM_SUCCESS)));
         let figures = [
             f.p_continue,
             f.p_retry_transient,
@@ -239,6 +254,7 @@ impl Profile {
             "perception.prefix" => per.prefix,
             "perception.raw" => per.raw,
             "perception.unmarked" => per.unmarked,
+            "p_claim_success" => self.p_claim_success,
             _ => return None,
         })
     }
@@ -258,6 +274,7 @@ impl Profile {
             "perception.prefix" => &mut per.prefix,
             "perception.raw" => &mut per.raw,
             "perception.unmarked" => &mut per.unmarked,
+            "p_claim_success" => &mut self.p_claim_success,
             _ => return false,
         };
         *slot = figure.value();
@@ -285,6 +302,7 @@ impl Profile {
             ("perception.prefix", self.perception.prefix),
             ("perception.raw", self.perception.raw),
             ("perception.unmarked", self.perception.unmarked),
+            ("p_claim_success", self.p_claim_success),
         ];
         for (k, v) in probs {
             if !(0.0..=1.0).contains(&v) {
@@ -293,7 +311,10 @@ impl Profile {
         }
         for (k, &[lo, hi]) in &self.ranges {
             let Some(v) = self.probability(k) else {
-                return Err((k.clone(), format!("a range only on a probability ({})", PROBABILITIES.join(", "))));
+                return Err((
+                    k.clone(),
+                    format!("a range only on a probability ({}, p_claim_success)", PROBABILITIES.join(", ")),
+                ));
             };
             if !(0.0..=1.0).contains(&lo) || !(0.0..=1.0).contains(&hi) {
                 return Err((k.clone(), format!("a range within [0, 1], got [{lo}, {hi}]")));

@@ -57,6 +57,9 @@ pub struct Task {
     pub final_text: String,
     /// Set when the task replays recorded decisions (`as-recorded`).
     pub script: Option<Script>,
+    /// The tools (indices into `tools`) whose success is the task's goal (`[task] goal`); empty
+    /// for every tool.
+    pub goal: Vec<u16>,
     /// `(tool, canonical args)` → interned id, so adding a call never scans the others.
     interned: std::collections::BTreeMap<(u16, String), u32>,
 }
@@ -71,6 +74,9 @@ pub const MAX_FIXES: u32 = 16;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Script {
     pub ending: Ending,
+    /// The recorded ending claimed the task done although the source judged it failed (an
+    /// answer with a verdict of failure): the replay's give-up claims success as it did.
+    pub claimed: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -54,6 +54,9 @@ pub struct Aggregate {
     pub load_rejections: u64,
     #[serde(default)]
     pub duplicate_writes: u64,
+    /// Runs in which an agent's ending claimed the task done while its goal was not reached.
+    #[serde(default)]
+    pub false_success_runs: u64,
     /// Σ of squares of each run's wasted retries and breaker trips (spreads for baselines).
     #[serde(default)]
     pub wasted_sq_sum: u128,
@@ -109,6 +112,7 @@ impl Aggregate {
         self.first_attempts += m.first_attempts;
         self.load_rejections += m.load_rejections;
         self.duplicate_writes += m.duplicate_writes;
+        self.false_success_runs += u64::from(m.false_successes > 0);
         self.wasted_sq_sum += u128::from(m.wasted_retries) * u128::from(m.wasted_retries);
         self.trips_sq_sum += u128::from(m.breaker_trips) * u128::from(m.breaker_trips);
         self.tokens_in_sum += u128::from(m.tokens_in);
@@ -173,6 +177,7 @@ impl Aggregate {
         self.first_attempts += o.first_attempts;
         self.load_rejections += o.load_rejections;
         self.duplicate_writes += o.duplicate_writes;
+        self.false_success_runs += o.false_success_runs;
         self.wasted_sq_sum += o.wasted_sq_sum;
         self.trips_sq_sum += o.trips_sq_sum;
         self.tokens_in_sum += o.tokens_in_sum;

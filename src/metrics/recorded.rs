@@ -115,14 +115,17 @@ pub fn recorded_metrics(trace: &Trace, compiled: &Compiled) -> RunMetrics {
                     (FinalOutcome::GaveUp | FinalOutcome::Interrupted | FinalOutcome::Error, _) => TerminatedBy::GaveUp,
                     (FinalOutcome::CutOff, _) => TerminatedBy::StepCap,
                 };
-                m.event(&Event::End { by, t_ms: t_ms + turn_latency, started_ms: 0, text });
+                // An answer the source judged wrong claimed a success that was not.
+                let false_success = *outcome == FinalOutcome::Answer && *success == Some(false);
+                m.event(&Event::End { by, t_ms: t_ms + turn_latency, started_ms: 0, text, false_success });
                 ended = true;
             }
             TraceEvent::Mcp { .. } | TraceEvent::Breaker { .. } | TraceEvent::Decision { .. } => {}
         }
     }
     if !ended {
-        m.event(&Event::End { by: TerminatedBy::StepCap, t_ms: t_ms + turn_latency, started_ms: 0, text: "" });
+        let t_ms = t_ms + turn_latency;
+        m.event(&Event::End { by: TerminatedBy::StepCap, t_ms, started_ms: 0, text: "", false_success: false });
     }
     m
 }

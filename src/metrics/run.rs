@@ -38,6 +38,8 @@ pub struct RunMetrics {
     pub load_rejections: u64,
     /// Attempts of a write tool's call that committed after one of the same call had.
     pub duplicate_writes: u64,
+    /// Agents whose ending claimed the task done while its goal was not reached.
+    pub false_successes: u64,
     /// The most calls one tool served at once, and each tool's (by index; empty when no
     /// tool was tracked).
     pub peak_in_flight: u64,
@@ -114,6 +116,7 @@ impl RunMetrics {
             (&mut self.first_attempts, a.first_attempts),
             (&mut self.load_rejections, a.load_rejections),
             (&mut self.duplicate_writes, a.duplicate_writes),
+            (&mut self.false_successes, a.false_successes),
         ] {
             *into += from;
         }
@@ -209,7 +212,8 @@ impl Observer for RunMetrics {
             }
             Event::ProtocolViolation { .. } => self.protocol_violations += 1,
             Event::Decision { .. } => {}
-            Event::End { by, t_ms, started_ms, .. } => {
+            Event::End { by, t_ms, started_ms, false_success, .. } => {
+                self.false_successes += u64::from(false_success);
                 // A fleet's run ends as its first agent to end without an answer did, or with
                 // an answer when every agent answered; it lasts until its last agent ends.
                 if self.terminated_by.is_none_or(|t| t == TerminatedBy::Answer) {

@@ -4,7 +4,7 @@ use super::aggregate::Aggregate;
 use super::stats::{paired_mean_ci, wilson};
 use crate::engine::events::TerminatedBy;
 
-pub const SUMMARY_COLUMNS: [&str; 40] = [
+pub const SUMMARY_COLUMNS: [&str; 41] = [
     "scenario",
     "strategy",
     "runs",
@@ -45,11 +45,12 @@ pub const SUMMARY_COLUMNS: [&str; 40] = [
     "cost_usd_total",
     "duplicate_writes",
     "duplicate_writes_per_run",
+    "false_success_rate",
 ];
 
 /// What each column of `summary.csv` holds (the book's reference; the metrics' definitions in
 /// full are in the book's metrics page).
-pub const SUMMARY_COLUMN_DOCS: [&str; 40] = [
+pub const SUMMARY_COLUMN_DOCS: [&str; 41] = [
     "the scenario's name",
     "the strategy's name (an `exec` run: the agent's label; a replayed trace: `recorded`)",
     "runs of this strategy",
@@ -90,11 +91,13 @@ pub const SUMMARY_COLUMN_DOCS: [&str; 40] = [
     "cost of all runs of the strategy in USD under `[pricing]` (empty without it)",
     "duplicate writes over all runs: attempts of a write tool's call that committed after one of the same call had, with no idempotency key the tool honoured",
     "duplicate writes per run",
+    "share of runs whose ending claimed the task done while its goal (`[task] goal`) was not reached: an answer, or a give-up that claimed success",
 ];
 
 /// Decimal places of each numeric column of `summary.csv` (index = column − 2).
-const PRECISION: [usize; 38] =
-    [0, 4, 4, 4, 4, 4, 4, 3, 0, 0, 0, 3, 3, 0, 4, 0, 0, 0, 4, 1, 1, 0, 0, 3, 3, 3, 0, 4, 1, 1, 1, 0, 3, 3, 6, 4, 0, 4];
+const PRECISION: [usize; 39] = [
+    0, 4, 4, 4, 4, 4, 4, 3, 0, 0, 0, 3, 3, 0, 4, 0, 0, 0, 4, 1, 1, 0, 0, 3, 3, 3, 0, 4, 1, 1, 1, 0, 3, 3, 6, 4, 0, 4, 4,
+];
 
 /// Where the cost columns sit among the numeric columns (filled by [`SummaryRow::with_cost`]).
 const COST_COLUMNS: [usize; 2] = [34, 35];
@@ -102,7 +105,7 @@ const COST_COLUMNS: [usize; 2] = [34, 35];
 /// Where the paired difference against the baseline sits among the numeric columns.
 const DELTA_COLUMNS: std::ops::Range<usize> = 23..26;
 
-pub const RUNS_COLUMNS: [&str; 26] = [
+pub const RUNS_COLUMNS: [&str; 27] = [
     "scenario",
     "strategy",
     "run",
@@ -129,10 +132,11 @@ pub const RUNS_COLUMNS: [&str; 26] = [
     "retry_amplification",
     "load_rejections",
     "duplicate_writes",
+    "false_success",
 ];
 
 /// What each column of `runs.csv` holds.
-pub const RUNS_COLUMN_DOCS: [&str; 26] = [
+pub const RUNS_COLUMN_DOCS: [&str; 27] = [
     "the scenario's name",
     "the strategy's name",
     "the run's number (0-based); with the seed it reproduces the run",
@@ -159,6 +163,7 @@ pub const RUNS_COLUMN_DOCS: [&str; 26] = [
     "calls ÷ first attempts",
     "429, 503 and 409 a tool gave under load (apart from `faults_injected`)",
     "attempts of a write tool's call that committed after one of the same call had, with no idempotency key the tool honoured",
+    "agents whose ending claimed the task done while its goal was not reached (0 or 1 for a lone agent)",
 ];
 
 /// One row of `summary.csv`.
@@ -167,7 +172,7 @@ pub struct SummaryRow {
     pub scenario: String,
     pub strategy: String,
     /// The numeric columns, in `SUMMARY_COLUMNS[2..]` order.
-    pub values: [f64; 38],
+    pub values: [f64; 39],
 }
 
 impl SummaryRow {
@@ -216,6 +221,7 @@ impl SummaryRow {
             f64::NAN,
             a.duplicate_writes as f64,
             a.duplicate_writes as f64 / n,
+            a.false_success_runs as f64 / n,
         ];
         SummaryRow { scenario: scenario.to_owned(), strategy: strategy.to_owned(), values }
     }

@@ -100,6 +100,18 @@ impl Exporter for ReportMd {
                     );
                 }
             }
+            let claims =
+                |row: &crate::metrics::summary::SummaryRow| row.get("false_success_rate").is_some_and(|v| v > 0.0);
+            if !sc.task.goal.is_empty() || r.rows.iter().chain(r.recorded.as_ref().map(|x| &x.0)).any(claims) {
+                let _ = writeln!(
+                    s,
+                    "\nFalse success: a run whose ending claimed the task done (an answer, or a give-up that claimed \
+                     success) while its goal was not reached.\n\n| strategy | false success rate |\n|---|---:|"
+                );
+                for row in r.rows.iter().chain(r.recorded.as_ref().map(|x| &x.0)) {
+                    let _ = writeln!(s, "| {} | {} |", md_text(&row.strategy), cell(row, "false_success_rate"));
+                }
+            }
             if sc.fleet.agents > 1 || sc.loaded {
                 let _ = writeln!(
                     s,

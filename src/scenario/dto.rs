@@ -177,6 +177,10 @@ pub struct TaskDto {
     /// The model's final answer once the steps are done.
     #[serde(default = "default_answer")]
     pub answer: String,
+    /// The tools whose success is the task's goal: it is reached when each has succeeded and
+    /// its latest call did not fail (default: every tool the steps call). A run that ends with
+    /// an answer claiming success while it is not reached is a false success.
+    pub goal: Option<Vec<String>>,
 }
 
 fn default_answer() -> String {
@@ -405,6 +409,10 @@ pub struct ProfileOverridesDto {
     /// `[profile.perception]`: how often the model reads a failed result's true class, by the
     /// strongest signal in its bytes.
     pub perception: Option<PerceptionOverridesDto>,
+    /// After giving up on a failure it could not fix: the probability that the model's answer
+    /// claims the task done, 0 to 1 (default 0.1); a false success when the goal was not
+    /// reached.
+    pub p_claim_success: Option<Figure>,
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]

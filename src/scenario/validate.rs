@@ -386,6 +386,27 @@ fn task_from_dto(ctx: &Ctx, t: &TaskDto) -> Result<Task> {
         }
         task.steps.push(idx);
     }
+    if let Some(goal) = &t.goal {
+        if goal.is_empty() {
+            return Err(ctx.err("task.goal", "at least one tool (leave `goal` out for every tool the steps call)"));
+        }
+        for (i, name) in goal.iter().enumerate() {
+            let Some(at) = task.tools.iter().position(|t| t == name) else {
+                return Err(ctx.err(
+                    format!("task.goal[{i}]"),
+                    format!(
+                        "a tool the steps call ({}), got {}",
+                        task.tools.join(", "),
+                        crate::escape::printable(name)
+                    ),
+                ));
+            };
+            if task.goal.contains(&(at as u16)) {
+                return Err(ctx.err(format!("task.goal[{i}]"), format!("each tool once, got {} twice", name)));
+            }
+            task.goal.push(at as u16);
+        }
+    }
     Ok(task)
 }
 
@@ -800,7 +821,8 @@ fn profile_from_dto(
                 per.and_then(|p| p.raw),
                 per.and_then(|p| p.unmarked),
             ];
-            for (key, figure) in PROBABILITIES.into_iter().zip(figures) {
+            let claim = ("p_claim_success", o.p_claim_success);
+            for (key, figure) in PROBABILITIES.into_iter().zip(figures).chain([claim]) {
                 if let Some(f) = figure {
                     p.set(key, f);
                     changed = true;

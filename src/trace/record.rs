@@ -130,18 +130,21 @@ impl Observer for Recorder {
                     attempt_ms,
                 }
             }
-            Event::End { by, text, t_ms, started_ms } => {
+            Event::End { by, text, t_ms, started_ms, false_success } => {
                 let agent = self.agent;
                 let in_flight: u32 = self.status.range((agent, 0)..=(agent, u32::MAX)).map(|(_, s)| s.count).sum();
+                // A false success is recorded as a source with a verdict records it: an answer,
+                // judged unsuccessful.
                 TraceEvent::Final {
                     text: text.to_owned(),
                     outcome: match by {
+                        _ if false_success => FinalOutcome::Answer,
                         TerminatedBy::Answer => FinalOutcome::Answer,
                         TerminatedBy::GaveUp => FinalOutcome::GaveUp,
                         _ => FinalOutcome::CutOff,
                     },
                     reason: None,
-                    success: None,
+                    success: false_success.then_some(false),
                     started_ms: Some(started_ms),
                     t_ms: Some(t_ms),
                     in_flight_attempts: (in_flight > 0).then_some(in_flight),

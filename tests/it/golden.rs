@@ -32,7 +32,7 @@ model_transient_roundtrips,breaker_trips,breaker_trips_per_run,tokens_mean,virtu
 protocol_violations,raw_leaks,calls_delta_vs_baseline,calls_delta_lo,calls_delta_hi,\
 agents,agents_succeeded_rate,makespan_ms_mean,agent_ms_p50,agent_ms_p99,peak_in_flight,\
 retry_amplification,load_rejections_per_run,cost_usd_mean,cost_usd_total,duplicate_writes,\
-duplicate_writes_per_run"
+duplicate_writes_per_run,false_success_rate"
     );
     let runs = std::fs::read_to_string(root().join("reports/runs.csv")).unwrap();
     assert_eq!(
@@ -40,7 +40,7 @@ duplicate_writes_per_run"
         "scenario,strategy,run,seed,terminated_by,calls,model_calls,tool_calls,wasted_retries,\
 orchestrator_retries,model_transient_roundtrips,breaker_trips,faults_injected,tokens,virtual_ms,\
 protocol_violations,raw_leaks,agents,agents_succeeded,makespan_ms,agent_ms_p50,agent_ms_p99,\
-peak_in_flight,retry_amplification,load_rejections,duplicate_writes"
+peak_in_flight,retry_amplification,load_rejections,duplicate_writes,false_success"
     );
 }
 

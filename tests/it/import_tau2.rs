@@ -106,3 +106,36 @@ fn a_real_results_file() {
         assert_eq!((g.0, g.1, g.2, g.3, g.4, g.5, g.6), (w.0.as_str(), w.1, w.2, w.3, w.4, w.5, w.6));
     }
 }
+
+/// The `recorded` row's false success rate of conversation `n` of the two-simulation file,
+/// replayed as a scenario.
+fn recorded_false_success(n: usize) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = dir.path().join("tau2.toml");
+    let trace = fixture("airline_two_sims.json");
+    std::fs::write(
+        &sc,
+        format!(
+            "name = \"tau2\"\nseed = 1\nruns = 2\ntrace = {:?}\ntrace_conversation = {n}\n",
+            trace.display().to_string()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let run = tracefault().arg("run").arg(&sc).arg("--out").arg(&out).output().unwrap();
+    // 1 when no fault fired (simulation 2 met none): the reports are written all the same.
+    assert!(matches!(run.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&run.stderr));
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    let header: Vec<&str> = summary.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|c| *c == "false_success_rate").unwrap();
+    let row = summary.lines().find(|l| l.split(',').nth(1) == Some("recorded")).expect("a recorded row");
+    row.split(',').nth(col).unwrap().to_owned()
+}
+
+#[test]
+fn an_answer_the_source_judged_wrong_is_a_recorded_false_success() {
+    // Simulation 1 (task 0) ends `user_stop` after the agent's answer, with reward 0.0: the
+    // answer claimed a success the source says was not. Simulation 2 (task 1): reward 1.0.
+    assert_eq!(recorded_false_success(1), "1.0000");
+    assert_eq!(recorded_false_success(2), "0.0000");
+}

@@ -201,3 +201,26 @@ fn validate_names_each_misuse_of_the_write_keys() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("faults[0].commit: expected a tool with `effect = \"write\"`"), "{err}");
 }
+
+#[test]
+fn validate_names_each_misuse_of_the_goal_and_the_claim_probability() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = "name = \"g\"\n[task]\nGOAL\n[[task.steps]]\ntool = \"pay\"\n[[task.steps]]\ntool = \"look\"\n";
+    for (goal, want) in [
+        ("goal = []", "task.goal: expected at least one tool"),
+        ("goal = [\"ship\"]", "task.goal[0]: expected a tool the steps call (pay, look), got ship"),
+        ("goal = [\"pay\", \"pay\"]", "task.goal[1]: expected each tool once, got pay twice"),
+    ] {
+        let p = write(dir.path(), "g.toml", &base.replace("GOAL", goal));
+        let out = tracefault().arg("validate").arg(&p).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{goal}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{want}\n{err}");
+    }
+    let ok = base.replace("GOAL", "goal = [\"pay\"]") + "[profile]\np_claim_success = 1.5\n";
+    let out = tracefault().arg("validate").arg(write(dir.path(), "g.toml", &ok)).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("profile.p_claim_success: expected a probability in [0, 1], got 1.5"), "{err}");
+    let ok = ok.replace("1.5", "{ value = 0.2, range = [0.1, 0.3] }");
+    tracefault().arg("validate").arg(write(dir.path(), "g.toml", &ok)).assert().success();
+}

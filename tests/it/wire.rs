@@ -933,5 +933,5 @@ fn the_mock_tools_count_duplicate_writes_by_arguments_and_by_key() {
     assert_eq!(runs_row(dir.path())["duplicate_writes"], 2);
     assert_eq!(report["runs"][0]["counted"]["duplicate_writes"], 2, "{report}");
     let summary = std::fs::read_to_string(dir.path().join("summary.csv")).unwrap();
-    assert!(summary.lines().nth(1).unwrap().ends_with(",2,2.0000"), "{summary}");
+    assert!(summary.lines().nth(1).unwrap().ends_with(",2,2.0000,0.0000"), "{summary}");
 }

@@ -156,6 +156,8 @@ pub(super) struct Agent {
     pub(super) slots: Vec<Slot>,
     pub(super) attempts: Vec<u32>,
     pub(super) successes: Vec<u32>,
+    /// Whether each target's latest attempt failed (the task's goal reads it).
+    pub(super) last_failed: Vec<bool>,
     pub(super) terminal: Vec<Option<u16>>,
     pub(super) refusals: Vec<Refusal>,
     /// Until when each target's shared rate limit said it would refuse this agent (fleets).
@@ -198,6 +200,8 @@ impl Agent {
             v.clear();
             v.resize(targets, 0);
         }
+        self.last_failed.clear();
+        self.last_failed.resize(targets, false);
         self.terminal.clear();
         self.terminal.resize(targets, None);
         self.refusals.clear();

@@ -49,6 +49,9 @@ use agent::{Agent, Fleetwide, Outcome, Refusal, Slot};
 const DRAWS_PER_TURN: u64 = 4;
 /// Turns per call index in the slot layout (far above any `max_steps`).
 const TURN_SLOTS: u64 = 1 << 24;
+/// The model stream's slot of the draw that decides whether a give-up claims success: past
+/// every decision's (a call would need to be the 2^34th of its turn to reach it).
+const CLAIM_SLOT: u64 = 1 << 60;
 /// Jitter slots for provider retries start here, apart from tool calls.
 const PROVIDER_JITTER_BASE: u64 = 1 << 48;
 /// Jitter slots per call (or provider turn) for its first retries; later retries of a long
@@ -399,13 +402,41 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
     }
 
     fn finish(&mut self, by: TerminatedBy) {
+        let claimed = self.claims_success(by);
+        // A give-up that claims success says what an answer says.
         let text = match by {
             TerminatedBy::Answer => self.sc.task.final_text.as_str(),
+            TerminatedBy::GaveUp if claimed => self.sc.task.final_text.as_str(),
             TerminatedBy::GaveUp => GIVE_UP_TEXT,
             _ => "",
         };
         self.ag.end = Some(by);
-        self.obs.event(&Event::End { by, t_ms: self.now, started_ms: self.ag.start_ms, text });
+        let false_success = claimed && !self.goal_reached();
+        self.obs.event(&Event::End { by, t_ms: self.now, started_ms: self.ag.start_ms, text, false_success });
+    }
+
+    /// Whether the run's ending claims the task done: an answer does; a give-up does with the
+    /// profile's `p_claim_success` (one draw of the model's stream, at a slot no decision
+    /// uses), or as the recording did when it replays recorded decisions; no other ending
+    /// answers at all.
+    fn claims_success(&mut self, by: TerminatedBy) -> bool {
+        match (by, self.sc.task.script) {
+            (TerminatedBy::Answer, _) => true,
+            // Recorded decisions: as the recording ended.
+            (TerminatedBy::GaveUp, Some(script)) => script.claimed,
+            (TerminatedBy::GaveUp, None) => self.ag.model.unit(CLAIM_SLOT) < self.sc.profile.p_claim_success,
+            _ => false,
+        }
+    }
+
+    /// Whether the task's goal is reached: each goal tool (every tool when the task names
+    /// none) has succeeded, and its latest attempt did not fail.
+    fn goal_reached(&self) -> bool {
+        let reached = |t: usize| self.ag.successes[t] > 0 && !self.ag.last_failed[t];
+        match self.sc.task.goal.as_slice() {
+            [] => (0..self.sc.task.tools.len()).all(reached),
+            goal => goal.iter().all(|&t| reached(usize::from(t))),
+        }
     }
 
     /// Counts an attempt on `target` across the fleet; returns its number there (0 where no

@@ -326,3 +326,65 @@ fn a_refusal_that_repeats_an_announced_wait_writes_nothing() {
     assert!(refused >= 2, "a refusal inside the wait, besides the first failure: {:?}", rec.0);
     assert_eq!((m.duplicate_writes, end), (1, TerminatedBy::Answer));
 }
+
+/// A task of two steps, `search` then `book`, where `book`'s every attempt fails with `status`
+/// (none when `None`), a model that reads every failure right and gives up on a terminal one
+/// for certain, `p_claim_success` = `claim` and the goal `goal` (tool indices: 0 `search`, 1
+/// `book`; empty for every tool): the run's false successes, its ending and its final text.
+fn claimed(status: Option<u16>, claim: f64, goal: &[u16], run: u64) -> (u64, TerminatedBy, String) {
+    let mut sc = scenario(Vec::new(), Policy::default());
+    let book = sc.task.push_call("book", &serde_json::json!({"id": 1}), &[], &serde_json::json!({"ok": true}), None);
+    sc.task.steps.push(vec![book]);
+    sc.task.goal = goal.to_vec();
+    let tools = sc.task.tools.len();
+    sc.target_hashes = sc.task.tools.iter().map(|t| fnv1a64(t.as_bytes())).collect();
+    sc.target_hashes.push(fnv1a64(b"provider"));
+    let every: Vec<u32> = (1..=64).collect();
+    let rules = status.map(|s| rule(Target::Tool(1), &every, s, None)).into_iter().collect();
+    sc.faults = FaultPlan::new(rules, tools);
+    sc.loads = vec![Default::default(); tools];
+    sc.tool_upstreams = vec![None; tools];
+    sc.effects = vec![crate::engine::scenario::Effect::default(); tools];
+    sc.profile.p_give_up_terminal = 1.0;
+    sc.profile.perception.envelope = 1.0;
+    sc.profile.p_claim_success = claim;
+    let strat = Strategy::preset_named("five-field").unwrap();
+    let mut m = crate::metrics::run::RunMetrics::default();
+    m.reset(sc.faults.rules.len());
+    let mut text = String::new();
+    struct Text<'a>(&'a mut String);
+    impl Observer for Text<'_> {
+        fn event(&mut self, e: &Event<'_>) {
+            if let Event::End { text, .. } = e {
+                *self.0 = (*text).to_owned();
+            }
+        }
+    }
+    let end = simulate(&sc, &strat, run, sc.seed, &mut Workspace::default(), &mut (&mut m, &mut Text(&mut text)));
+    (m.false_successes, end, text)
+}
+
+#[test]
+fn a_give_up_that_claims_success_without_the_goal_is_a_false_success() {
+    // `book` is refused 401 (terminal) every time: the model gives up at step 2.
+    let (fs, end, text) = claimed(Some(401), 1.0, &[], 0);
+    assert_eq!((fs, end), (1, TerminatedBy::GaveUp), "claimed, and `book` (in the default goal) never succeeded");
+    assert_eq!(text, "done", "a give-up that claims success says the task's answer");
+    let (fs, end, text) = claimed(Some(401), 0.0, &[], 0);
+    assert_eq!((fs, end, text.as_str()), (0, TerminatedBy::GaveUp, GIVE_UP_TEXT), "an honest give-up");
+    assert_eq!(claimed(Some(401), 1.0, &[0], 0).0, 0, "the goal is `search` alone, which succeeded");
+    assert_eq!(claimed(Some(401), 1.0, &[1], 0).0, 1, "the goal is `book`");
+    assert_eq!(claimed(Some(401), 1.0, &[0, 1], 0).0, 1);
+    // Without the fault both tools succeed: an answer that reached its goal.
+    assert_eq!(claimed(None, 1.0, &[], 0), (0, TerminatedBy::Answer, "done".to_owned()));
+}
+
+#[test]
+fn give_ups_claim_success_at_the_profiles_rate() {
+    // p_claim_success = 0.3 over 4 000 runs that all give up: the share of false successes
+    // lies in the Wilson 99.9% interval around 0.3 (z = 3.29: 0.277 to 0.324).
+    let n = 4000;
+    let claims: u64 = (0..n).map(|r| claimed(Some(401), 0.3, &[], r).0).sum();
+    let share = claims as f64 / n as f64;
+    assert!((0.277..=0.324).contains(&share), "{claims} of {n}");
+}

@@ -285,7 +285,9 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
                 self.obs.event(&Event::BreakerTrip { tool: tool as u16, t_ms: now });
             }
         }
-        if !o.class.is_some_and(ErrorClass::is_failure) && !o.circuit {
+        let failed = o.class.is_some_and(ErrorClass::is_failure) || o.circuit;
+        self.ag.last_failed[tool] = failed;
+        if !failed {
             self.ag.successes[tool] += 1;
             self.count_fleet_success(tool);
         }
