@@ -415,12 +415,15 @@ pub fn proxy(args: ProxyArgs) -> Result<i32> {
         // Every agent whose traffic passed (agent 0, which never called, when none did), ended
         // where it stood.
         let ended = |w: &World| Ran { exit: None, timed_out: false, ended_ms: w.clock.now_ms(), proxied: true };
-        let mut records: Vec<AgentRecord> =
-            m.worlds().filter(|w| w.http_requests.iter().any(|&n| n > 0)).map(|w| record(w, ended(w), 0)).collect();
+        let mut records: Vec<AgentRecord> = m
+            .worlds()
+            .filter(|w| w.http_requests.iter().any(|&n| n > 0))
+            .map(|w| record(w, ended(w), 0, true))
+            .collect();
         if records.is_empty()
             && let Some(w) = m.world(0)
         {
-            records.push(record(w, ended(w), 0));
+            records.push(record(w, ended(w), 0, true));
         }
         report_args.agents = records.len() as u32;
         let run = run_record(&m, records);
@@ -634,7 +637,8 @@ fn longest_identical_repeat(trace: &Trace) -> u32 {
 }
 
 /// What one agent left in its world in one run.
-fn record(world: &World, ran: Ran, timeout_s: u64) -> AgentRecord {
+/// `live`: a real model answered (`exec --live`, `proxy`), not the mock model.
+fn record(world: &World, ran: Ran, timeout_s: u64, live: bool) -> AgentRecord {
     let Ran { exit, timed_out, ended_ms, proxied } = ran;
     let sc = &world.scenario;
     let mut findings = world.findings.clone();
@@ -725,6 +729,19 @@ fn record(world: &World, ran: Ran, timeout_s: u64) -> AgentRecord {
             "{repeats} identical calls in a row got identical results ({model_calls} model calls)"
         )));
     }
+    // The ending claims the task done: an answer does, and the mock model's give-up by its
+    // `p_claim_success` draw; a real model's give-up (an answer while a failure stands) is not
+    // read for a claim. Without the goal, that claim is a false success.
+    let claimed = ended == "answer" || (ended == "gave_up" && main.is_some_and(|c| c.claimed));
+    let false_success = claimed && !world.goal_reached(live);
+    if false_success {
+        findings.push(Finding {
+            check: None,
+            detail: "a false success: the run ended claiming the task done, but its goal was not reached (a goal tool \
+                     never succeeded, or its latest call failed)"
+                .to_owned(),
+        });
+    }
     let mut trace = world.trace.clone();
     let last_text = trace.events.iter().rev().find_map(|e| match e {
         TraceEvent::ModelCall { text: Some(t), .. } => Some(t.clone()),
@@ -732,13 +749,16 @@ fn record(world: &World, ran: Ran, timeout_s: u64) -> AgentRecord {
     });
     trace.events.push(TraceEvent::Final {
         text: last_text.unwrap_or_default(),
+        // A false success is written as a source with a verdict writes it: an answer, judged
+        // unsuccessful.
         outcome: match ended.as_str() {
+            _ if false_success => FinalOutcome::Answer,
             "answer" => FinalOutcome::Answer,
             "gave_up" => FinalOutcome::GaveUp,
             _ => FinalOutcome::CutOff,
         },
         reason: None,
-        success: None,
+        success: false_success.then_some(false),
         started_ms: None,
         t_ms: None,
         in_flight_attempts: None,
@@ -749,7 +769,8 @@ fn record(world: &World, ran: Ran, timeout_s: u64) -> AgentRecord {
         .filter(|c| c.ended.is_some() || c.turns > 1)
         .map(|c| c.format.name().to_owned())
         .collect();
-    let metrics = agent_metrics(world, &trace, &ended, &findings, ended_ms);
+    let mut metrics = agent_metrics(world, &trace, &ended, &findings, ended_ms);
+    metrics.false_successes = u64::from(false_success);
     AgentRecord {
         agent: world.agent,
         trace,
@@ -914,7 +935,7 @@ async fn exec_run(args: &ExecArgs, server: &WireServer, run: u64, logs: &Path) -
     for (k, r) in ran.into_iter().enumerate() {
         let r = r.expect("every agent's task reported");
         let world = m.world(k as u32).expect("an agent of the fleet");
-        records.push(record(world, r, args.timeout_s));
+        records.push(record(world, r, args.timeout_s, args.live.live));
     }
     Ok(run_record(&m, records))
 }
@@ -1275,7 +1296,7 @@ fn exec_json(
         json!({"ended": r.ended, "agent_exit_code": r.exit, "provider": r.trace.header.provider,
         "http_requests": {"provider": r.http[0], "tools": r.http[1], "other": r.http[2], "tool_lists": r.http[3]},
         "counted": {"model_calls": r.metrics.model_calls, "tool_calls": r.metrics.tool_calls,
-            "duplicate_writes": r.metrics.duplicate_writes},
+            "duplicate_writes": r.metrics.duplicate_writes, "false_success": r.metrics.false_successes},
         "unknown_paths": r.unknown_paths, "requests_elsewhere": r.elsewhere,
         "rewritten_results": r.trace.events.iter().filter(|e| matches!(e, TraceEvent::ToolResult { evidence: Some(ev), .. }
             if ev.starts_with(crate::wire::rewrite::EVIDENCE))).count(),

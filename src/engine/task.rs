@@ -93,6 +93,15 @@ pub enum Ending {
 pub const MAX_PARALLEL_CALLS: usize = 32;
 
 impl Task {
+    /// Whether the task's goal is reached, `reached` telling it of each tool (by index): every
+    /// goal tool, or every tool when the task names none.
+    pub fn goal_reached(&self, reached: impl Fn(usize) -> bool) -> bool {
+        match self.goal.as_slice() {
+            [] => (0..self.tools.len()).all(reached),
+            goal => goal.iter().all(|&t| reached(usize::from(t))),
+        }
+    }
+
     /// Adds a call, interning its canonical arguments. `fixes` are the corrected arguments a
     /// recording or the scenario names, in order; corrections beyond them are made up by
     /// [`fixed_args`].

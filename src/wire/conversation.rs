@@ -62,6 +62,8 @@ pub struct Conversation {
     pub answer_by_tool: Option<(&'static str, u32)>,
     /// Live mode: the requests of it admitted so far (refused ones too).
     pub requests: u32,
+    /// The mock model's give-up claimed the task done (its `p_claim_success` draw).
+    pub claimed: bool,
     /// The ids it gave out (forgotten with it).
     pub ids: Vec<String>,
     /// The `/agents/K/` prefix its requests came under.
@@ -88,6 +90,7 @@ impl Conversation {
             failing: BTreeMap::new(),
             answer_by_tool: None,
             requests: 0,
+            claimed: false,
             ids: Vec::new(),
             agent,
         }

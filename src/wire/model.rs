@@ -273,7 +273,13 @@ fn decide(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn {
     }
     let conv = world.conversation(c).clone();
     if give_up {
-        return end(world, c, "gave_up", crate::engine::run::GIVE_UP_TEXT.to_owned());
+        // The simulated model's draw at the same slot: a give-up that claims success says what
+        // an answer says.
+        let claimed = world.conversation(c).draws.unit(crate::engine::run::CLAIM_SLOT) < profile.p_claim_success;
+        world.conversation(c).claimed = claimed;
+        let text =
+            if claimed { world.scenario.task.final_text.clone() } else { crate::engine::run::GIVE_UP_TEXT.to_owned() };
+        return end(world, c, "gave_up", text);
     }
     if conv.turns > world.scenario.policy.max_steps {
         return end(world, c, "step_cap", "Stopping: the step cap is reached.".to_owned());

@@ -262,6 +262,19 @@ impl World {
         Some(d)
     }
 
+    /// Whether the task's goal is reached by the mock tools' outcomes: each goal tool (every
+    /// tool of the task when it names none) has succeeded, and its latest call did not fail.
+    /// `live` (a real model, whose agent may reach its tools without tracefault): a goal tool
+    /// no call of which came here is not known unreached.
+    pub fn goal_reached(&self, live: bool) -> bool {
+        let task = &self.scenario.task;
+        task.goal_reached(|t| {
+            (live && self.attempts[t] == 0)
+                || (self.successes[t] > 0
+                    && self.last_outcome.get(&task.tools[t]).is_none_or(|c| c.is_none_or(|c| !c.is_failure())))
+        })
+    }
+
     /// Counts stream fault `rule`'s firing as decided, or takes it back when the answer's
     /// stream ended before the fault's place.
     pub fn stream_fault(&mut self, rule: u16, fired: bool) {

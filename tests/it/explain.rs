@@ -124,3 +124,48 @@ fn exec_decisions_are_the_simulated_models_on_the_same_run() {
         }
     }
 }
+
+/// `(terminated_by, false_success)` of each run of `runs.csv` in `dir` for `strategy`.
+fn endings(dir: &std::path::Path, strategy: &str) -> Vec<(String, String)> {
+    let mut r = csv::Reader::from_path(dir.join("runs.csv")).unwrap();
+    let head: Vec<String> = r.headers().unwrap().iter().map(str::to_owned).collect();
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+    let (s, t, f) = (col("strategy"), col("terminated_by"), col("false_success"));
+    r.records().map(|r| r.unwrap()).filter(|r| &r[s] == strategy).map(|r| (r[t].to_owned(), r[f].to_owned())).collect()
+}
+
+/// The mock model claims success after giving up as the simulated model does on the same run
+/// (its `p_claim_success` draw at the same slot), and exec finds the false success from the
+/// mock tools' outcomes: its runs.csv rows say what run's say for the same strategy.
+#[test]
+fn exec_finds_the_false_successes_the_simulated_model_makes_on_the_same_runs() {
+    let agent = crate::wire::reference_agent();
+    let dir = tempfile::tempdir().unwrap();
+    // The bundled scenario with a model that claims success after most give-ups.
+    let text = std::fs::read_to_string(crate::root().join("scenarios/25-false-success.toml")).unwrap();
+    let path = dir.path().join("claims.toml");
+    std::fs::write(&path, text.replace("p_claim_success = 0.2", "p_claim_success = 0.6")).unwrap();
+    let sc = path.to_str().unwrap();
+    let (_, report, stdout) = crate::wire::exec(
+        sc,
+        &dir.path().join("exec"),
+        &[agent.to_str().unwrap(), "--strategy", "error-string"],
+        &["--runs", "16", "--time-scale", "0.001"],
+    );
+    let sim_run = tracefault()
+        .args(["run", sc, "--runs", "16", "--strategy", "error-string", "--out"])
+        .arg(dir.path().join("sim"))
+        .output()
+        .unwrap();
+    assert!(matches!(sim_run.status.code(), Some(0 | 1)), "{sim_run:?}");
+    let sim = endings(&dir.path().join("sim"), "error-string");
+    let wire = endings(&dir.path().join("exec"), report["agent"].as_str().unwrap_or("reference_agent"));
+    assert_eq!(sim.len(), 16);
+    assert!(sim.iter().any(|(_, f)| f == "1"), "the 16 runs hold a false success: {sim:?}");
+    assert!(sim.iter().any(|(t, f)| t == "gave_up" && f == "0"), "and an honest give-up: {sim:?}");
+    assert_eq!(wire, sim, "{stdout}");
+    let counted: Vec<u64> =
+        report["runs"].as_array().unwrap().iter().map(|r| r["counted"]["false_success"].as_u64().unwrap()).collect();
+    let want: Vec<u64> = sim.iter().map(|(_, f)| f.parse().unwrap()).collect();
+    assert_eq!(counted, want);
+}

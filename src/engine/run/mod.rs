@@ -51,7 +51,7 @@ const DRAWS_PER_TURN: u64 = 4;
 const TURN_SLOTS: u64 = 1 << 24;
 /// The model stream's slot of the draw that decides whether a give-up claims success: past
 /// every decision's (a call would need to be the 2^34th of its turn to reach it).
-const CLAIM_SLOT: u64 = 1 << 60;
+pub const CLAIM_SLOT: u64 = 1 << 60;
 /// Jitter slots for provider retries start here, apart from tool calls.
 const PROVIDER_JITTER_BASE: u64 = 1 << 48;
 /// Jitter slots per call (or provider turn) for its first retries; later retries of a long
@@ -432,11 +432,7 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
     /// Whether the task's goal is reached: each goal tool (every tool when the task names
     /// none) has succeeded, and its latest attempt did not fail.
     fn goal_reached(&self) -> bool {
-        let reached = |t: usize| self.ag.successes[t] > 0 && !self.ag.last_failed[t];
-        match self.sc.task.goal.as_slice() {
-            [] => (0..self.sc.task.tools.len()).all(reached),
-            goal => goal.iter().all(|&t| reached(usize::from(t))),
-        }
+        self.sc.task.goal_reached(|t| self.ag.successes[t] > 0 && !self.ag.last_failed[t])
     }
 
     /// Counts an attempt on `target` across the fleet; returns its number there (0 where no
