@@ -260,8 +260,11 @@ pub fn replay_as_recorded(trace: Trace) -> (Counts, Counts) {
     let sc = as_recorded_scenario(trace);
     let mut counter = Counter::default();
     crate::suite::run_one(&sc, 0, 0, &mut counter);
+    // A recorded answer judged a failure replays as a give-up that claims success: an answer.
+    let claimed = sc.task.script.is_some_and(|s| s.claimed);
     let ended = match counter.ended {
         Some(TerminatedBy::Answer) => "answer".to_owned(),
+        Some(TerminatedBy::GaveUp) if claimed => "answer".to_owned(),
         Some(TerminatedBy::GaveUp) => "gave_up".to_owned(),
         // The script ran out without a final model call: it ended as the recording did there.
         Some(TerminatedBy::StepCap) => {

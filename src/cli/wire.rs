@@ -758,7 +758,8 @@ fn record(world: &World, ran: Ran, timeout_s: u64, live: bool) -> AgentRecord {
             _ => FinalOutcome::CutOff,
         },
         reason: None,
-        success: false_success.then_some(false),
+        // A give-up did not complete the task, claimed or not (calibrate's verdict).
+        success: (false_success || ended == "gave_up").then_some(false),
         started_ms: None,
         t_ms: None,
         in_flight_attempts: None,

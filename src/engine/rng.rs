@@ -133,6 +133,13 @@ impl LazyStream {
         }
     }
 
+    /// A uniform draw in [0, 1) for `tag`, hashed from the stream's key alone: for a draw made
+    /// once a run, which neither builds the ChaCha state nor takes a place in its block cache.
+    #[inline]
+    pub fn tagged_unit(&self, tag: u64) -> f64 {
+        (key(&[self.key, tag]) >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
     /// Builds (or rekeys) the stream for the current key; out of line, as it runs once per
     /// stream per run at most.
     #[cold]

@@ -58,8 +58,11 @@ pub struct Task {
     /// Set when the task replays recorded decisions (`as-recorded`).
     pub script: Option<Script>,
     /// The tools (indices into `tools`) whose success is the task's goal (`[task] goal`); empty
-    /// for every tool.
+    /// for every tool a call uses.
     pub goal: Vec<u16>,
+    /// The tools some call uses, in order of first use (a trace's header may list tools it
+    /// never called: they are no part of the default goal).
+    pub called: Vec<u16>,
     /// `(tool, canonical args)` → interned id, so adding a call never scans the others.
     interned: std::collections::BTreeMap<(u16, String), u32>,
 }
@@ -94,12 +97,10 @@ pub const MAX_PARALLEL_CALLS: usize = 32;
 
 impl Task {
     /// Whether the task's goal is reached, `reached` telling it of each tool (by index): every
-    /// goal tool, or every tool when the task names none.
+    /// goal tool, or every tool a call uses when the task names none.
     pub fn goal_reached(&self, reached: impl Fn(usize) -> bool) -> bool {
-        match self.goal.as_slice() {
-            [] => (0..self.tools.len()).all(reached),
-            goal => goal.iter().all(|&t| reached(usize::from(t))),
-        }
+        let goal = if self.goal.is_empty() { &self.called } else { &self.goal };
+        goal.iter().all(|&t| reached(usize::from(t)))
     }
 
     /// Adds a call, interning its canonical arguments. `fixes` are the corrected arguments a
@@ -153,6 +154,9 @@ impl Task {
                 self.tools.len() - 1
             }
         } as u16;
+        if !self.called.contains(&tool_idx) {
+            self.called.push(tool_idx);
+        }
         let next_id = self.calls.len() as u32;
         let args_id = *self.interned.entry((tool_idx, canon.clone())).or_insert(next_id);
         self.calls.push(CallSpec {
@@ -284,5 +288,19 @@ mod tests {
         assert_eq!(fixed_args(&json!({"ok": true}), 1), json!({"ok": false}));
         assert_eq!(fixed_args(&json!({}), 1), json!({}));
         assert_eq!(fixed_args(&json!({"a": [1.5]}), 1), json!({"a": [2.5]}));
+    }
+
+    #[test]
+    fn the_default_goal_is_every_tool_a_call_uses() {
+        // A trace's header may list a tool no call uses: it is no part of the default goal.
+        let mut task = Task { tools: vec!["listed_only".into()], ..Task::default() };
+        task.push_call("search", &serde_json::json!({}), &[], &serde_json::json!({}), None);
+        task.push_call("book", &serde_json::json!({}), &[], &serde_json::json!({}), None);
+        task.push_call("search", &serde_json::json!({"q": 1}), &[], &serde_json::json!({}), None);
+        assert_eq!(task.called, [1, 2]);
+        assert!(task.goal_reached(|t| t != 0), "the listed-only tool never succeeds");
+        assert!(!task.goal_reached(|t| t != 2));
+        task.goal = vec![1];
+        assert!(task.goal_reached(|t| t == 1));
     }
 }

@@ -126,7 +126,9 @@ pub fn follow_up(s: &Stats, i: usize) -> Next {
         Next::RetryIdentical
     } else if next().any(|x| x.tool == r.tool) {
         Next::ChangedArgs
-    } else if next_turn.is_some() || s.ended == "answer" {
+    } else if next_turn.is_some() || (s.ended == "answer" && s.success != Some(false)) {
+        // An answer judged a failure after this one did not move on from it: it gave up
+        // (and claimed otherwise).
         Next::MovedOn
     } else {
         Next::GaveUp

@@ -144,7 +144,9 @@ impl Observer for Recorder {
                         _ => FinalOutcome::CutOff,
                     },
                     reason: None,
-                    success: false_success.then_some(false),
+                    // A give-up did not complete the task, claimed or not: the verdict calibrate
+                    // reads `p_claim_success` from.
+                    success: (false_success || by == TerminatedBy::GaveUp).then_some(false),
                     started_ms: Some(started_ms),
                     t_ms: Some(t_ms),
                     in_flight_attempts: (in_flight > 0).then_some(in_flight),

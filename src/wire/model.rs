@@ -273,9 +273,9 @@ fn decide(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn {
     }
     let conv = world.conversation(c).clone();
     if give_up {
-        // The simulated model's draw at the same slot: a give-up that claims success says what
+        // The simulated model's draw on the same run: a give-up that claims success says what
         // an answer says.
-        let claimed = world.conversation(c).draws.unit(crate::engine::run::CLAIM_SLOT) < profile.p_claim_success;
+        let claimed = world.conversation(c).draws.tagged_unit(crate::engine::run::CLAIM_TAG) < profile.p_claim_success;
         world.conversation(c).claimed = claimed;
         let text =
             if claimed { world.scenario.task.final_text.clone() } else { crate::engine::run::GIVE_UP_TEXT.to_owned() };

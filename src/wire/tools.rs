@@ -168,6 +168,7 @@ pub fn invoke(world: &mut World, tool: &str, args: &Value) -> Called {
     let result: Value =
         spec.map_or_else(|| json!({"result": "ok"}), |c| serde_json::from_str(&c.result_json).unwrap_or(Value::Null));
     let class = decision.map(|d| world.fault(d.rule).class());
+    world.outcome_of(tool_idx, class.is_some_and(ErrorClass::is_failure));
     let (fault, retry_after_ms, transport, commits) = match decision {
         None => {
             world.succeeded(tool_idx);
@@ -213,6 +214,8 @@ pub fn failed_for_real(world: &mut World, tool: &str, args: &Value, fault: &Faul
     let call_key = (tool.to_owned(), args_key(&canonical_args(args)));
     world.unsucceeded(tool_idx);
     let class = fault.class();
+    world.outcome_of(tool_idx, class.is_failure());
+    // (`unsucceeded` took back the result invoke counted as returned.)
     if class.is_failure() {
         world.last_failure.insert(call_key.clone(), (class, false));
     }

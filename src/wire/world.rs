@@ -90,6 +90,10 @@ pub struct World {
     /// terminal fault repeat a fire; they are not new ones), as the engine counts them.
     pub rule_fired: Vec<u64>,
     successes: Vec<u32>,
+    /// Per target: calls whose result was no failure (a partial one too, unlike `successes`,
+    /// which the fault triggers read), and whether the latest call's was one (the task's goal).
+    returned_ok: Vec<u32>,
+    last_failed: Vec<bool>,
     terminal: Vec<Option<u16>>,
     refusals: Vec<Refusal>,
     /// Arguments (tool, canonical) a bad-arguments fault sticks to, corrections the model did not
@@ -185,6 +189,8 @@ impl World {
             attempts: vec![0; targets],
             rule_fired: vec![0; scenario.faults.rules.len()],
             successes: vec![0; targets],
+            returned_ok: vec![0; targets],
+            last_failed: vec![false; targets],
             terminal: vec![None; targets],
             refusals: vec![Refusal::default(); targets],
             bad_args: BTreeMap::new(),
@@ -268,11 +274,7 @@ impl World {
     /// no call of which came here is not known unreached.
     pub fn goal_reached(&self, live: bool) -> bool {
         let task = &self.scenario.task;
-        task.goal_reached(|t| {
-            (live && self.attempts[t] == 0)
-                || (self.successes[t] > 0
-                    && self.last_outcome.get(&task.tools[t]).is_none_or(|c| c.is_none_or(|c| !c.is_failure())))
-        })
+        task.goal_reached(|t| (live && self.attempts[t] == 0) || (self.returned_ok[t] > 0 && !self.last_failed[t]))
     }
 
     /// Counts stream fault `rule`'s firing as decided, or takes it back when the answer's
@@ -332,6 +334,14 @@ impl World {
     /// Takes back a success counted for `target` (a real tool failed the call after all).
     pub fn unsucceeded(&mut self, target: usize) {
         self.successes[target] = self.successes[target].saturating_sub(1);
+        self.returned_ok[target] = self.returned_ok[target].saturating_sub(1);
+    }
+
+    /// Notes how a call of `target` ended for the task's goal: failed or not (a partial result
+    /// is no failure).
+    pub fn outcome_of(&mut self, target: usize, failed: bool) {
+        self.last_failed[target] = failed;
+        self.returned_ok[target] += u32::from(!failed);
     }
 
     /// Records a trace event (when this world records traffic).

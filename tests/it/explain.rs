@@ -169,3 +169,20 @@ fn exec_finds_the_false_successes_the_simulated_model_makes_on_the_same_runs() {
     let want: Vec<u64> = sim.iter().map(|(_, f)| f.parse().unwrap()).collect();
     assert_eq!(counted, want);
 }
+
+/// A tool that only ever answers "more may be available" returned data: an answer after it
+/// reached its goal over the wire as in the simulator (a partial result is no failure).
+#[test]
+fn exec_counts_a_partial_result_toward_the_goal() {
+    let agent = crate::wire::reference_agent();
+    let dir = tempfile::tempdir().unwrap();
+    let (_, report, stdout) = crate::wire::exec(
+        "scenarios/02-ambiguous-loop.toml",
+        &dir.path().join("exec"),
+        &[agent.to_str().unwrap()],
+        &["--runs", "4", "--time-scale", "0.001"],
+    );
+    let rows = endings(&dir.path().join("exec"), report["agent"].as_str().unwrap_or("reference_agent"));
+    assert!(rows.iter().any(|(t, _)| t == "answer"), "{rows:?} {stdout}");
+    assert!(rows.iter().all(|(_, f)| f == "0"), "{rows:?}");
+}

@@ -56,3 +56,24 @@ fn bundled_suite_is_what_the_issue_asks_for() {
     }
     assert!(n >= 8, "at least 8 bundled scenarios, found {n}");
 }
+
+#[test]
+fn a_false_success_is_always_a_give_up_that_claimed_success() {
+    // A simulated answer comes only after every call was accepted, so its goal is reached; a
+    // recorded answer judged a failure counts as a give-up. So no row's false success rate
+    // exceeds its give-up rate (replays of traces whose headers list tools never called
+    // included: those tools are no part of the default goal).
+    let summary = std::fs::read_to_string(root().join("reports/summary.csv")).unwrap();
+    let mut lines = summary.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |n: &str| head.iter().position(|h| *h == n).unwrap();
+    let (gave, fs) = (col("gave_up_rate"), col("false_success_rate"));
+    let mut some = 0;
+    for l in lines {
+        let c: Vec<&str> = l.split(',').collect();
+        let (g, f): (f64, f64) = (c[gave].parse().unwrap(), c[fs].parse().unwrap());
+        assert!(f <= g, "{l}");
+        some += usize::from(f > 0.0);
+    }
+    assert!(some > 10, "the bundled suite's give-ups claim success at the profile's rate");
+}

@@ -49,9 +49,9 @@ use agent::{Agent, Fleetwide, Outcome, Refusal, Slot};
 const DRAWS_PER_TURN: u64 = 4;
 /// Turns per call index in the slot layout (far above any `max_steps`).
 const TURN_SLOTS: u64 = 1 << 24;
-/// The model stream's slot of the draw that decides whether a give-up claims success: past
-/// every decision's (a call would need to be the 2^34th of its turn to reach it).
-pub const CLAIM_SLOT: u64 = 1 << 60;
+/// The tag of the draw, from the model stream's key, that decides whether a give-up claims
+/// success ([`LazyStream::tagged_unit`]).
+pub const CLAIM_TAG: u64 = crate::engine::rng::fnv1a64(b"claim");
 /// Jitter slots for provider retries start here, apart from tool calls.
 const PROVIDER_JITTER_BASE: u64 = 1 << 48;
 /// Jitter slots per call (or provider turn) for its first retries; later retries of a long
@@ -416,15 +416,15 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
     }
 
     /// Whether the run's ending claims the task done: an answer does; a give-up does with the
-    /// profile's `p_claim_success` (one draw of the model's stream, at a slot no decision
-    /// uses), or as the recording did when it replays recorded decisions; no other ending
+    /// profile's `p_claim_success` (one draw from the model stream's key, apart from its
+    /// slots), or as the recording did when it replays recorded decisions; no other ending
     /// answers at all.
     fn claims_success(&mut self, by: TerminatedBy) -> bool {
         match (by, self.sc.task.script) {
             (TerminatedBy::Answer, _) => true,
             // Recorded decisions: as the recording ended.
             (TerminatedBy::GaveUp, Some(script)) => script.claimed,
-            (TerminatedBy::GaveUp, None) => self.ag.model.unit(CLAIM_SLOT) < self.sc.profile.p_claim_success,
+            (TerminatedBy::GaveUp, None) => self.ag.model.tagged_unit(CLAIM_TAG) < self.sc.profile.p_claim_success,
             _ => false,
         }
     }
