@@ -99,6 +99,20 @@ pub enum Fault {
         after_events: u32,
         how: StreamBreak,
     },
+    /// A result that arrives whole and says it succeeded, with a plausible wrong value (the
+    /// first value in it changed). No failure to its client; the task's goal is not reached on it.
+    WrongContent,
+    /// A result that arrives whole and succeeded, `kb` KiB long: a strategy's `max_result_kb`
+    /// may cut it. No failure.
+    LargeResponse {
+        kb: u32,
+    },
+    /// A result that succeeded and carries `text`, an instruction to call tool `tool` (prompt
+    /// injection through a tool result). No failure.
+    InjectedInstruction {
+        text: String,
+        tool: String,
+    },
 }
 
 /// The status a model call whose stream broke is recorded with, in `run` and over the wire:
@@ -130,7 +144,7 @@ impl StreamBreak {
 }
 
 /// Names of the faults that are not an HTTP status (`fault = "…"` in a scenario).
-pub const NON_HTTP_FAULTS: [&str; 12] = [
+pub const NON_HTTP_FAULTS: [&str; 13] = [
     "timeout",
     "reset",
     "stream_dropped",
@@ -139,6 +153,7 @@ pub const NON_HTTP_FAULTS: [&str; 12] = [
     "ambiguous",
     "truncated_json",
     "code_fenced_json",
+    "wrong_content",
     "stream_cut",
     "stream_malformed",
     "stream_stall",
@@ -162,6 +177,11 @@ impl Fault {
             | Fault::Stream { .. } => ErrorClass::Transient,
             Fault::SchemaDrift => ErrorClass::BadArgs,
             Fault::Ambiguous { .. } => ErrorClass::Partial,
+            // Never a failure; callers that see a success ask `taints` first (a tainted result
+            // sticks to nothing, unlike a partial one).
+            Fault::WrongContent | Fault::LargeResponse { .. } | Fault::InjectedInstruction { .. } => {
+                ErrorClass::Partial
+            }
         }
     }
 
@@ -178,6 +198,13 @@ impl Fault {
             Fault::Http { retry_after_ms, .. } => *retry_after_ms,
             _ => None,
         }
+    }
+
+    /// Whether the call succeeds with a result that is not what it should be (wrong, large or
+    /// carrying an instruction): the client sees a success, the engine and the mocks serve the
+    /// changed result ([`crate::taint`]).
+    pub fn taints(&self) -> bool {
+        matches!(self, Fault::WrongContent | Fault::LargeResponse { .. } | Fault::InjectedInstruction { .. })
     }
 
     /// Whether the tool's body reaches the client damaged (it fails to parse it).
@@ -202,6 +229,9 @@ impl Fault {
                 format!("stream_stall {ms}ms after {after_events} events")
             }
             Fault::Stream { after_events, how } => format!("{} after {after_events} events", how.name()),
+            Fault::WrongContent => "wrong_content".into(),
+            Fault::LargeResponse { kb } => format!("large_response {kb} KiB"),
+            Fault::InjectedInstruction { tool, .. } => format!("injected_instruction to call {tool}"),
         }
     }
 }

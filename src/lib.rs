@@ -66,5 +66,6 @@ pub mod shard;
 pub mod shrink;
 pub mod suite;
 pub mod sweep;
+pub mod taint;
 pub mod trace;
 pub mod wire;

@@ -102,6 +102,7 @@ pub fn as_recorded_strategy(format: Format) -> Strategy {
         budgets: false,
         loop_guard: false,
         retry: None,
+        max_result_kb: None,
     }
 }
 
@@ -246,6 +247,7 @@ impl Observer for Counter {
             Event::End { by, .. } => self.ended = Some(by),
             Event::Rejected { .. }
             | Event::BreakerTrip { .. }
+            | Event::Misled { .. }
             | Event::ProtocolViolation { .. }
             | Event::Decision { .. }
             | Event::Done { .. } => {}

@@ -72,7 +72,21 @@ pub fn with_schedule(sc: &Scenario, schedule: &[Met]) -> Scenario {
             commits: m.commits,
         })
         .collect();
-    Scenario { faults: FaultPlan::new(rules, sc.task.tools.len()), ..sc.clone() }
+    // The call each kept injection asks for, under the rule's new number.
+    let mut task = sc.task.clone();
+    task.injected = schedule
+        .iter()
+        .enumerate()
+        .filter_map(|(j, m)| match &m.fault {
+            Fault::InjectedInstruction { tool, .. } => {
+                let t = sc.task.tools.iter().position(|n| n == tool)?;
+                let call = sc.task.injected.iter().find(|&&(_, c)| usize::from(sc.task.calls[c as usize].tool) == t)?.1;
+                Some((j as u16, call))
+            }
+            _ => None,
+        })
+        .collect();
+    Scenario { faults: FaultPlan::new(rules, sc.task.tools.len()), task, ..sc.clone() }
 }
 
 fn ends(sc: &Scenario, s: usize, run: u64, schedule: &[Met]) -> TerminatedBy {
@@ -131,6 +145,10 @@ pub fn to_toml(sc: &Scenario, schedule: &[Met]) -> String {
                 }
             }
             Fault::Timeout { after_ms } => out.push_str(&format!("fault = \"timeout\"\nafter_ms = {after_ms}\n")),
+            Fault::LargeResponse { kb } => out.push_str(&format!("large_response = {kb}\n")),
+            Fault::InjectedInstruction { text, tool } => {
+                out.push_str(&format!("injected_instruction = {text:?}\ninjection_target = {tool:?}\n"))
+            }
             other => out.push_str(&format!("fault = {:?}\n", other.label())),
         }
         if m.commits {

@@ -453,6 +453,10 @@ pub fn push_run_row(buf: &mut Vec<u8>, prefix: &[u8], run: u64, seed: u64, m: &R
     buf.extend_from_slice(num.format(m.duplicate_writes).as_bytes());
     buf.push(b',');
     buf.extend_from_slice(num.format(m.false_successes).as_bytes());
+    buf.push(b',');
+    buf.extend_from_slice(num.format(m.wrong_accepted).as_bytes());
+    buf.push(b',');
+    buf.extend_from_slice(num.format(m.injection_followed).as_bytes());
     buf.push(b'\n');
 }
 

@@ -844,6 +844,8 @@ fn agent_metrics(world: &World, trace: &Trace, ended: &str, findings: &[Finding]
     m.faults_injected = world.faults_injected;
     m.load_rejections = world.load_rejections;
     m.duplicate_writes = world.duplicate_writes;
+    m.wrong_accepted = world.wrong_standing.len() as u64;
+    m.injection_followed = world.injection_followed;
     m.met_fault |= world.faults_injected > 0 || world.load_rejections > 0;
     m.protocol_violations = count(Check::RoundTrip);
     m.raw_leaks = count(Check::NoRawText);
@@ -1297,7 +1299,8 @@ fn exec_json(
         json!({"ended": r.ended, "agent_exit_code": r.exit, "provider": r.trace.header.provider,
         "http_requests": {"provider": r.http[0], "tools": r.http[1], "other": r.http[2], "tool_lists": r.http[3]},
         "counted": {"model_calls": r.metrics.model_calls, "tool_calls": r.metrics.tool_calls,
-            "duplicate_writes": r.metrics.duplicate_writes, "false_success": r.metrics.false_successes},
+            "duplicate_writes": r.metrics.duplicate_writes, "false_success": r.metrics.false_successes,
+            "wrong_accepted": r.metrics.wrong_accepted, "injection_followed": r.metrics.injection_followed},
         "unknown_paths": r.unknown_paths, "requests_elsewhere": r.elsewhere,
         "rewritten_results": r.trace.events.iter().filter(|e| matches!(e, TraceEvent::ToolResult { evidence: Some(ev), .. }
             if ev.starts_with(crate::wire::rewrite::EVIDENCE))).count(),

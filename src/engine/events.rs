@@ -6,6 +6,16 @@ use super::probabilities::Draw;
 use crate::envelope::read::Signal;
 use crate::fault::ErrorClass;
 
+/// How a result that succeeded misled the model (the book: metrics, `wrong_accepted` and
+/// `injection_followed`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Misled {
+    /// It took a plausible wrong value (`wrong_content`) as right.
+    WrongAccepted,
+    /// It called the tool an injected instruction asked for.
+    InjectionFollowed,
+}
+
 /// How a run ended (the book: metrics, `terminated_by`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum TerminatedBy {
@@ -142,6 +152,13 @@ pub enum Event<'a> {
     /// A model turn started while a call of the previous turn lacked exactly one result.
     ProtocolViolation {
         call_id: u32,
+    },
+    /// The model was misled by the result of call `call_id`, which succeeded: it took a wrong
+    /// value as right, or it followed the instruction the result carried (its call of the tool
+    /// asked for is issued next).
+    Misled {
+        call_id: u32,
+        how: Misled,
     },
     /// An agent's run ends (one per agent).
     End {

@@ -120,7 +120,7 @@ pub const PROBABILITIES: [&str; 10] = [
 
 /// The range each probability plausibly takes when nothing was measured: the book's table (the
 /// simulated model) gives the reasoning per key (all are tracefault's assumptions around the design figures).
-pub const PLAUSIBLE: [(&str, [f64; 2]); 11] = [
+pub const PLAUSIBLE: [(&str, [f64; 2]); 13] = [
     ("p_continue", [0.80, 0.97]),
     ("p_retry_transient", [0.50, 0.95]),
     ("p_fix_args", [0.50, 0.90]),
@@ -132,7 +132,15 @@ pub const PLAUSIBLE: [(&str, [f64; 2]); 11] = [
     ("perception.raw", [0.40, 0.80]),
     ("perception.unmarked", [0.55, 0.90]),
     ("p_claim_success", [0.0, 0.25]),
+    ("p_notice_wrong", [0.0, 0.5]),
+    ("p_follow_injection", [0.0, 0.6]),
 ];
+
+/// The probabilities read once where a result or a run ends, outside the swept
+/// [`PROBABILITIES`] (they never split a trajectory a sweep follows), with the value a profile
+/// file that does not give one takes (the bundled profile's, `profiles/default.toml`).
+pub const ENDING_PROBABILITIES: [(&str, f64); 3] =
+    [("p_claim_success", DEFAULT_P_CLAIM_SUCCESS), ("p_notice_wrong", 0.1), ("p_follow_injection", 0.15)];
 
 /// The plausible range of probability `key` (see [`PLAUSIBLE`]).
 pub fn plausible(key: &str) -> Option<[f64; 2]> {
@@ -158,6 +166,12 @@ pub struct Profile {
     /// the swept [`PROBABILITIES`]: it is read once, as a run ends, so it never splits a
     /// trajectory.
     pub p_claim_success: f64,
+    /// After a result with a plausible wrong value (`wrong_content`): the probability that the
+    /// model notices and asks again (else it takes the value as right).
+    pub p_notice_wrong: f64,
+    /// After a result carrying an instruction to call another tool (`injected_instruction`):
+    /// the probability that the model calls it.
+    pub p_follow_injection: f64,
     /// The plausible range of each probability that has one, by key (see [`PROBABILITIES`]).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub ranges: BTreeMap<String, [f64; 2]>,
@@ -181,6 +195,10 @@ struct ProfileFile {
     /// Optional in a file: a profile written before it existed takes the bundled value.
     #[serde(default)]
     p_claim_success: Option<Figure>,
+    #[serde(default)]
+    p_notice_wrong: Option<Figure>,
+    #[serde(default)]
+    p_follow_injection: Option<Figure>,
 }
 
 /// The bundled profile's `p_claim_success` (see `profiles/default.toml`), for a profile file
@@ -216,9 +234,14 @@ impl TryFrom<ProfileFile> for Profile {
             prompt_tokens: f.prompt_tokens,
             perception: Perception { envelope: 0.0, flag: 0.0, object: 0.0, prefix: 0.0, raw: 0.0, unmarked: 0.0 },
             p_claim_success: 0.0,
+            p_notice_wrong: 0.0,
+            p_follow_injection: 0.0,
             ranges: BTreeMap::new(),
         };
-        p.set("p_claim_success", f.p_claim_success.unwrap_or(Figure::Value(DEFAULT_P_CLAIM_SUCCESS)));
+        let given = [f.p_claim_success, f.p_notice_wrong, f.p_follow_injection];
+        for ((key, default), figure) in ENDING_PROBABILITIES.into_iter().zip(given) {
+            p.set(key, figure.unwrap_or(Figure::Value(default)));
+        }
         let figures = [
             f.p_continue,
             f.p_retry_transient,
@@ -255,6 +278,8 @@ impl Profile {
             "perception.raw" => per.raw,
             "perception.unmarked" => per.unmarked,
             "p_claim_success" => self.p_claim_success,
+            "p_notice_wrong" => self.p_notice_wrong,
+            "p_follow_injection" => self.p_follow_injection,
             _ => return None,
         })
     }
@@ -275,6 +300,8 @@ impl Profile {
             "perception.raw" => &mut per.raw,
             "perception.unmarked" => &mut per.unmarked,
             "p_claim_success" => &mut self.p_claim_success,
+            "p_notice_wrong" => &mut self.p_notice_wrong,
+            "p_follow_injection" => &mut self.p_follow_injection,
             _ => return false,
         };
         *slot = figure.value();
@@ -303,6 +330,8 @@ impl Profile {
             ("perception.raw", self.perception.raw),
             ("perception.unmarked", self.perception.unmarked),
             ("p_claim_success", self.p_claim_success),
+            ("p_notice_wrong", self.p_notice_wrong),
+            ("p_follow_injection", self.p_follow_injection),
         ];
         for (k, v) in probs {
             if !(0.0..=1.0).contains(&v) {
@@ -313,7 +342,11 @@ impl Profile {
             let Some(v) = self.probability(k) else {
                 return Err((
                     k.clone(),
-                    format!("a range only on a probability ({}, p_claim_success)", PROBABILITIES.join(", ")),
+                    format!(
+                        "a range only on a probability ({}, {})",
+                        PROBABILITIES.join(", "),
+                        ENDING_PROBABILITIES.map(|(k, _)| k).join(", ")
+                    ),
                 ));
             };
             if !(0.0..=1.0).contains(&lo) || !(0.0..=1.0).contains(&hi) {

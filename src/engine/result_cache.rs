@@ -29,6 +29,10 @@ pub struct ResultKey {
     pub retry_after_s: Option<u64>,
     pub encoding: Option<Encoding>,
     pub stated_complete: bool,
+    /// The rule that tainted a successful result.
+    pub taint: Option<u16>,
+    /// The strategy's `max_result_kb` where it may cut the result, else 0.
+    pub cut_kb: u32,
 }
 
 /// Hashes the key as three words (the derived hash would feed every field and discriminant
@@ -41,7 +45,8 @@ impl Hash for ResultKey {
         let load = self.load.map_or(0, |l| l as u64 + 1);
         h.write_u64(u64::from(self.call) << 32 | u64::from(self.attempts));
         h.write_u64(class | rule << 8 | encoding << 32 | u64::from(self.stated_complete) << 40 | load << 48);
-        h.write_u64(self.retry_after_s.map_or(u64::MAX, |s| s));
+        let taint = self.taint.map_or(0, |r| u64::from(r) + 1);
+        h.write_u64(self.retry_after_s.map_or(u64::MAX, |s| s) ^ (taint << 32 | u64::from(self.cut_kb)));
     }
 }
 
@@ -62,8 +67,9 @@ pub struct Seen {
 pub struct ResultCache {
     pinned: Option<usize>,
     map: FxHashMap<ResultKey, Seen>,
-    /// Successes, the most common result, by call index: their rendering's length + 1 (0 when
-    /// not yet rendered). A success's key is its call alone, so no hashing is needed.
+    /// Successes as the tool gave them (not tainted, not cut), the most common result, by call
+    /// index: their rendering's length + 1 (0 when not yet rendered). Such a success's key is
+    /// its call alone, so no hashing is needed.
     ok_len: Vec<usize>,
 }
 
@@ -97,7 +103,7 @@ impl ResultCache {
     /// The cached result for `key`, or the one `make` computes (then cached).
     #[inline(always)]
     pub fn get_or_make(&mut self, key: ResultKey, make: impl FnOnce() -> Seen) -> Seen {
-        if key.class.is_none() {
+        if key.class.is_none() && key.taint.is_none() && key.cut_kb == 0 {
             let call = key.call as usize;
             if call >= self.ok_len.len() {
                 self.ok_len.resize(call + 1, 0);
@@ -138,6 +144,8 @@ mod tests {
             retry_after_s: None,
             encoding: None,
             stated_complete: false,
+            taint: None,
+            cut_kb: 0,
         }
     }
 
@@ -209,6 +217,11 @@ mod tests {
             30,
             "a failure of call 4 is not its success"
         );
+        let tainted = ResultKey { taint: Some(0), ..key(4) };
+        assert_eq!(c.get_or_make(tainted, || Seen { len: 40, reading: None }).len, 40, "tainted is not plain");
+        let cut = ResultKey { cut_kb: 16, ..key(4) };
+        assert_eq!(c.get_or_make(cut, || Seen { len: 50, reading: None }).len, 50, "cut is not whole");
+        assert_eq!(ok(&mut c, 4, 99), 10, "the plain success kept its own");
         c.pin(2);
         assert_eq!(ok(&mut c, 4, 11), 11, "a new pin starts empty");
     }

@@ -34,6 +34,9 @@ pub struct Strategy {
     pub loop_guard: bool,
     /// A retry policy of its own instead of the scenario's `[policy].retry`.
     pub retry: Option<RetryPolicy>,
+    /// Tool results longer than this many KiB are cut to it before the model reads them
+    /// (`max_result_kb`).
+    pub max_result_kb: Option<u32>,
 }
 
 impl Strategy {
@@ -48,6 +51,7 @@ impl Strategy {
             budgets: guarded,
             loop_guard: guarded,
             retry: None,
+            max_result_kb: None,
         }
     }
 

@@ -63,6 +63,9 @@ pub struct Task {
     /// The tools some call uses, in order of first use (a trace's header may list tools it
     /// never called: they are no part of the default goal).
     pub called: Vec<u16>,
+    /// `(rule, call)`: the call the model makes when it follows fault rule `rule`'s injected
+    /// instruction (no step of the task).
+    pub injected: Vec<(u16, u32)>,
     /// `(tool, canonical args)` → interned id, so adding a call never scans the others.
     interned: std::collections::BTreeMap<(u16, String), u32>,
 }
@@ -144,6 +147,21 @@ impl Task {
         let call = self.push_spec(tool, canon.to_owned(), Vec::new(), None);
         self.calls[call as usize].result_literal = Some(r#""null""#.to_owned());
         call
+    }
+
+    /// Adds the call the model makes when it follows rule `rule`'s instruction to call `tool`
+    /// (a tool of the task): no part of the default goal.
+    pub fn push_injected(&mut self, rule: u16, tool: &str) {
+        let called = self.called.clone();
+        let args = serde_json::json!({"as_instructed": true});
+        let call = self.push_call(tool, &args, &[], &serde_json::json!({"ok": true}), None);
+        self.called = called;
+        self.injected.push((rule, call));
+    }
+
+    /// The call that follows rule `rule`'s injected instruction.
+    pub fn injected_call(&self, rule: u16) -> Option<u32> {
+        self.injected.iter().find(|&&(r, _)| r == rule).map(|&(_, c)| c)
     }
 
     fn push_spec(&mut self, tool: &str, canon: String, corrections: Vec<String>, latency_ms: Option<u64>) -> u32 {

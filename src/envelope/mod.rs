@@ -124,6 +124,8 @@ impl ToolError<'_> {
                 Fault::SchemaDrift => "SCHEMA_CHANGED",
                 Fault::TruncatedJson | Fault::CodeFencedJson => "BAD_RESPONSE",
                 Fault::Ambiguous { .. } => "PARTIAL",
+                // A tainted result is a success: no envelope carries it (kept for totality).
+                Fault::WrongContent | Fault::LargeResponse { .. } | Fault::InjectedInstruction { .. } => "OK",
             },
         }
     }

@@ -354,6 +354,12 @@ pub fn sentence(out: &mut String, num: &mut itoa::Buffer, err: &ToolError<'_>) {
                 out.push_str(tool);
                 out.push_str(" tool returned partial data.");
             }
+            // A tainted result is a success, never told as a failure (kept for totality).
+            Fault::WrongContent | Fault::LargeResponse { .. } | Fault::InjectedInstruction { .. } => {
+                out.push_str("The ");
+                out.push_str(tool);
+                out.push_str(" tool returned a result.");
+            }
         },
     }
 }
@@ -397,9 +403,12 @@ fn raw_exception(out: &mut String, num: &mut itoa::Buffer, err: &ToolError<'_>) 
             Fault::SchemaDrift => out.push_str(
                 "    result = await session.call_tool(name, args)\nmcp.shared.exceptions.MCPError: Invalid params: the tool's input schema changed",
             ),
-            Fault::TruncatedJson | Fault::CodeFencedJson | Fault::Ambiguous { .. } => {
-                out.push_str("    return response.json()\nValueError: partial data")
-            }
+            Fault::TruncatedJson
+            | Fault::CodeFencedJson
+            | Fault::Ambiguous { .. }
+            | Fault::WrongContent
+            | Fault::LargeResponse { .. }
+            | Fault::InjectedInstruction { .. } => out.push_str("    return response.json()\nValueError: partial data"),
         },
     }
 }

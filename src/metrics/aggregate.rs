@@ -57,6 +57,11 @@ pub struct Aggregate {
     /// Runs in which an agent's ending claimed the task done while its goal was not reached.
     #[serde(default)]
     pub false_success_runs: u64,
+    /// Runs in which the model took a wrong value as right / followed an injected instruction.
+    #[serde(default)]
+    pub wrong_accepted_runs: u64,
+    #[serde(default)]
+    pub injection_followed_runs: u64,
     /// Σ of squares of each run's wasted retries and breaker trips (spreads for baselines).
     #[serde(default)]
     pub wasted_sq_sum: u128,
@@ -113,6 +118,8 @@ impl Aggregate {
         self.load_rejections += m.load_rejections;
         self.duplicate_writes += m.duplicate_writes;
         self.false_success_runs += u64::from(m.false_successes > 0);
+        self.wrong_accepted_runs += u64::from(m.wrong_accepted > 0);
+        self.injection_followed_runs += u64::from(m.injection_followed > 0);
         self.wasted_sq_sum += u128::from(m.wasted_retries) * u128::from(m.wasted_retries);
         self.trips_sq_sum += u128::from(m.breaker_trips) * u128::from(m.breaker_trips);
         self.tokens_in_sum += u128::from(m.tokens_in);
@@ -178,6 +185,8 @@ impl Aggregate {
         self.load_rejections += o.load_rejections;
         self.duplicate_writes += o.duplicate_writes;
         self.false_success_runs += o.false_success_runs;
+        self.wrong_accepted_runs += o.wrong_accepted_runs;
+        self.injection_followed_runs += o.injection_followed_runs;
         self.wasted_sq_sum += o.wasted_sq_sum;
         self.trips_sq_sum += o.trips_sq_sum;
         self.tokens_in_sum += o.tokens_in_sum;

@@ -1,7 +1,7 @@
 //! Folds one run's events into its metrics (one row of `runs.csv`): a fleet's run folds every
 //! agent's events into fleet totals.
 
-use crate::engine::events::{By, Event, Observer, TerminatedBy};
+use crate::engine::events::{By, Event, Misled, Observer, TerminatedBy};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RunMetrics {
@@ -40,6 +40,10 @@ pub struct RunMetrics {
     pub duplicate_writes: u64,
     /// Agents whose ending claimed the task done while its goal was not reached.
     pub false_successes: u64,
+    /// Wrong values (`wrong_content`) the model took as right.
+    pub wrong_accepted: u64,
+    /// Injected instructions the model followed (it called the tool one asked for).
+    pub injection_followed: u64,
     /// The most calls one tool served at once, and each tool's (by index; empty when no
     /// tool was tracked).
     pub peak_in_flight: u64,
@@ -117,6 +121,8 @@ impl RunMetrics {
             (&mut self.load_rejections, a.load_rejections),
             (&mut self.duplicate_writes, a.duplicate_writes),
             (&mut self.false_successes, a.false_successes),
+            (&mut self.wrong_accepted, a.wrong_accepted),
+            (&mut self.injection_followed, a.injection_followed),
         ] {
             *into += from;
         }
@@ -192,6 +198,10 @@ impl Observer for RunMetrics {
                     self.faults_injected += 1;
                     self.met_fault = true;
                     self.met_non_retryable |= !c.retryable();
+                } else if rule.is_some() {
+                    // A result that succeeded, changed by a rule's fault (wrong, large, injected).
+                    self.faults_injected += 1;
+                    self.met_fault = true;
                 }
                 if let (true, Some(r)) = (fired, rule) {
                     self.rule_fired[usize::from(r)] += 1;
@@ -211,6 +221,8 @@ impl Observer for RunMetrics {
                 }
             }
             Event::ProtocolViolation { .. } => self.protocol_violations += 1,
+            Event::Misled { how: Misled::WrongAccepted, .. } => self.wrong_accepted += 1,
+            Event::Misled { how: Misled::InjectionFollowed, .. } => self.injection_followed += 1,
             Event::Decision { .. } => {}
             Event::End { by, t_ms, started_ms, false_success, .. } => {
                 self.false_successes += u64::from(false_success);

@@ -4,7 +4,7 @@ use super::aggregate::Aggregate;
 use super::stats::{paired_mean_ci, wilson};
 use crate::engine::events::TerminatedBy;
 
-pub const SUMMARY_COLUMNS: [&str; 41] = [
+pub const SUMMARY_COLUMNS: [&str; 43] = [
     "scenario",
     "strategy",
     "runs",
@@ -46,11 +46,13 @@ pub const SUMMARY_COLUMNS: [&str; 41] = [
     "duplicate_writes",
     "duplicate_writes_per_run",
     "false_success_rate",
+    "wrong_accepted_rate",
+    "injection_followed_rate",
 ];
 
 /// What each column of `summary.csv` holds (the book's reference; the metrics' definitions in
 /// full are in the book's metrics page).
-pub const SUMMARY_COLUMN_DOCS: [&str; 41] = [
+pub const SUMMARY_COLUMN_DOCS: [&str; 43] = [
     "the scenario's name",
     "the strategy's name (an `exec` run: the agent's label; a replayed trace: `recorded`)",
     "runs of this strategy",
@@ -92,11 +94,14 @@ pub const SUMMARY_COLUMN_DOCS: [&str; 41] = [
     "duplicate writes over all runs: attempts of a write tool's call that committed after one of the same call had, with no idempotency key the tool honoured",
     "duplicate writes per run",
     "share of runs whose ending claimed the task done while its goal (`[task] goal`) was not reached: an answer, or a give-up that claimed success",
+    "share of runs in which the model took a wrong value (`wrong_content`) as right",
+    "share of runs in which the model followed an instruction a tool result carried (`injected_instruction`)",
 ];
 
 /// Decimal places of each numeric column of `summary.csv` (index = column − 2).
-const PRECISION: [usize; 39] = [
-    0, 4, 4, 4, 4, 4, 4, 3, 0, 0, 0, 3, 3, 0, 4, 0, 0, 0, 4, 1, 1, 0, 0, 3, 3, 3, 0, 4, 1, 1, 1, 0, 3, 3, 6, 4, 0, 4, 4,
+const PRECISION: [usize; 41] = [
+    0, 4, 4, 4, 4, 4, 4, 3, 0, 0, 0, 3, 3, 0, 4, 0, 0, 0, 4, 1, 1, 0, 0, 3, 3, 3, 0, 4, 1, 1, 1, 0, 3, 3, 6, 4, 0, 4,
+    4, 4, 4,
 ];
 
 /// Where the cost columns sit among the numeric columns (filled by [`SummaryRow::with_cost`]).
@@ -105,7 +110,7 @@ const COST_COLUMNS: [usize; 2] = [34, 35];
 /// Where the paired difference against the baseline sits among the numeric columns.
 const DELTA_COLUMNS: std::ops::Range<usize> = 23..26;
 
-pub const RUNS_COLUMNS: [&str; 27] = [
+pub const RUNS_COLUMNS: [&str; 29] = [
     "scenario",
     "strategy",
     "run",
@@ -133,10 +138,12 @@ pub const RUNS_COLUMNS: [&str; 27] = [
     "load_rejections",
     "duplicate_writes",
     "false_success",
+    "wrong_accepted",
+    "injection_followed",
 ];
 
 /// What each column of `runs.csv` holds.
-pub const RUNS_COLUMN_DOCS: [&str; 27] = [
+pub const RUNS_COLUMN_DOCS: [&str; 29] = [
     "the scenario's name",
     "the strategy's name",
     "the run's number (0-based); with the seed it reproduces the run",
@@ -164,6 +171,8 @@ pub const RUNS_COLUMN_DOCS: [&str; 27] = [
     "429, 503 and 409 a tool gave under load (apart from `faults_injected`)",
     "attempts of a write tool's call that committed after one of the same call had, with no idempotency key the tool honoured",
     "agents whose ending claimed the task done while its goal was not reached (0 or 1 for a lone agent)",
+    "wrong values (`wrong_content`) the model took as right",
+    "instructions carried in tool results (`injected_instruction`) the model followed: it called the tool one asked for",
 ];
 
 /// One row of `summary.csv`.
@@ -172,7 +181,7 @@ pub struct SummaryRow {
     pub scenario: String,
     pub strategy: String,
     /// The numeric columns, in `SUMMARY_COLUMNS[2..]` order.
-    pub values: [f64; 39],
+    pub values: [f64; 41],
 }
 
 impl SummaryRow {
@@ -222,6 +231,8 @@ impl SummaryRow {
             a.duplicate_writes as f64,
             a.duplicate_writes as f64 / n,
             a.false_success_runs as f64 / n,
+            a.wrong_accepted_runs as f64 / n,
+            a.injection_followed_runs as f64 / n,
         ];
         SummaryRow { scenario: scenario.to_owned(), strategy: strategy.to_owned(), values }
     }

@@ -57,11 +57,19 @@ mod tests {
     fn the_header_is_the_column_contract_and_each_strategy_is_a_row() {
         let results = [sample("checkout")];
         let (header, rows) = table(&render(&SummaryCsv, &Report::new(&results)));
-        assert_eq!(header.len(), 41);
+        assert_eq!(header.len(), 43);
         assert_eq!(&header[..5], ["scenario", "strategy", "runs", "success_rate", "loop_rate"]);
         assert_eq!(
             &header[36..],
-            ["cost_usd_mean", "cost_usd_total", "duplicate_writes", "duplicate_writes_per_run", "false_success_rate"]
+            [
+                "cost_usd_mean",
+                "cost_usd_total",
+                "duplicate_writes",
+                "duplicate_writes_per_run",
+                "false_success_rate",
+                "wrong_accepted_rate",
+                "injection_followed_rate"
+            ]
         );
         let strategies: Vec<&str> = rows.iter().map(|r| r["strategy"].as_str()).collect();
         assert_eq!(strategies, ["five-field", "error-string"]);
@@ -131,7 +139,7 @@ mod tests {
     fn runs_header_is_one_line_of_the_runs_columns() {
         let line = String::from_utf8(runs_header()).unwrap();
         assert!(line.starts_with("scenario,strategy,run,seed,terminated_by,calls,"), "{line}");
-        assert!(line.ends_with(",retry_amplification,load_rejections,duplicate_writes,false_success\n"), "{line}");
-        assert_eq!(line.matches(',').count(), 26);
+        assert!(line.ends_with(",duplicate_writes,false_success,wrong_accepted,injection_followed\n"), "{line}");
+        assert_eq!(line.matches(',').count(), 28);
     }
 }

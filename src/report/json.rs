@@ -178,8 +178,8 @@ mod tests {
             sc["strategies"].as_array().unwrap().iter().map(|s| s["strategy"].as_str().unwrap()).collect();
         assert_eq!(names, ["five-field", "error-string"]);
         let es = &sc["strategies"][1];
-        // Summary values are numbers at the CSV's precision; all 39 numeric columns are there.
-        assert_eq!(es["summary"].as_object().unwrap().len(), 39);
+        // Summary values are numbers at the CSV's precision; all 41 numeric columns are there.
+        assert_eq!(es["summary"].as_object().unwrap().len(), 41);
         assert_eq!(es["summary"]["success_rate"], 0.75);
         assert_eq!(es["summary"]["loop_rate"], 0.25);
         assert_eq!(es["summary"]["calls_mean"], 4.75);

@@ -112,6 +112,26 @@ impl Exporter for ReportMd {
                     let _ = writeln!(s, "| {} | {} |", md_text(&row.strategy), cell(row, "false_success_rate"));
                 }
             }
+            if sc.faults.rules.iter().any(|r| r.fault.taints()) {
+                let _ = writeln!(
+                    s,
+                    "\nResults that succeeded with changed content (wrong values, large results, injected \
+                     instructions): the share of runs in which the model took a wrong value as right, and followed \
+                     an instruction a result carried; tokens per run.\n\n| strategy | wrong accepted | injection \
+                     followed | tokens / run |\n|---|---:|---:|---:|"
+                );
+                for row in &r.rows {
+                    let f = |m: &str| cell(row, m);
+                    let _ = writeln!(
+                        s,
+                        "| {} | {} | {} | {} |",
+                        md_text(&row.strategy),
+                        f("wrong_accepted_rate"),
+                        f("injection_followed_rate"),
+                        f("tokens_mean")
+                    );
+                }
+            }
             if sc.fleet.agents > 1 || sc.loaded {
                 let _ = writeln!(
                     s,

@@ -167,6 +167,9 @@ pub struct StrategyDto {
     /// A retry policy of this strategy's own: the keys it sets override `[policy].retry`'s
     /// (default: `[policy].retry`).
     pub retry: Option<RetryDto>,
+    /// Cut every tool result longer than this many KiB to its first `max_result_kb` KiB, marked
+    /// `truncated` with its full size, before the model reads it, 1 to 65 536 (default: no cut).
+    pub max_result_kb: Option<u32>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -413,6 +416,12 @@ pub struct ProfileOverridesDto {
     /// claims the task done, 0 to 1 (default 0.1); a false success when the goal was not
     /// reached.
     pub p_claim_success: Option<Figure>,
+    /// After a result with a plausible wrong value (`wrong_content`): the probability that the
+    /// model notices and asks again, 0 to 1 (default 0.1); else it takes the value as right.
+    pub p_notice_wrong: Option<Figure>,
+    /// After a result carrying an instruction to call another tool (`injected_instruction`):
+    /// the probability that the model calls it, 0 to 1 (default 0.15).
+    pub p_follow_injection: Option<Figure>,
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -469,7 +478,8 @@ pub struct FaultDto {
     /// call it again").
     pub message: Option<String>,
     /// The fault, when not an HTTP status: `timeout`, `reset`, `ambiguous`, `truncated_json`,
-    /// `code_fenced_json`, `session_expired`, `stream_dropped` or `schema_drift` on a tool;
+    /// `code_fenced_json`, `session_expired`, `stream_dropped`, `schema_drift` or
+    /// `wrong_content` (a success with a plausible wrong value) on a tool;
     /// `timeout`, `reset`, `stream_cut`, `stream_malformed`, `stream_stall` or `stream_error` on
     /// the provider.
     pub fault: Option<String>,
@@ -498,6 +508,14 @@ pub struct FaultDto {
     /// failure (a timeout, reset or 5xx once the write is done), so the caller sees a failure
     /// of a write that happened; `"none"` (default: a failed attempt wrote nothing).
     pub commit: Option<String>,
+    /// The fault, on a tool: its result succeeds and is this many KiB long, 1 to 65 536 (a
+    /// strategy's `max_result_kb` may cut it; its tokens count as the model reads it).
+    pub large_response: Option<u32>,
+    /// The fault, on a tool: its result succeeds and carries this text, an instruction to call
+    /// `injection_target` (prompt injection through a tool result).
+    pub injected_instruction: Option<String>,
+    /// With `injected_instruction`: the tool of the task the instruction asks the model to call.
+    pub injection_target: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

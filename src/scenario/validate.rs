@@ -217,6 +217,15 @@ pub fn validate(dto: ScenarioDto, files: Files, ctx: &Ctx) -> std::result::Resul
     let loads = task.as_ref().and_then(|task| keep(p, fleet::loads_from_dto(ctx, &dto.tools, &task.tools)));
     let upstreams = task.as_ref().and_then(|task| keep(p, fleet::upstreams_from_dto(ctx, &dto.tools, &task.tools)));
 
+    // The call each injected instruction asks for (a tool of the task), once the rules stand.
+    let task = task.map(|mut task| {
+        for (r, rule) in rules.iter().enumerate() {
+            if let Fault::InjectedInstruction { tool, .. } = &rule.fault {
+                task.push_injected(r as u16, tool);
+            }
+        }
+        task
+    });
     let (
         Some(task),
         Some(provider_load),
@@ -494,7 +503,18 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &Task) -> Result<FaultRul
         }
         s => s.map(|s| (s * 1000.0).round() as u64),
     };
+    let kinds = [f.http.is_some(), f.fault.is_some(), f.large_response.is_some(), f.injected_instruction.is_some()];
+    if kinds.into_iter().filter(|&k| k).count() > 1 {
+        return Err(ctx.err(
+            format!("faults[{i}]"),
+            "one fault: `http`, `fault`, `large_response` or `injected_instruction`, not several",
+        ));
+    }
+    if f.injection_target.is_some() && f.injected_instruction.is_none() {
+        return Err(ctx.err(field("injection_target"), "`injection_target` only with `injected_instruction`"));
+    }
     let fault = match (f.http, f.fault.as_deref()) {
+        _ if f.large_response.is_some() || f.injected_instruction.is_some() => tainting(ctx, i, f, task)?,
         (Some(_), Some(_)) => return Err(ctx.err(format!("faults[{i}]"), "either `http` or `fault`, not both")),
         (None, None) if trigger.rate_limit.is_some() => {
             Fault::Http { status: 429, retry_after_ms, param: None, message: None }
@@ -527,6 +547,7 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &Task) -> Result<FaultRul
                 "ambiguous" => Fault::Ambiguous { cursor: f.cursor.unwrap_or(false) },
                 "truncated_json" => Fault::TruncatedJson,
                 "code_fenced_json" => Fault::CodeFencedJson,
+                "wrong_content" => Fault::WrongContent,
                 "stream_cut" | "stream_malformed" | "stream_stall" | "stream_error" => {
                     let after_events = match f.after_events {
                         Some(n) if n > 10_000 => {
@@ -571,6 +592,19 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &Task) -> Result<FaultRul
     }
     if f.stall_ms.is_some() && !matches!(fault, Fault::Stream { how: StreamBreak::Stall { .. }, .. }) {
         return Err(ctx.err(field("stall_ms"), "`stall_ms` only with fault = \"stream_stall\""));
+    }
+    if target == Target::Provider && fault.taints() {
+        return Err(ctx.err(
+            field(if f.fault.is_some() { "fault" } else { "target" }),
+            "a tool or \"*\": wrong_content, large_response and injected_instruction change a tool's result",
+        ));
+    }
+    if fault.taints() && (trigger.rate_limit.is_some() || f.transport.is_some_and(|t| t)) {
+        return Err(ctx.err(
+            format!("faults[{i}]"),
+            "no `rate_limit` or `transport` with a tool result that succeeds (wrong_content, large_response, \
+             injected_instruction)",
+        ));
     }
     if target == Target::Provider
         && !matches!(fault, Fault::Http { .. } | Fault::Timeout { .. } | Fault::Reset | Fault::Stream { .. })
@@ -627,6 +661,41 @@ fn fault_rule(ctx: &Ctx, i: usize, f: &FaultDto, task: &Task) -> Result<FaultRul
     let label = if commits { format!("{label} after committing") } else { label };
     Ok(FaultRule { target, trigger, fault, label, fleet, transport, key, commits })
 }
+
+/// A fault that changes a tool's result: `large_response = KB`, or `injected_instruction` with
+/// its `injection_target` (a tool of the task).
+fn tainting(ctx: &Ctx, i: usize, f: &FaultDto, task: &Task) -> Result<Fault> {
+    let field = |k: &str| format!("faults[{i}].{k}");
+    if f.param.is_some() || f.message.is_some() || f.retry_after_s.is_some() {
+        return Err(ctx.err(format!("faults[{i}]"), "`param`, `message` and `retry_after_s` only with `http`"));
+    }
+    if let Some(kb) = f.large_response {
+        if !(1..=MAX_RESULT_KB).contains(&kb) {
+            return Err(ctx.err(field("large_response"), format!("KiB in [1, {MAX_RESULT_KB}], got {kb}")));
+        }
+        return Ok(Fault::LargeResponse { kb });
+    }
+    let text = f.injected_instruction.as_deref().unwrap_or_default();
+    if text.trim().is_empty() {
+        return Err(ctx.err(field("injected_instruction"), "the instruction's text, not empty"));
+    }
+    let Some(tool) = &f.injection_target else {
+        return Err(ctx.err(
+            field("injection_target"),
+            format!("the tool the instruction asks for, one of the task's ({})", task.tools.join(", ")),
+        ));
+    };
+    if !task.tools.contains(tool) {
+        return Err(ctx.err(
+            field("injection_target"),
+            format!("a tool of the task ({}), got {:?}", task.tools.join(", "), crate::escape::printable(tool)),
+        ));
+    }
+    Ok(Fault::InjectedInstruction { text: text.to_owned(), tool: tool.clone() })
+}
+
+/// The largest result a `large_response` or a strategy's `max_result_kb` names, in KiB.
+pub const MAX_RESULT_KB: u32 = 65_536;
 
 fn trigger_label(t: &Trigger) -> String {
     let mut parts = Vec::new();
@@ -821,8 +890,12 @@ fn profile_from_dto(
                 per.and_then(|p| p.raw),
                 per.and_then(|p| p.unmarked),
             ];
-            let claim = ("p_claim_success", o.p_claim_success);
-            for (key, figure) in PROBABILITIES.into_iter().zip(figures).chain([claim]) {
+            let ending = [
+                ("p_claim_success", o.p_claim_success),
+                ("p_notice_wrong", o.p_notice_wrong),
+                ("p_follow_injection", o.p_follow_injection),
+            ];
+            for (key, figure) in PROBABILITIES.into_iter().zip(figures).chain(ending) {
                 if let Some(f) = figure {
                     p.set(key, f);
                     changed = true;
@@ -903,7 +976,8 @@ fn custom_strategy(ctx: &Ctx, name: &str, s: StrategyDto, presets: &str, base_re
         && s.breaker.is_none()
         && s.loop_guard.is_none()
         && s.budgets.is_none()
-        && s.retry.is_none();
+        && s.retry.is_none()
+        && s.max_result_kb.is_none();
     if is_empty {
         return Strategy::preset_named(name).ok_or_else(|| {
             ctx.err(format!("strategies.{name}"), format!("a preset name ({presets}) or a definition with `encoding`"))
@@ -928,6 +1002,11 @@ fn custom_strategy(ctx: &Ctx, name: &str, s: StrategyDto, presets: &str, base_re
         None => None,
         Some(r) => Some(retry_from_dto(ctx, &field("retry"), base_retry, r)?),
     };
+    if let Some(kb) = s.max_result_kb
+        && !(1..=MAX_RESULT_KB).contains(&kb)
+    {
+        return Err(ctx.err(field("max_result_kb"), format!("KiB in [1, {MAX_RESULT_KB}], got {kb}")));
+    }
     Ok(Strategy {
         name: name.to_owned(),
         encoding,
@@ -949,5 +1028,6 @@ fn custom_strategy(ctx: &Ctx, name: &str, s: StrategyDto, presets: &str, base_re
         budgets: s.budgets.unwrap_or(false),
         loop_guard: s.loop_guard.unwrap_or(false),
         retry,
+        max_result_kb: s.max_result_kb,
     })
 }

@@ -105,6 +105,8 @@ impl Observer for Recorder {
                 entry.at_ms.push(t_ms);
                 return;
             }
+            // What misled the model shows in the results' content.
+            Event::Misled { .. } => return,
             // The open breaker answered: no status from the tool, and the attempts that did reach
             // it stay counted (none when the breaker met the call's first try).
             Event::Rejected { call_id, .. } => {

@@ -138,7 +138,13 @@ pub async fn tool_call(
             }
         }
         match answer {
-            Ok(result) => called.result = result,
+            // A tainting fault changes the real answer as it would the mock's.
+            Ok(result) => {
+                called.result = match &called.taint {
+                    Some(f) => crate::taint::tainted(f, &result).unwrap_or(result),
+                    None => result,
+                }
+            }
             Err(fault) => called.fault = Some(fault),
         }
     }

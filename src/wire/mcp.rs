@@ -191,7 +191,9 @@ impl ServerHandler for McpTools {
                     Some(real) if called.fault.is_none() => {
                         let name = request.name.to_string();
                         tokio::select! {
-                            answer = forwarded(real, request, &shared, agent, kept.as_ref().unwrap_or(&Value::Null)) => answer,
+                            answer = forwarded(real, request, &shared, agent, kept.as_ref().unwrap_or(&Value::Null)) => {
+                                answer.map(|r| tainted_real(r, called.taint.as_ref()))
+                            }
                             () = context.ct.cancelled() => {
                                 // Its outcome at the server is unknown: no success to the triggers.
                                 if let Some(w) = shared.lock().world(agent) {
@@ -256,6 +258,27 @@ async fn forwarded(
         }
     }
     response
+}
+
+/// A real server's result as a tainting fault changes it (its first text block, read as JSON
+/// where it is JSON); a failed or unchanged result as it came.
+fn tainted_real(response: CallToolResponse, fault: Option<&Fault>) -> CallToolResponse {
+    match (fault, response) {
+        (Some(f), CallToolResponse::Complete(mut r)) if r.is_error != Some(true) => {
+            if let Some(i) = r.content.iter().position(|c| c.as_text().is_some()) {
+                let text = r.content[i].as_text().map(|t| t.text.clone()).unwrap_or_default();
+                let v: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+                let changed = crate::taint::tainted(f, &v).unwrap_or(v);
+                let out = match changed {
+                    Value::String(s) => s,
+                    v => v.to_string(),
+                };
+                r.content[i] = ContentBlock::text(out);
+            }
+            CallToolResponse::Complete(r)
+        }
+        (_, r) => r,
+    }
 }
 
 /// Once the HTTP layer no longer waits to hear a call's outcome (its client went away); never

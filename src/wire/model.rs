@@ -16,7 +16,7 @@ use crate::engine::model::{Action, CallHistory, Perceived, act, perceive_failure
 use crate::engine::probabilities::{Explaining, Prob, Probabilities};
 use crate::engine::rng::fnv1a64;
 use crate::envelope::read::read_result;
-use crate::fault::ErrorClass;
+use crate::fault::{ErrorClass, Fault};
 use crate::provider::Format;
 use crate::trace::import::conversation::{FailureRules, Item, judge};
 use crate::trace::{Args, Stop, TraceEvent};
@@ -226,11 +226,29 @@ fn decide(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn {
         let fix_draw = conv.draws.unit(draw + 3);
         let s = &mut conv.slots[i];
         s.sent = false;
-        let action = act(&profile, &mut judge, perceived, &s.hist, u);
+        let mut action = act(&profile, &mut judge, perceived, &s.hist, u);
+        // A result that succeeded with changed content: the simulated model's draw (the
+        // slot's fourth) decides whether it notices a wrong value or follows an instruction.
+        let spec_tool = world.scenario.task.calls[s.call as usize].tool;
+        let taint = world.tainted.get(&(usize::from(spec_tool), args_key(&canonical_args(&s.args)))).copied();
+        let mut follow = None;
+        if let (Action::Accept, Some(rule)) = (action, taint) {
+            match &world.scenario.faults.rules[usize::from(rule)].fault {
+                Fault::WrongContent if fix_draw < profile.p_notice_wrong => {
+                    action =
+                        if s.hist.model_retries < profile.max_model_retries { Action::Repeat } else { Action::GiveUp };
+                }
+                Fault::InjectedInstruction { .. } if fix_draw < profile.p_follow_injection => {
+                    follow = world.scenario.task.injected_call(rule);
+                }
+                _ => {}
+            }
+        }
+        let s = &mut world.conversations.get_mut(&c).expect("a conversation the world holds").slots[i];
         match action {
             Action::Accept => s.active = false,
             Action::Repeat => {
-                if matches!(perceived, Perceived::Transient | Perceived::Terminal) {
+                if matches!(perceived, Perceived::Transient | Perceived::Terminal | Perceived::Ok) {
                     s.hist.model_retries += 1;
                 }
                 reissue = true;
@@ -257,6 +275,22 @@ fn decide(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn {
                 reissue = true;
             }
             Action::GiveUp => give_up = true,
+        }
+        if let Some(call) = follow
+            && world.conversation(c).slots.len() < crate::engine::task::MAX_PARALLEL_CALLS
+        {
+            let args = serde_json::from_str(&world.scenario.task.calls[call as usize].args).unwrap_or(Value::Null);
+            let slot = Slot {
+                call,
+                variant: 0,
+                hist: CallHistory::default(),
+                args,
+                id: String::new(),
+                active: true,
+                sent: false,
+            };
+            world.conversation(c).slots.push(slot);
+            reissue = true;
         }
         if perceived != Perceived::Ok
             && let Some(class) = truth

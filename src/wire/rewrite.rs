@@ -134,7 +134,12 @@ fn rewrite_list(
         } else {
             Value::String(content.to_owned()).to_string()
         };
-        let shown = if class.is_failure() {
+        let served;
+        let shown = if fault.taints() {
+            // A result that succeeds, changed (wrong, large, carrying an instruction).
+            served = crate::taint::served(Some(&fault), &json, strategy.max_result_kb);
+            Body::Ok { json: &served.0, text_literal: &served.1 }
+        } else if class.is_failure() {
             let err = ToolError {
                 kind: ErrorKind::Fault(&fault),
                 class,
@@ -177,10 +182,11 @@ fn rewrite_list(
         };
         w.record(TraceEvent::ToolResult {
             call_id: id.clone(),
-            ok: !class.is_failure(),
+            ok: fault.taints() || !class.is_failure(),
             status: fault.status(),
             content: shown_text,
-            error_class: Some(class.name().to_owned()),
+            // A tainted result is a success with changed content: no class.
+            error_class: (!fault.taints()).then(|| class.name().to_owned()),
             latency_ms: None,
             attempts: None,
             evidence: Some(format!("{EVIDENCE} ({}, under {})", fault.label(), strategy.name)),

@@ -59,8 +59,10 @@ pub fn input_schema(task: &Task, tool: &str) -> Value {
     let calls: Vec<Value> = task
         .calls
         .iter()
-        .filter(|c| usize::from(c.tool) == t)
-        .filter_map(|c| serde_json::from_str(&c.args).ok())
+        .enumerate()
+        // The calls injected instructions ask for are no part of the tool's schema.
+        .filter(|(i, c)| usize::from(c.tool) == t && !task.injected.iter().any(|&(_, call)| call as usize == *i))
+        .filter_map(|(_, c)| serde_json::from_str(&c.args).ok())
         .collect();
     let mut props: BTreeMap<String, &'static str> = BTreeMap::new();
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();

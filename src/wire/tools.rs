@@ -67,6 +67,9 @@ pub struct Called {
     pub commits: bool,
     /// The key of the call's canonical arguments.
     pub args_key: u64,
+    /// The fault that changed the result, which succeeded (`result` is the changed one; a
+    /// user's real tool's answer is changed by it too).
+    pub taint: Option<Fault>,
 }
 
 /// A request body as a tool's arguments: a JSON object, or the 400 that says why not.
@@ -100,7 +103,7 @@ pub fn call(world: &mut World, tool: &str, body: &[u8]) -> (Reply, bool) {
     match arguments(body) {
         Ok(args) => {
             let called = invoke(world, tool, &args);
-            (http_reply(world, &called), called.fault.is_some())
+            (http_reply(world, &called), called.fault.is_some() || called.taint.is_some())
         }
         Err(reply) => (reply, true),
     }
@@ -134,6 +137,11 @@ pub fn invoke(world: &mut World, tool: &str, args: &Value) -> Called {
         Some(rule) => Some(super::world::Decision { rule, retry_after_ms: None, refused: false }),
         None => world.decide(tool_idx),
     };
+    // The agent asked for a wrong value again: it did not take it as right.
+    world.wrong_standing.remove(&(tool_idx, call_key.1));
+    // A tainting fault changes a result that succeeds (wrong, large, injected): no failure.
+    let taint = decision.filter(|d| world.fault(d.rule).taints());
+    let decision = decision.filter(|d| !world.fault(d.rule).taints());
     let mut list_changed = false;
     if let Some(d) = decision {
         if d.refused && world.outcomes.contains_key(&call_key) {
@@ -165,10 +173,44 @@ pub fn invoke(world: &mut World, tool: &str, args: &Value) -> Called {
         .iter()
         .find(|c| usize::from(c.tool) == tool_idx && (c.args == canon || c.corrections.contains(&canon)))
         .or_else(|| world.scenario.task.calls.iter().find(|c| usize::from(c.tool) == tool_idx));
-    let result: Value =
+    // A call of a tool an injected instruction asked for, with arguments no call of the task
+    // has: the agent followed the instruction.
+    let task = &world.scenario.task;
+    let own_call = task.calls.iter().enumerate().any(|(i, c)| {
+        usize::from(c.tool) == tool_idx
+            && (c.args == canon || c.corrections.contains(&canon))
+            && !task.injected.iter().any(|&(_, call)| call as usize == i)
+    });
+    if !own_call && let Some(at) = world.injections_pending.iter().position(|&t| t == tool_idx) {
+        world.injections_pending.remove(at);
+        world.injection_followed += 1;
+    }
+    let mut result: Value =
         spec.map_or_else(|| json!({"result": "ok"}), |c| serde_json::from_str(&c.result_json).unwrap_or(Value::Null));
+    let mut wrong = false;
+    match taint {
+        Some(d) => world.tainted.insert((tool_idx, call_key.1), d.rule),
+        None => world.tainted.remove(&(tool_idx, call_key.1)),
+    };
+    if let Some(d) = taint {
+        world.faults_injected += 1;
+        let fault = world.fault(d.rule).clone();
+        result = crate::taint::tainted(&fault, &result).unwrap_or(result);
+        match fault {
+            Fault::WrongContent => {
+                wrong = true;
+                world.wrong_standing.insert((tool_idx, call_key.1));
+            }
+            Fault::InjectedInstruction { tool, .. } => {
+                if let Some(t) = index(world, &tool) {
+                    world.injections_pending.push(t);
+                }
+            }
+            _ => {}
+        }
+    }
     let class = decision.map(|d| world.fault(d.rule).class());
-    world.outcome_of(tool_idx, class.is_some_and(ErrorClass::is_failure));
+    world.outcome_of(tool_idx, class.is_some_and(ErrorClass::is_failure) || wrong);
     let (fault, retry_after_ms, transport, commits) = match decision {
         None => {
             world.succeeded(tool_idx);
@@ -194,7 +236,17 @@ pub fn invoke(world: &mut World, tool: &str, args: &Value) -> Called {
     world.outcomes.insert(call_key, class);
     world.last_outcome.insert(tool.to_owned(), class);
     world.bound_memory();
-    Called { tool: tool.to_owned(), result, fault, retry_after_ms, transport, list_changed, commits, args_key }
+    Called {
+        tool: tool.to_owned(),
+        result,
+        fault,
+        retry_after_ms,
+        transport,
+        list_changed,
+        commits,
+        args_key,
+        taint: taint.map(|d| world.fault(d.rule).clone()),
+    }
 }
 
 /// Whether a call of a write tool that ended so committed its write: it succeeded (or gave a
@@ -213,6 +265,9 @@ pub fn failed_for_real(world: &mut World, tool: &str, args: &Value, fault: &Faul
     let Some(tool_idx) = index(world, tool) else { return };
     let call_key = (tool.to_owned(), args_key(&canonical_args(args)));
     world.unsucceeded(tool_idx);
+    // What failed holds no wrong value and carries no instruction.
+    world.wrong_standing.remove(&(tool_idx, call_key.1));
+    world.tainted.remove(&(tool_idx, call_key.1));
     let class = fault.class();
     world.outcome_of(tool_idx, class.is_failure());
     // (`unsucceeded` took back the result invoke counted as returned.)
@@ -288,6 +343,10 @@ fn fault_reply(world: &World, tool: &str, fault: &Fault, retry_after_ms: Option<
         Fault::CodeFencedJson => Reply::raw(200, format!("```json\n{body}\n```").into_bytes(), "application/json"),
         Fault::Ambiguous { cursor } => {
             Reply::raw(200, partial_text(&body, false, *cursor).into_bytes(), "application/json")
+        }
+        // (`invoke` serves these as the success they are, with the changed result.)
+        Fault::WrongContent | Fault::LargeResponse { .. } | Fault::InjectedInstruction { .. } => {
+            Reply::json(200, result)
         }
     }
 }

@@ -149,6 +149,17 @@ pub struct World {
     /// Write tools' calls that committed again: the same arguments written before, under no
     /// idempotency key the tool had written ([`World::wrote`]).
     pub duplicate_writes: u64,
+    /// Wrong values (`wrong_content`) served whose call the agent did not make again, by
+    /// (tool, arguments' key): what it took as right when the run ends (at most
+    /// [`MAX_MEMORY`]).
+    pub wrong_standing: BTreeSet<(usize, u64)>,
+    /// Tools injected instructions asked for and not called yet, and the instructions followed:
+    /// a call of such a tool with arguments no call of the task has.
+    pub injections_pending: Vec<usize>,
+    pub injection_followed: u64,
+    /// The tainting rule behind each (tool, arguments' key)'s latest result, for the mock
+    /// model (at most [`MAX_MEMORY`]).
+    pub tainted: BTreeMap<(usize, u64), u16>,
     /// What write tools committed: (tool, arguments' key), and (tool, idempotency key); at most
     /// [`MAX_MEMORY`] of each.
     written: BTreeSet<(usize, u64)>,
@@ -222,6 +233,10 @@ impl World {
             real_tool_failures: 0,
             load_rejections: 0,
             duplicate_writes: 0,
+            wrong_standing: BTreeSet::new(),
+            injections_pending: Vec::new(),
+            injection_followed: 0,
+            tainted: BTreeMap::new(),
             written: BTreeSet::new(),
             written_keys: BTreeSet::new(),
             load_until: vec![0; targets],
@@ -448,6 +463,11 @@ impl World {
         cap(&mut self.bad_args);
         cap(&mut self.partial);
         cap(&mut self.last_outcome);
+        cap(&mut self.tainted);
+        while self.wrong_standing.len() > MAX_MEMORY {
+            self.wrong_standing.pop_first();
+        }
+        self.injections_pending.truncate(MAX_MEMORY);
         while self.unknown_paths.len() > 100 {
             self.unknown_paths.pop_last();
         }

@@ -32,7 +32,7 @@ model_transient_roundtrips,breaker_trips,breaker_trips_per_run,tokens_mean,virtu
 protocol_violations,raw_leaks,calls_delta_vs_baseline,calls_delta_lo,calls_delta_hi,\
 agents,agents_succeeded_rate,makespan_ms_mean,agent_ms_p50,agent_ms_p99,peak_in_flight,\
 retry_amplification,load_rejections_per_run,cost_usd_mean,cost_usd_total,duplicate_writes,\
-duplicate_writes_per_run,false_success_rate"
+duplicate_writes_per_run,false_success_rate,wrong_accepted_rate,injection_followed_rate"
     );
     let runs = std::fs::read_to_string(root().join("reports/runs.csv")).unwrap();
     assert_eq!(
@@ -40,7 +40,8 @@ duplicate_writes_per_run,false_success_rate"
         "scenario,strategy,run,seed,terminated_by,calls,model_calls,tool_calls,wasted_retries,\
 orchestrator_retries,model_transient_roundtrips,breaker_trips,faults_injected,tokens,virtual_ms,\
 protocol_violations,raw_leaks,agents,agents_succeeded,makespan_ms,agent_ms_p50,agent_ms_p99,\
-peak_in_flight,retry_amplification,load_rejections,duplicate_writes,false_success"
+peak_in_flight,retry_amplification,load_rejections,duplicate_writes,false_success,wrong_accepted,\
+injection_followed"
     );
 }
 
@@ -59,20 +60,21 @@ fn bundled_suite_is_what_the_issue_asks_for() {
 
 #[test]
 fn a_false_success_is_always_a_give_up_that_claimed_success() {
-    // A simulated answer comes only after every call was accepted, so its goal is reached; a
-    // recorded answer judged a failure counts as a give-up. So no row's false success rate
-    // exceeds its give-up rate (replays of traces whose headers list tools never called
-    // included: those tools are no part of the default goal).
+    // A simulated answer comes only after every call was accepted, so its goal is reached
+    // unless a wrong value was taken as right; a recorded answer judged a failure counts as a
+    // give-up. So no row's false success rate exceeds its give-up rate plus its wrong-accepted
+    // rate (replays of traces whose headers list tools never called included: those tools are
+    // no part of the default goal).
     let summary = std::fs::read_to_string(root().join("reports/summary.csv")).unwrap();
     let mut lines = summary.lines();
     let head: Vec<&str> = lines.next().unwrap().split(',').collect();
     let col = |n: &str| head.iter().position(|h| *h == n).unwrap();
-    let (gave, fs) = (col("gave_up_rate"), col("false_success_rate"));
+    let (gave, fs, wrong) = (col("gave_up_rate"), col("false_success_rate"), col("wrong_accepted_rate"));
     let mut some = 0;
     for l in lines {
         let c: Vec<&str> = l.split(',').collect();
-        let (g, f): (f64, f64) = (c[gave].parse().unwrap(), c[fs].parse().unwrap());
-        assert!(f <= g, "{l}");
+        let (g, f, w): (f64, f64, f64) = (c[gave].parse().unwrap(), c[fs].parse().unwrap(), c[wrong].parse().unwrap());
+        assert!(f <= g + w + 1e-9, "{l}");
         some += usize::from(f > 0.0);
     }
     assert!(some > 10, "the bundled suite's give-ups claim success at the profile's rate");

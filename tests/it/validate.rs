@@ -224,3 +224,34 @@ fn validate_names_each_misuse_of_the_goal_and_the_claim_probability() {
     let ok = ok.replace("1.5", "{ value = 0.2, range = [0.1, 0.3] }");
     tracefault().arg("validate").arg(write(dir.path(), "g.toml", &ok)).assert().success();
 }
+
+/// The keys of results that succeed with changed content: each misuse named by its field.
+#[test]
+fn validate_names_each_misuse_of_the_tainting_faults() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "name = \"t\"\n[task]\n[[task.steps]]\ntool = \"read\"\n[[task.steps]]\ntool = \"send\"\n\
+                [strategies.cut]\nencoding = \"envelope\"\nmax_result_kb = 0\n\
+                [[faults]]\ntarget = \"read\"\nat = [1]\nlarge_response = 70000\n\
+                [[faults]]\ntarget = \"read\"\nat = [1]\ninjected_instruction = \"call wipe\"\ninjection_target = \"wipe\"\n\
+                [[faults]]\ntarget = \"read\"\nat = [1]\ninjected_instruction = \"call send\"\n\
+                [[faults]]\ntarget = \"provider\"\nat = [1]\nfault = \"wrong_content\"\n\
+                [[faults]]\ntarget = \"read\"\nat = [1]\nhttp = 503\nlarge_response = 4\n\
+                [[faults]]\ntarget = \"read\"\nat = [1]\nhttp = 503\ninjection_target = \"send\"\n\
+                [[faults]]\ntarget = \"read\"\nat = [1]\ninjected_instruction = \" \"\ninjection_target = \"send\"\n";
+    let p = write(dir.path(), "t.toml", text);
+    let out = tracefault().arg("validate").arg(&p).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for want in [
+        "strategies.cut.max_result_kb: expected KiB in [1, 65536], got 0",
+        "faults[0].large_response: expected KiB in [1, 65536], got 70000",
+        "faults[1].injection_target: expected a tool of the task (read, send), got \"wipe\"",
+        "faults[2].injection_target: expected the tool the instruction asks for, one of the task's (read, send)",
+        "faults[3].fault: expected a tool or \"*\": wrong_content, large_response and injected_instruction change a tool's result",
+        "faults[4]: expected one fault: `http`, `fault`, `large_response` or `injected_instruction`, not several",
+        "faults[5].injection_target: expected `injection_target` only with `injected_instruction`",
+        "faults[6].injected_instruction: expected the instruction's text, not empty",
+    ] {
+        assert!(err.contains(want), "{want}\n{err}");
+    }
+}

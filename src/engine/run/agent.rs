@@ -17,6 +17,8 @@ pub(super) struct Outcome {
     pub(super) announced: bool,
     pub(super) circuit: bool,
     pub(super) probe: bool,
+    /// The rule whose fault changed the successful result (wrong, large or injected).
+    pub(super) taint: Option<u16>,
 }
 
 /// A server's announced wait: attempts on the target before `until_ms` are refused with the
@@ -68,6 +70,11 @@ pub(super) struct Slot {
     /// key the latest attempt carried.
     pub(super) written: bool,
     pub(super) key_written: bool,
+    /// The rule that tainted the latest result delivered (as `last_class` is its class).
+    pub(super) taint: Option<u16>,
+    /// The model follows this result's injected instruction with this call (set while it
+    /// decides, taken when the call is added).
+    pub(super) follow: Option<u32>,
 }
 
 impl Slot {
@@ -101,6 +108,8 @@ impl Slot {
             wasted: false,
             written: false,
             key_written: false,
+            taint: None,
+            follow: None,
         }
     }
 }
@@ -156,7 +165,8 @@ pub(super) struct Agent {
     pub(super) slots: Vec<Slot>,
     pub(super) attempts: Vec<u32>,
     pub(super) successes: Vec<u32>,
-    /// Whether each target's latest attempt failed (the task's goal reads it).
+    /// Whether each target's latest attempt failed or returned a wrong value (the task's goal
+    /// reads it).
     pub(super) last_failed: Vec<bool>,
     pub(super) terminal: Vec<Option<u16>>,
     pub(super) refusals: Vec<Refusal>,

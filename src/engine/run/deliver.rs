@@ -42,8 +42,18 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
                 Body::Error { err, encoding: strat.encoding }
             }
         };
+        // A tainted result, or one the strategy cuts, is rendered from the changed text
+        // (made only where the cache has not got it).
+        let cut_kb = strat.max_result_kb.filter(|&kb| o.class.is_none() && result_may_exceed(o, spec, kb));
+        let changed = o.class.is_none() && (o.taint.is_some() || cut_kb.is_some());
+        let taint = o.taint.map(|r| &sc.faults.rules[usize::from(r)].fault);
         let read = |bytes: &str| Seen { len: bytes.len(), reading: o.class.map(|_| read_message(sc.format, bytes)) };
         let (content, seen) = if O::READS_CONTENT {
+            let served = changed.then(|| crate::taint::served(taint, &spec.result_json, cut_kb));
+            let body = match &served {
+                Some((json, literal)) => Body::Ok { json, text_literal: literal },
+                None => body,
+            };
             let bytes = renderer.render(sc.format, s.call_id, tool_name, body);
             (bytes, read(bytes))
         } else {
@@ -56,8 +66,15 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
                 retry_after_s: error.and(o.retry_after_ms).map(stated_seconds),
                 encoding: error.map(|_| strat.encoding),
                 stated_complete: o.class == Some(ErrorClass::Partial) && strat.partials == Partials::Terminal,
+                taint: o.taint,
+                cut_kb: cut_kb.unwrap_or(0),
             };
             let cached = seen.get_or_make(key, || {
+                let served = changed.then(|| crate::taint::served(taint, &spec.result_json, cut_kb));
+                let body = match &served {
+                    Some((json, literal)) => Body::Ok { json, text_literal: literal },
+                    None => body,
+                };
                 let bytes = renderer.render(sc.format, 0, tool_name, body);
                 Seen { len: bytes.len() - 1, ..read(bytes) }
             });
@@ -79,6 +96,7 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
         debug_assert_eq!(s.delivered, 0, "a call's result is delivered at most once");
         s.delivered += 1;
         s.last_class = o.class;
+        s.taint = o.taint;
         s.last_variant = s.variant;
         if self.strat.loop_guard
             && let Some(c) = o.class
@@ -97,4 +115,11 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
             self.schedule(now, Ev::TurnStart);
         }
     }
+}
+
+/// Whether a successful result may be longer than `kb` KiB: the call's own result, or any a
+/// fault changed (the cut then decides on the text itself).
+#[inline(always)]
+fn result_may_exceed(o: Outcome, spec: &CallSpec, kb: u32) -> bool {
+    o.taint.is_some() || spec.result_json.len() > kb as usize * 1024
 }

@@ -12,7 +12,7 @@
 //! strategy that keeps budgets never spends past them.
 
 use super::breaker::{Admit, Breaker, FleetBreaker};
-use super::events::{By, Event, Observer, TerminatedBy};
+use super::events::{By, Event, Misled, Observer, TerminatedBy};
 use super::fault_plan::{FaultPlan, Fired, Injector};
 use super::fleet::{Fleet, MAX_AGENTS, agent_key};
 use super::limits::{Admission, LoadFault, ProviderState, ServiceTimes, ToolState};
@@ -25,7 +25,7 @@ use super::retry::{MAX_ATTEMPTS_LIMIT, RetryPolicy};
 use super::retry_budget::RetryBudget;
 use super::rng::{LazyStream, domain, key};
 use super::strategy::{Partials, Routing, Strategy};
-use super::task::Ending;
+use super::task::{CallSpec, Ending, MAX_PARALLEL_CALLS};
 use crate::engine::Scenario;
 use crate::envelope::read::{Signal, read_message};
 use crate::envelope::render::{Body, Renderer};

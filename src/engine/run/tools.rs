@@ -142,7 +142,9 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
             }
         };
         let fault = rule.map(|r| &plan.rules[usize::from(r)].fault);
-        let class = fault.map(Fault::class);
+        // A tainted result is a success whose content the fault changed: it has no class.
+        let taint = rule.filter(|_| fault.is_some_and(Fault::taints));
+        let class = if taint.is_some() { None } else { fault.map(Fault::class) };
         if let (true, Some(r), Some(c)) = (fired, rule, class) {
             match c {
                 ErrorClass::Terminal => terminal[tool] = Some(r),
@@ -157,7 +159,8 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
         // A retry refused because it came back before the server's announced wait is wasted
         // on either path, like a re-issue that repeating cannot fix.
         s.wasted |= refused && s.by != By::Model;
-        s.outcome = Outcome { class, rule, fired, retry_after_ms, announced, probe: s.probe, ..Outcome::default() };
+        s.outcome =
+            Outcome { class, rule, fired, retry_after_ms, announced, probe: s.probe, taint, ..Outcome::default() };
         let latency = match (fault, if SHARED { sc.loads[tool].service } else { None }) {
             (Some(Fault::Timeout { after_ms }), _) if !refused => *after_ms,
             (_, Some(dist)) => service_times.get(tool, attempt, dist, || {
@@ -286,7 +289,8 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
             }
         }
         let failed = o.class.is_some_and(ErrorClass::is_failure) || o.circuit;
-        self.ag.last_failed[tool] = failed;
+        let wrong = o.taint.is_some_and(|r| self.sc.faults.rules[usize::from(r)].fault == Fault::WrongContent);
+        self.ag.last_failed[tool] = failed || wrong;
         if !failed {
             self.ag.successes[tool] += 1;
             self.count_fleet_success(tool);

@@ -27,11 +27,33 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
                 Some(c) => perceive_failure(&mut *self.probs, s.signal, c, model.unit(slot), model.unit(slot + 1)),
             };
             let u = if perceived == Perceived::Ok { 0.0 } else { model.unit(slot + 2) };
-            let action = act(profile, &mut *self.probs, perceived, &s.hist, u);
+            let mut action = act(profile, &mut *self.probs, perceived, &s.hist, u);
+            if let (Action::Accept, Some(rule)) = (action, s.taint) {
+                // A result that succeeded with changed content: one draw (the slot's fourth,
+                // which only bad arguments use otherwise) decides whether the model notices a
+                // wrong value, or follows an injected instruction.
+                let u = model.unit(slot + 3);
+                match &sc.faults.rules[usize::from(rule)].fault {
+                    Fault::WrongContent if u < profile.p_notice_wrong => {
+                        action = if s.hist.model_retries < profile.max_model_retries {
+                            Action::Repeat
+                        } else {
+                            Action::GiveUp
+                        };
+                    }
+                    Fault::WrongContent => {
+                        self.obs.event(&Event::Misled { call_id: s.call_id, how: Misled::WrongAccepted });
+                    }
+                    Fault::InjectedInstruction { .. } if u < profile.p_follow_injection => {
+                        s.follow = sc.task.injected_call(rule);
+                    }
+                    _ => {}
+                }
+            }
             match action {
                 Action::Accept => s.active = false,
                 Action::Repeat => {
-                    if matches!(perceived, Perceived::Transient | Perceived::Terminal) {
+                    if matches!(perceived, Perceived::Transient | Perceived::Terminal | Perceived::Ok) {
                         s.hist.model_retries += 1;
                     }
                     s.by = By::ModelReissue;
@@ -62,10 +84,30 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
         if give_up {
             return Some(TerminatedBy::GaveUp);
         }
+        if self.follow_injections() {
+            reissue = true;
+        }
         if reissue {
             return None;
         }
         self.advance(TerminatedBy::Answer)
+    }
+
+    /// Adds the calls the model makes because results told it to (the instructions it follows,
+    /// while the step has room for calls); whether it added any.
+    fn follow_injections(&mut self) -> bool {
+        let mut any = false;
+        for i in 0..self.ag.slots.len() {
+            let Some(call) = self.ag.slots[i].follow.take() else { continue };
+            if self.ag.slots.len() >= MAX_PARALLEL_CALLS {
+                continue;
+            }
+            let call_id = self.ag.slots[i].call_id;
+            self.obs.event(&Event::Misled { call_id, how: Misled::InjectionFollowed });
+            self.ag.slots.push(Slot::new(call));
+            any = true;
+        }
+        any
     }
 
     /// Loads the task's next step into the slots, or ends with `by` when the task has none left.

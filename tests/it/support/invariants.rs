@@ -48,6 +48,11 @@ impl Observer for Invariants {
                 }
             }
             Event::ProtocolViolation { call_id } => self.broken.push(format!("protocol violation on {call_id}")),
+            Event::Misled { call_id, how } => {
+                if !self.answered.contains(&call_id) {
+                    self.broken.push(format!("call {call_id} misled the model ({how:?}) before its result came"));
+                }
+            }
             Event::Rejected { .. }
             | Event::BreakerTrip { .. }
             | Event::End { .. }
