@@ -844,7 +844,7 @@ fn agent_metrics(world: &World, trace: &Trace, ended: &str, findings: &[Finding]
     m.faults_injected = world.faults_injected;
     m.load_rejections = world.load_rejections;
     m.duplicate_writes = world.duplicate_writes;
-    m.wrong_accepted = world.wrong_standing.len() as u64;
+    m.wrong_accepted = world.wrong_accepted();
     m.injection_followed = world.injection_followed;
     m.met_fault |= world.faults_injected > 0 || world.load_rejections > 0;
     m.protocol_violations = count(Check::RoundTrip);

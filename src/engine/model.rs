@@ -3,7 +3,7 @@
 use super::probabilities::{Prob, Probabilities};
 use super::profile::Profile;
 use crate::envelope::read::Signal;
-use crate::fault::ErrorClass;
+use crate::fault::{ErrorClass, Fault};
 
 /// What the model believes a result was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,6 +121,36 @@ pub fn act(profile: &Profile, probs: &mut impl Probabilities, p: Perceived, h: &
     }
 }
 
+/// What the model does with a result that succeeded with content `fault` changed, once it
+/// would accept it; `u` is a uniform draw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaintTaken {
+    /// It noticed a wrong value: it asks again, or gives up once its re-issues are spent.
+    Noticed(Action),
+    /// It took a wrong value as right.
+    WrongAccepted,
+    /// It calls the tool the result's instruction asked for.
+    Follows,
+    /// Nothing to it (a large result, or an instruction it did not follow).
+    Accepted,
+}
+
+/// Decides [`TaintTaken`] with the profile's `p_notice_wrong` and `p_follow_injection`.
+pub fn take_tainted(profile: &Profile, fault: &Fault, h: &CallHistory, u: f64) -> TaintTaken {
+    match fault {
+        Fault::WrongContent if u < profile.p_notice_wrong => {
+            TaintTaken::Noticed(if h.model_retries < profile.max_model_retries {
+                Action::Repeat
+            } else {
+                Action::GiveUp
+            })
+        }
+        Fault::WrongContent => TaintTaken::WrongAccepted,
+        Fault::InjectedInstruction { .. } if u < profile.p_follow_injection => TaintTaken::Follows,
+        _ => TaintTaken::Accepted,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,6 +163,21 @@ mod tests {
         assert_eq!(perceive_failure(&mut &p, Signal::Raw, ErrorClass::BadArgs, 0.7, 0.8), Perceived::Terminal);
         assert_eq!(perceive_failure(&mut &p, Signal::Raw, ErrorClass::RateLimited, 0.7, 0.0), Perceived::Terminal);
         assert_eq!(perceive_failure(&mut &p, Signal::Raw, ErrorClass::Terminal, 0.7, 0.0), Perceived::Transient);
+    }
+
+    #[test]
+    fn a_tainted_result_is_noticed_or_followed_below_its_probability() {
+        let mut p = Profile::bundled_default();
+        (p.p_notice_wrong, p.p_follow_injection) = (0.1, 0.15);
+        let fresh = CallHistory::default();
+        let spent = CallHistory { model_retries: p.max_model_retries, fix_attempts: 0 };
+        let inject = Fault::InjectedInstruction { text: "t".into(), tool: "x".into() };
+        assert_eq!(take_tainted(&p, &Fault::WrongContent, &fresh, 0.09), TaintTaken::Noticed(Action::Repeat));
+        assert_eq!(take_tainted(&p, &Fault::WrongContent, &spent, 0.09), TaintTaken::Noticed(Action::GiveUp));
+        assert_eq!(take_tainted(&p, &Fault::WrongContent, &fresh, 0.1), TaintTaken::WrongAccepted);
+        assert_eq!(take_tainted(&p, &inject, &fresh, 0.14), TaintTaken::Follows);
+        assert_eq!(take_tainted(&p, &inject, &fresh, 0.15), TaintTaken::Accepted);
+        assert_eq!(take_tainted(&p, &Fault::LargeResponse { kb: 9 }, &fresh, 0.0), TaintTaken::Accepted);
     }
 
     #[test]

@@ -12,11 +12,11 @@ use serde_json::Value;
 use super::conversation::{Slot, Turn};
 use super::schema::{args_key, canonical_args, correct};
 use super::world::World;
-use crate::engine::model::{Action, CallHistory, Perceived, act, perceive_failure};
+use crate::engine::model::{Action, CallHistory, Perceived, TaintTaken, act, perceive_failure, take_tainted};
 use crate::engine::probabilities::{Explaining, Prob, Probabilities};
 use crate::engine::rng::fnv1a64;
 use crate::envelope::read::read_result;
-use crate::fault::{ErrorClass, Fault};
+use crate::fault::ErrorClass;
 use crate::provider::Format;
 use crate::trace::import::conversation::{FailureRules, Item, judge};
 use crate::trace::{Args, Stop, TraceEvent};
@@ -233,15 +233,11 @@ fn decide(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn {
         let taint = world.tainted.get(&(usize::from(spec_tool), args_key(&canonical_args(&s.args)))).copied();
         let mut follow = None;
         if let (Action::Accept, Some(rule)) = (action, taint) {
-            match &world.scenario.faults.rules[usize::from(rule)].fault {
-                Fault::WrongContent if fix_draw < profile.p_notice_wrong => {
-                    action =
-                        if s.hist.model_retries < profile.max_model_retries { Action::Repeat } else { Action::GiveUp };
-                }
-                Fault::InjectedInstruction { .. } if fix_draw < profile.p_follow_injection => {
-                    follow = world.scenario.task.injected_call(rule);
-                }
-                _ => {}
+            let fault = &world.scenario.faults.rules[usize::from(rule)].fault;
+            match take_tainted(&profile, fault, &s.hist, fix_draw) {
+                TaintTaken::Noticed(a) => action = a,
+                TaintTaken::Follows => follow = world.scenario.task.injected_call(rule),
+                TaintTaken::WrongAccepted | TaintTaken::Accepted => {}
             }
         }
         let s = &mut world.conversations.get_mut(&c).expect("a conversation the world holds").slots[i];

@@ -137,8 +137,6 @@ pub fn invoke(world: &mut World, tool: &str, args: &Value) -> Called {
         Some(rule) => Some(super::world::Decision { rule, retry_after_ms: None, refused: false }),
         None => world.decide(tool_idx),
     };
-    // The agent asked for a wrong value again: it did not take it as right.
-    world.wrong_standing.remove(&(tool_idx, call_key.1));
     // A tainting fault changes a result that succeeds (wrong, large, injected): no failure.
     let taint = decision.filter(|d| world.fault(d.rule).taints());
     let decision = decision.filter(|d| !world.fault(d.rule).taints());
@@ -188,6 +186,7 @@ pub fn invoke(world: &mut World, tool: &str, args: &Value) -> Called {
     let mut result: Value =
         spec.map_or_else(|| json!({"result": "ok"}), |c| serde_json::from_str(&c.result_json).unwrap_or(Value::Null));
     let mut wrong = false;
+    // The latest result of each call: a wrong value asked for again no longer stands.
     match taint {
         Some(d) => world.tainted.insert((tool_idx, call_key.1), d.rule),
         None => world.tainted.remove(&(tool_idx, call_key.1)),
@@ -197,10 +196,7 @@ pub fn invoke(world: &mut World, tool: &str, args: &Value) -> Called {
         let fault = world.fault(d.rule).clone();
         result = crate::taint::tainted(&fault, &result).unwrap_or(result);
         match fault {
-            Fault::WrongContent => {
-                wrong = true;
-                world.wrong_standing.insert((tool_idx, call_key.1));
-            }
+            Fault::WrongContent => wrong = true,
             Fault::InjectedInstruction { tool, .. } => {
                 if let Some(t) = index(world, &tool) {
                     world.injections_pending.push(t);
@@ -266,7 +262,6 @@ pub fn failed_for_real(world: &mut World, tool: &str, args: &Value, fault: &Faul
     let call_key = (tool.to_owned(), args_key(&canonical_args(args)));
     world.unsucceeded(tool_idx);
     // What failed holds no wrong value and carries no instruction.
-    world.wrong_standing.remove(&(tool_idx, call_key.1));
     world.tainted.remove(&(tool_idx, call_key.1));
     let class = fault.class();
     world.outcome_of(tool_idx, class.is_failure());

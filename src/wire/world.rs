@@ -149,16 +149,12 @@ pub struct World {
     /// Write tools' calls that committed again: the same arguments written before, under no
     /// idempotency key the tool had written ([`World::wrote`]).
     pub duplicate_writes: u64,
-    /// Wrong values (`wrong_content`) served whose call the agent did not make again, by
-    /// (tool, arguments' key): what it took as right when the run ends (at most
-    /// [`MAX_MEMORY`]).
-    pub wrong_standing: BTreeSet<(usize, u64)>,
     /// Tools injected instructions asked for and not called yet, and the instructions followed:
     /// a call of such a tool with arguments no call of the task has.
     pub injections_pending: Vec<usize>,
     pub injection_followed: u64,
     /// The tainting rule behind each (tool, arguments' key)'s latest result, for the mock
-    /// model (at most [`MAX_MEMORY`]).
+    /// model and [`World::wrong_accepted`] (at most [`MAX_MEMORY`]).
     pub tainted: BTreeMap<(usize, u64), u16>,
     /// What write tools committed: (tool, arguments' key), and (tool, idempotency key); at most
     /// [`MAX_MEMORY`] of each.
@@ -233,7 +229,6 @@ impl World {
             real_tool_failures: 0,
             load_rejections: 0,
             duplicate_writes: 0,
-            wrong_standing: BTreeSet::new(),
             injections_pending: Vec::new(),
             injection_followed: 0,
             tainted: BTreeMap::new(),
@@ -287,6 +282,12 @@ impl World {
     /// tool of the task when it names none) has succeeded, and its latest call did not fail.
     /// `live` (a real model, whose agent may reach its tools without tracefault): a goal tool
     /// no call of which came here is not known unreached.
+    /// Wrong values (`wrong_content`) the agent took as right: those whose call it did not make
+    /// again.
+    pub fn wrong_accepted(&self) -> u64 {
+        self.tainted.values().filter(|&&r| *self.fault(r) == Fault::WrongContent).count() as u64
+    }
+
     pub fn goal_reached(&self, live: bool) -> bool {
         let task = &self.scenario.task;
         task.goal_reached(|t| (live && self.attempts[t] == 0) || (self.returned_ok[t] > 0 && !self.last_failed[t]))
@@ -464,9 +465,6 @@ impl World {
         cap(&mut self.partial);
         cap(&mut self.last_outcome);
         cap(&mut self.tainted);
-        while self.wrong_standing.len() > MAX_MEMORY {
-            self.wrong_standing.pop_first();
-        }
         self.injections_pending.truncate(MAX_MEMORY);
         while self.unknown_paths.len() > 100 {
             self.unknown_paths.pop_last();

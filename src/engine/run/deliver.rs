@@ -50,11 +50,7 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
         let read = |bytes: &str| Seen { len: bytes.len(), reading: o.class.map(|_| read_message(sc.format, bytes)) };
         let (content, seen) = if O::READS_CONTENT {
             let served = changed.then(|| crate::taint::served(taint, &spec.result_json, cut_kb));
-            let body = match &served {
-                Some((json, literal)) => Body::Ok { json, text_literal: literal },
-                None => body,
-            };
-            let bytes = renderer.render(sc.format, s.call_id, tool_name, body);
+            let bytes = renderer.render(sc.format, s.call_id, tool_name, served_body(&served, body));
             (bytes, read(bytes))
         } else {
             let key = ResultKey {
@@ -71,11 +67,7 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
             };
             let cached = seen.get_or_make(key, || {
                 let served = changed.then(|| crate::taint::served(taint, &spec.result_json, cut_kb));
-                let body = match &served {
-                    Some((json, literal)) => Body::Ok { json, text_literal: literal },
-                    None => body,
-                };
-                let bytes = renderer.render(sc.format, 0, tool_name, body);
+                let bytes = renderer.render(sc.format, 0, tool_name, served_body(&served, body));
                 Seen { len: bytes.len() - 1, ..read(bytes) }
             });
             ("", Seen { len: cached.len + digits(s.call_id), ..cached })
@@ -122,4 +114,12 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
 #[inline(always)]
 fn result_may_exceed(o: Outcome, spec: &CallSpec, kb: u32) -> bool {
     o.taint.is_some() || spec.result_json.len() > kb as usize * 1024
+}
+
+/// The body of a result served changed (its JSON text and string literal), else `body`.
+fn served_body<'a>(served: &'a Option<(String, String)>, body: Body<'a>) -> Body<'a> {
+    match served {
+        Some((json, literal)) => Body::Ok { json, text_literal: literal },
+        None => body,
+    }
 }

@@ -17,7 +17,7 @@ use super::fault_plan::{FaultPlan, Fired, Injector};
 use super::fleet::{Fleet, MAX_AGENTS, agent_key};
 use super::limits::{Admission, LoadFault, ProviderState, ServiceTimes, ToolState};
 use super::loop_guard::LoopGuard;
-use super::model::{Action, CallHistory, Perceived, act, perceive_failure};
+use super::model::{Action, CallHistory, Perceived, TaintTaken, act, perceive_failure, take_tainted};
 use super::probabilities::{Prob, Probabilities};
 use super::queue::{AGENT_BITS, Queue};
 use super::result_cache::{ResultCache, ResultKey, Seen, digits};

@@ -17,6 +17,7 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
         let turn = u64::from(self.ag.turn);
         let mut give_up = false;
         let mut reissue = false;
+        let mut follows = false;
         let Agent { slots, model, .. } = &mut *self.ag;
         for (i, s) in slots.iter_mut().enumerate().filter(|(_, s)| s.active) {
             let slot = (i as u64 * TURN_SLOTS + turn) * DRAWS_PER_TURN;
@@ -32,22 +33,17 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
                 // A result that succeeded with changed content: one draw (the slot's fourth,
                 // which only bad arguments use otherwise) decides whether the model notices a
                 // wrong value, or follows an injected instruction.
-                let u = model.unit(slot + 3);
-                match &sc.faults.rules[usize::from(rule)].fault {
-                    Fault::WrongContent if u < profile.p_notice_wrong => {
-                        action = if s.hist.model_retries < profile.max_model_retries {
-                            Action::Repeat
-                        } else {
-                            Action::GiveUp
-                        };
-                    }
-                    Fault::WrongContent => {
+                let fault = &sc.faults.rules[usize::from(rule)].fault;
+                match take_tainted(profile, fault, &s.hist, model.unit(slot + 3)) {
+                    TaintTaken::Noticed(a) => action = a,
+                    TaintTaken::WrongAccepted => {
                         self.obs.event(&Event::Misled { call_id: s.call_id, how: Misled::WrongAccepted });
                     }
-                    Fault::InjectedInstruction { .. } if u < profile.p_follow_injection => {
+                    TaintTaken::Follows => {
                         s.follow = sc.task.injected_call(rule);
+                        follows |= s.follow.is_some();
                     }
-                    _ => {}
+                    TaintTaken::Accepted => {}
                 }
             }
             match action {
@@ -84,7 +80,7 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
         if give_up {
             return Some(TerminatedBy::GaveUp);
         }
-        if self.follow_injections() {
+        if follows && self.follow_injections() {
             reissue = true;
         }
         if reissue {
