@@ -135,8 +135,22 @@ pub enum TaintTaken {
     Accepted,
 }
 
-/// Decides [`TaintTaken`] with the profile's `p_notice_wrong` and `p_follow_injection`.
-pub fn take_tainted(profile: &Profile, fault: &Fault, h: &CallHistory, u: f64) -> TaintTaken {
+/// Decides [`TaintTaken`] with the profile's `p_notice_wrong` and `p_follow_injection` (the
+/// comparison kept by an explaining `probs`).
+pub fn take_tainted(
+    profile: &Profile,
+    probs: &mut impl Probabilities,
+    fault: &Fault,
+    h: &CallHistory,
+    u: f64,
+) -> TaintTaken {
+    match fault {
+        Fault::WrongContent => probs.keep("p_notice_wrong", profile.p_notice_wrong, u, u < profile.p_notice_wrong),
+        Fault::InjectedInstruction { .. } => {
+            probs.keep("p_follow_injection", profile.p_follow_injection, u, u < profile.p_follow_injection)
+        }
+        _ => {}
+    }
     match fault {
         Fault::WrongContent if u < profile.p_notice_wrong => {
             TaintTaken::Noticed(if h.model_retries < profile.max_model_retries {
@@ -172,12 +186,21 @@ mod tests {
         let fresh = CallHistory::default();
         let spent = CallHistory { model_retries: p.max_model_retries, fix_attempts: 0 };
         let inject = Fault::InjectedInstruction { text: "t".into(), tool: "x".into() };
-        assert_eq!(take_tainted(&p, &Fault::WrongContent, &fresh, 0.09), TaintTaken::Noticed(Action::Repeat));
-        assert_eq!(take_tainted(&p, &Fault::WrongContent, &spent, 0.09), TaintTaken::Noticed(Action::GiveUp));
-        assert_eq!(take_tainted(&p, &Fault::WrongContent, &fresh, 0.1), TaintTaken::WrongAccepted);
-        assert_eq!(take_tainted(&p, &inject, &fresh, 0.14), TaintTaken::Follows);
-        assert_eq!(take_tainted(&p, &inject, &fresh, 0.15), TaintTaken::Accepted);
-        assert_eq!(take_tainted(&p, &Fault::LargeResponse { kb: 9 }, &fresh, 0.0), TaintTaken::Accepted);
+        assert_eq!(take_tainted(&p, &mut &p, &Fault::WrongContent, &fresh, 0.09), TaintTaken::Noticed(Action::Repeat));
+        assert_eq!(take_tainted(&p, &mut &p, &Fault::WrongContent, &spent, 0.09), TaintTaken::Noticed(Action::GiveUp));
+        assert_eq!(take_tainted(&p, &mut &p, &Fault::WrongContent, &fresh, 0.1), TaintTaken::WrongAccepted);
+        assert_eq!(take_tainted(&p, &mut &p, &inject, &fresh, 0.14), TaintTaken::Follows);
+        assert_eq!(take_tainted(&p, &mut &p, &inject, &fresh, 0.15), TaintTaken::Accepted);
+        // An explanation keeps the comparison, with the probability by its key.
+        let mut explaining = crate::engine::probabilities::Explaining::new(&p);
+        take_tainted(&p, &mut explaining, &inject, &fresh, 0.14);
+        take_tainted(&p, &mut explaining, &Fault::WrongContent, &fresh, 0.5);
+        let kept: Vec<_> = explaining.take_draws().into_iter().map(|d| (d.probability, d.p, d.draw, d.below)).collect();
+        assert_eq!(
+            kept,
+            [("p_follow_injection".to_owned(), 0.15, 0.14, true), ("p_notice_wrong".to_owned(), 0.1, 0.5, false)]
+        );
+        assert_eq!(take_tainted(&p, &mut &p, &Fault::LargeResponse { kb: 9 }, &fresh, 0.0), TaintTaken::Accepted);
     }
 
     #[test]

@@ -75,6 +75,10 @@ impl Probabilities for Explaining<'_> {
         below
     }
 
+    fn keep(&mut self, probability: &str, p: f64, draw: f64, below: bool) {
+        self.draws.push(Draw { probability: probability.to_owned(), p, draw, below });
+    }
+
     fn take_draws(&mut self) -> Vec<Draw> {
         std::mem::take(&mut self.draws)
     }
@@ -84,6 +88,11 @@ impl Probabilities for Explaining<'_> {
 pub trait Probabilities {
     /// Whether the draw `u` falls below probability `p`.
     fn below(&mut self, p: Prob, u: f64) -> bool;
+
+    /// Keeps a comparison made outside [`below`](Self::below) (a probability read once where a
+    /// result or a run ends, which no sweep varies), for a source that explains; the others
+    /// ignore it.
+    fn keep(&mut self, _probability: &str, _p: f64, _draw: f64, _below: bool) {}
 
     /// The comparisons answered since the last call, for a source that keeps them
     /// ([`Explaining`]); none for the others.

@@ -234,7 +234,7 @@ fn decide(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn {
         let mut follow = None;
         if let (Action::Accept, Some(rule)) = (action, taint) {
             let fault = &world.scenario.faults.rules[usize::from(rule)].fault;
-            match take_tainted(&profile, fault, &s.hist, fix_draw) {
+            match take_tainted(&profile, &mut judge, fault, &s.hist, fix_draw) {
                 TaintTaken::Noticed(a) => action = a,
                 TaintTaken::Follows => follow = world.scenario.task.injected_call(rule),
                 TaintTaken::WrongAccepted | TaintTaken::Accepted => {}

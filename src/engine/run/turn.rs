@@ -34,7 +34,7 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
                 // which only bad arguments use otherwise) decides whether the model notices a
                 // wrong value, or follows an injected instruction.
                 let fault = &sc.faults.rules[usize::from(rule)].fault;
-                match take_tainted(profile, fault, &s.hist, model.unit(slot + 3)) {
+                match take_tainted(profile, &mut *self.probs, fault, &s.hist, model.unit(slot + 3)) {
                     TaintTaken::Noticed(a) => action = a,
                     TaintTaken::WrongAccepted => {
                         self.obs.event(&Event::Misled { call_id: s.call_id, how: Misled::WrongAccepted });
