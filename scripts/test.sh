@@ -8,4 +8,4 @@ bash scripts/python-env.sh
 bash scripts/node-env.sh
 bash scripts/browser-env.sh
 export TRACEFAULT_REQUIRE_SDKS=1
-cargo test "$@"
+cargo test --release "$@"
