@@ -107,6 +107,52 @@ pub struct ToolLoad {
     /// Optimistic concurrency: a call reads when it starts and writes when it ends; the write
     /// fails with 409 when another committed in between.
     pub occ: bool,
+    /// With `occ` (`conflict = "occ-read-write"`): each attempt reads the row in a round trip
+    /// of its own, then sends its write, as a client of a remote store does; the read answer's
+    /// and the write's network delays lie between the read and the write.
+    pub reads_first: bool,
+    /// The network delay of each message between the agent and the tool (`network_ms`): a
+    /// request reaches the tool that long after it is sent, an answer the agent that long
+    /// after it is made.
+    pub network: Option<Service>,
+}
+
+/// A message of one attempt (a leg of its trip), in the order they travel: the request, and with `reads_first`
+/// the read's answer and the write, then the answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Leg {
+    Request = 0,
+    ReadAnswer = 1,
+    Write = 2,
+    Answer = 3,
+}
+
+impl ToolLoad {
+    /// The network delay of leg `leg` of `tool`'s attempt `attempt` (0 without
+    /// `network_ms`), from two uniform draws of the service stream at slots of their own:
+    /// every strategy of a run meets the same delays for the same attempts.
+    #[inline]
+    pub fn network_ms(&self, tool: usize, attempt: u64, leg: Leg, mut unit: impl FnMut(u64) -> f64) -> u64 {
+        let Some(dist) = self.network else { return 0 };
+        // Apart from the service times' slots (tool << 40 | attempt << 1, attempt < 2^32).
+        let slot = (tool as u64) << 40 | 1 << 39 | (attempt & ((1 << 35) - 1)) << 3 | (leg as u64) << 1;
+        dist.sample(unit(slot), unit(slot + 1))
+    }
+
+    /// The network delays between a read and its write (`reads_first`): the read's answer
+    /// travelling back and the write travelling out.
+    #[inline]
+    pub fn read_to_write_ms(&self, tool: usize, attempt: u64, mut unit: impl FnMut(u64) -> f64) -> u64 {
+        if !self.reads_first {
+            return 0;
+        }
+        self.network_ms(tool, attempt, Leg::ReadAnswer, &mut unit).saturating_add(self.network_ms(
+            tool,
+            attempt,
+            Leg::Write,
+            &mut unit,
+        ))
+    }
 }
 
 /// A load fault: what a tool under load answers.

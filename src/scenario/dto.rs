@@ -613,8 +613,16 @@ pub struct ToolDto {
     /// (default: the call's `latency_ms`, else the profile's `tool_latency_ms`).
     pub service_ms: Option<ServiceDto>,
     /// `"occ"`: optimistic concurrency; a call fails with 409 if another call committed while it
-    /// was served (default none).
+    /// was served. `"occ-read-write"`: each attempt reads the row in a round trip of its own, then
+    /// writes, and fails with 409 if another call committed between its read reaching the tool
+    /// and its write reaching it (a client of a remote store; the gap is two `network_ms` delays
+    /// and the service time) (default none).
     pub conflict: Option<String>,
+    /// The network delay of each message between the agent and the tool, in ms: a number or a
+    /// distribution as for `service_ms`. A request reaches the tool that long after it is sent,
+    /// the answer the agent that long after it is made; a timeout still ends `after_ms` after the
+    /// request was sent (default 0).
+    pub network_ms: Option<ServiceDto>,
     /// Live mode only (`exec --live`, `proxy`): the user's real tool, an `http://` or `https://`
     /// URL. A call no fault stops is POSTed there (its JSON arguments as the body) and its answer
     /// is the result; without live mode the mock answers (default: the mock, always).

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::mocks::{Door, Mocks};
 use super::tools;
-use crate::engine::limits::LoadFault;
+use crate::engine::limits::{Leg, LoadFault};
 use crate::fault::Fault;
 use crate::provider::reply::{Body, Reply, Step};
 
@@ -52,122 +52,157 @@ pub async fn tool_call(
     args: Result<Value, Reply>,
     idempotency_key: Option<&str>,
 ) -> Result<tools::Called, Reply> {
-    let door = {
+    // The request travels to the tool for the tool's network delay (`network_ms`), if any.
+    let (tool, epoch, args, request_ms, answer_ms) = {
         let mut m = shared.lock();
-        let now = m.clock.now_ms();
-        let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
+        let epoch = m.epoch;
+        let (w, _) = m.agent(agent).expect("an agent of the fleet, checked above");
         w.http_requests[1] += 1;
         let Some(tool) = tools::index(w, name) else { return Err(tools::unknown(w, name)) };
         tools::arrive(w, tool);
         let args = args?;
-        match limits.admit(agent, tool, now) {
-            Door::Refused(load, wait) => return Err(tools::refused(w, name, load, wait)),
-            door => (tool, door, m.epoch, args),
-        }
+        let load = w.scenario.loads[tool];
+        let request_ms = load.network_ms(tool, w.tool_calls, Leg::Request, |k| w.service.unit(k));
+        let answer_ms = load.network_ms(tool, w.tool_calls, Leg::Answer, |k| w.service.unit(k));
+        (tool, epoch, args, request_ms.min(tools::MAX_DELAY_MS), answer_ms.min(tools::MAX_DELAY_MS))
     };
-    let (tool, door, epoch, args) = door;
-    let mut held = Held { shared: shared.clone(), epoch, tool, place: false, serving: false };
-    match door {
-        Door::Served { place } => held.place = place,
-        Door::Queued(rx) => {
-            if rx.await.is_err() {
-                return Err(Reply::text(503, "tracefault: the run ended while this call waited for a place"));
-            }
-            held.place = true;
-        }
-        Door::Refused(..) => unreachable!("answered above"),
+    if request_ms > 0 {
+        let real_ms = shared.lock().clock.real_ms(request_ms);
+        tokio::time::sleep(Duration::from_millis(real_ms)).await;
     }
-    let (called, delay, read, occ) = {
-        let mut m = shared.lock();
-        let service = m.scenario().loads[tool].service;
-        let occ = m.scenario().loads[tool].occ;
-        let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
-        let read = limits.tools[tool].start();
-        held.serving = true;
-        let called = tools::invoke(w, name, &args);
-        // A timeout keeps its own delay; anything else takes the tool's service time.
-        let virtual_ms = match (&called.fault, service) {
-            (Some(Fault::Timeout { after_ms }), _) => Some(*after_ms),
-            (_, Some(dist)) => {
-                let slot = (tool as u64) << 40 | w.tool_calls << 1;
-                Some(dist.sample(w.service.unit(slot), w.service.unit(slot + 1)))
+    let answer: Result<tools::Called, Reply> = async {
+        let door = {
+            let mut m = shared.lock();
+            if m.epoch != epoch {
+                return Err(Reply::text(503, "tracefault: the run ended while this call travelled to its tool"));
             }
-            _ => None,
+            let now = m.clock.now_ms();
+            let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
+            match limits.admit(agent, tool, now) {
+                Door::Refused(load, wait) => return Err(tools::refused(w, name, load, wait)),
+                door => (tool, door, epoch, args),
+            }
         };
-        let delay = virtual_ms.map(|ms| Duration::from_millis(w.clock.real_ms(ms).min(tools::MAX_DELAY_MS)));
-        (called, delay, read, occ)
-    };
-    if let Some(d) = delay {
-        tokio::time::sleep(d).await;
-    }
-    // Live mode: a call no fault stopped goes to the user's real tool, when it has one, while
-    // it holds its place and its service (the tool's concurrency counts it).
-    let real = {
-        let m = shared.lock();
+        let (tool, door, epoch, args) = door;
+        let mut held = Held { shared: shared.clone(), epoch, tool, place: false, serving: false };
+        match door {
+            Door::Served { place } => held.place = place,
+            Door::Queued(rx) => {
+                if rx.await.is_err() {
+                    return Err(Reply::text(503, "tracefault: the run ended while this call waited for a place"));
+                }
+                held.place = true;
+            }
+            Door::Refused(..) => unreachable!("answered above"),
+        }
+        let (called, delay, read, occ) = {
+            let mut m = shared.lock();
+            let m_load = m.scenario().loads[tool];
+            let (service, occ) = (m_load.service, m_load.occ);
+            let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
+            let read = limits.tools[tool].start();
+            held.serving = true;
+            let called = tools::invoke(w, name, &args);
+            // A timeout keeps its own delay (from the request's sending); anything else takes the
+            // tool's service time, and a write that reads first the legs between its read and write.
+            let load = m_load;
+            let virtual_ms = match (&called.fault, service) {
+                (Some(Fault::Timeout { after_ms }), _) => Some(after_ms.saturating_sub(request_ms)),
+                (_, Some(dist)) => {
+                    let slot = (tool as u64) << 40 | w.tool_calls << 1;
+                    Some(dist.sample(w.service.unit(slot), w.service.unit(slot + 1)))
+                }
+                _ => None,
+            };
+            let legs = load.read_to_write_ms(tool, w.tool_calls, |k| w.service.unit(k));
+            let virtual_ms = match (virtual_ms, legs) {
+                (v, 0) => v,
+                (v, legs) => Some(v.unwrap_or(0).saturating_add(legs)),
+            };
+            let delay = virtual_ms.map(|ms| Duration::from_millis(w.clock.real_ms(ms).min(tools::MAX_DELAY_MS)));
+            (called, delay, read, occ)
+        };
+        if let Some(d) = delay {
+            tokio::time::sleep(d).await;
+        }
+        // Live mode: a call no fault stopped goes to the user's real tool, when it has one, while
+        // it holds its place and its service (the tool's concurrency counts it).
+        let real = {
+            let m = shared.lock();
+            if m.epoch != epoch {
+                held.place = false;
+                held.serving = false;
+                return Ok(called);
+            }
+            // A fault that comes after the write (`commit = "before_failure"`) lets the real tool
+            // write first.
+            match (&shared.upstream, &m.scenario().tool_upstreams[tool]) {
+                (Some(up), Some(url)) if called.fault.is_none() || called.commits => Some((up.clone(), url.clone())),
+                _ => None,
+            }
+        };
+        let mut called = called;
+        let is_real = real.is_some();
+        if let (Some((upstream, url)), Some(_)) = (&real, &called.fault) {
+            // The real tool writes; the caller gets the scheduled failure all the same. A write
+            // the real tool refused was not committed.
+            called.commits = upstream.call_tool(url, &args).await.is_ok();
+        } else if let Some((upstream, url)) = real {
+            let answer = upstream.call_tool(&url, &args).await;
+            if let Err(fault) = answer.as_ref() {
+                let mut m = shared.lock();
+                if m.epoch == epoch
+                    && let Some(w) = m.world(agent)
+                {
+                    w.real_tool_failures += 1;
+                    // Its name, not its URL: a query may hold a key.
+                    w.note(format!("the real tool behind {name} failed: {}", fault_line(fault)));
+                    // Its `retry-after`, on the run's clock.
+                    called.retry_after_ms = fault.retry_after_ms().map(|ms| (ms as f64 / w.clock.scale()) as u64);
+                    tools::failed_for_real(w, name, &args, fault);
+                }
+            }
+            match answer {
+                // A tainting fault changes the real answer as it would the mock's.
+                Ok(result) => {
+                    called.result = match &called.taint {
+                        Some(f) => crate::taint::tainted(f, &result).unwrap_or(result),
+                        None => result,
+                    }
+                }
+                Err(fault) => called.fault = Some(fault),
+            }
+        }
+        let mut m = shared.lock();
         if m.epoch != epoch {
             held.place = false;
             held.serving = false;
             return Ok(called);
         }
-        // A fault that comes after the write (`commit = "before_failure"`) lets the real tool
-        // write first.
-        match (&shared.upstream, &m.scenario().tool_upstreams[tool]) {
-            (Some(up), Some(url)) if called.fault.is_none() || called.commits => Some((up.clone(), url.clone())),
-            _ => None,
-        }
-    };
-    let mut called = called;
-    let is_real = real.is_some();
-    if let (Some((upstream, url)), Some(_)) = (&real, &called.fault) {
-        // The real tool writes; the caller gets the scheduled failure all the same. A write
-        // the real tool refused was not committed.
-        called.commits = upstream.call_tool(url, &args).await.is_ok();
-    } else if let Some((upstream, url)) = real {
-        let answer = upstream.call_tool(&url, &args).await;
-        if let Err(fault) = answer.as_ref() {
-            let mut m = shared.lock();
-            if m.epoch == epoch
-                && let Some(w) = m.world(agent)
-            {
-                w.real_tool_failures += 1;
-                // Its name, not its URL: a query may hold a key.
-                w.note(format!("the real tool behind {name} failed: {}", fault_line(fault)));
-                // Its `retry-after`, on the run's clock.
-                called.retry_after_ms = fault.retry_after_ms().map(|ms| (ms as f64 / w.clock.scale()) as u64);
-                tools::failed_for_real(w, name, &args, fault);
-            }
-        }
-        match answer {
-            // A tainting fault changes the real answer as it would the mock's.
-            Ok(result) => {
-                called.result = match &called.taint {
-                    Some(f) => crate::taint::tainted(f, &result).unwrap_or(result),
-                    None => result,
-                }
-            }
-            Err(fault) => called.fault = Some(fault),
-        }
-    }
-    let mut m = shared.lock();
-    if m.epoch != epoch {
-        held.place = false;
+        let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
         held.serving = false;
-        return Ok(called);
+        // A real tool decides its own conflicts: the mock's optimistic check is the mock's.
+        let committed = limits.tools[tool].end((occ && !is_real && called.fault.is_none()).then_some(read));
+        if std::mem::take(&mut held.place) {
+            limits.hand_on(tool);
+        }
+        if !committed {
+            return Err(tools::refused(w, name, LoadFault::Conflict, None));
+        }
+        if w.scenario.effects[tool].write && tools::committed(&called) {
+            w.wrote(tool, called.args_key, idempotency_key);
+        }
+        Ok(called)
     }
-    let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
-    held.serving = false;
-    // A real tool decides its own conflicts: the mock's optimistic check is the mock's.
-    let committed = limits.tools[tool].end((occ && !is_real && called.fault.is_none()).then_some(read));
-    if std::mem::take(&mut held.place) {
-        limits.hand_on(tool);
+    .await;
+    // The answer travels back for the network delay (a timeout is the caller giving up:
+    // nothing travels).
+    let timed_out = matches!(&answer, Ok(c) if matches!(c.fault, Some(Fault::Timeout { .. })));
+    if answer_ms > 0 && !timed_out {
+        let real_ms = shared.lock().clock.real_ms(answer_ms);
+        tokio::time::sleep(Duration::from_millis(real_ms)).await;
     }
-    if !committed {
-        return Err(tools::refused(w, name, LoadFault::Conflict, None));
-    }
-    if w.scenario.effects[tool].write && tools::committed(&called) {
-        w.wrote(tool, called.args_key, idempotency_key);
-    }
-    Ok(called)
+    answer
 }
 
 /// A real tool's failure in a few words.

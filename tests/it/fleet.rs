@@ -119,7 +119,10 @@ fn fleet_keys_that_make_no_sense_are_named() {
         ("[tools.search]\nrate = { per_s = 0 }\n", "tools.search.rate: expected a `burst` when `per_s` is 0"),
         ("[tools.search]\nconcurrency = 0\n", "tools.search.concurrency: expected at least 1"),
         ("[tools.search]\nqueue = true\n", "tools.search.queue: expected a `concurrency` limit"),
-        ("[tools.search]\nconflict = \"lww\"\n", "tools.search.conflict: expected \"occ\", got \"lww\""),
+        (
+            "[tools.search]\nconflict = \"lww\"\n",
+            "tools.search.conflict: expected \"occ\" or \"occ-read-write\", got \"lww\"",
+        ),
         ("[tools.provider]\nconflict = \"occ\"\n", "tools.provider: expected a tool the task calls (\"search\")"),
         (
             "[tools.search]\nservice_ms = { dist = \"normal\", mean = 10 }\n",
@@ -294,6 +297,45 @@ fn the_providers_rpm_is_shared_by_the_fleet() {
     assert_eq!(honour.model_calls, 6 + 6);
     let hammer = run("{ max_attempts = 3, backoff = \"none\", honor_retry_after = false }");
     assert_eq!((hammer.load_rejections, hammer.wasted_retries, hammer.agents_succeeded), (9, 6, 0));
+}
+
+/// The AWS post's client, by hand: two agents start together, every message takes 10 ms, the
+/// tool serves in 0 ms. Both requests reach the row at 10 and read version 0; their read
+/// answers are back at 20 and both writes reach the row at 30: the first (agent 0, queued
+/// first) commits, the second conflicts (409). The answers reach the agents at 40; agent 0
+/// is done (its model calls take 0 ms), agent 1 retries at once: read at 50, write at 70
+/// (commits), answer at 80. Writes 3, conflicts 1, the fleet done at 80. Without the read's
+/// round trip (`conflict = "occ"`, the same messages) a call reads when it reaches the row and
+/// writes 0 ms later: both reach it at 10 and read before either writes (their arrivals were
+/// queued first), so the second conflicts all the same; its answer is back at 20, its retry
+/// reaches the row at 30 and commits, the answer is back at 40. And a timeout still ends `after_ms` after the
+/// request was sent: a lone agent's first call times out at 100 (its answer never travels),
+/// the retry sent then reaches the tool at 110 and its answer the agent at 120.
+#[test]
+fn a_read_then_write_over_the_network_takes_both_round_trips() {
+    use tracefault::scenario::load::load_str;
+    let src = |conflict: &str, agents: u32, extra: &str| {
+        format!(
+            "name = \"occ\"\nruns = 1\n\
+             [strategies.s]\nencoding = \"envelope\"\nrouting = \"orchestrator\"\n\
+             retry = {{ max_attempts = 5, backoff = \"none\" }}\n\
+             [fleet]\nagents = {agents}\n[profile]\nmodel_latency_ms = 0\n\
+             [tools.write_row]\nconflict = \"{conflict}\"\nnetwork_ms = 10\nservice_ms = 0\n\
+             [task]\n[[task.steps]]\ntool = \"write_row\"\n{extra}"
+        )
+    };
+    let run = |src: String| {
+        let sc = load_str(&src, std::path::Path::new("s.toml")).unwrap();
+        run_one(&sc, 0, 0, &mut ())
+    };
+    let m = run(src("occ-read-write", 2, ""));
+    assert_eq!((m.tool_calls, m.load_rejections, m.agents_succeeded, m.virtual_ms), (3, 1, 2, 80));
+    assert_eq!(m.agent_ms, vec![40, 80]);
+    let m = run(src("occ", 2, ""));
+    assert_eq!((m.tool_calls, m.load_rejections, m.virtual_ms), (3, 1, 40));
+    let timeout = "[[faults]]\ntarget = \"write_row\"\nat = [1]\nfault = \"timeout\"\nafter_ms = 100\n";
+    let m = run(src("occ", 1, timeout));
+    assert_eq!((m.tool_calls, m.orchestrator_retries, m.virtual_ms), (2, 1, 120));
 }
 
 /// `tpm` counts a request's input tokens at the door and its output tokens when answered.

@@ -655,6 +655,25 @@ fn exec_agents_runs_copies_that_share_the_tools_limits() {
     assert!(row["load_rejections"] >= 1, "{row:?}");
 }
 
+/// Over the wire, `network_ms` is slept on each leg: a write that reads first
+/// (`conflict = "occ-read-write"`) with 100 ms a message takes four of them (request, read
+/// answer, write, answer), so the run lasts at least 400 ms; without the read, two.
+#[test]
+fn the_mock_tools_take_each_messages_network_delay() {
+    let agent = reference_agent();
+    let cmd = [agent.to_str().unwrap(), "--format", "openai-chat", "--strategy", "five-field"];
+    let dir = tempfile::tempdir().unwrap();
+    for (conflict, legs) in [("occ-read-write", 4), ("occ", 2)] {
+        let sc = fleet_scenario(dir.path(), &format!("conflict = \"{conflict}\"\nnetwork_ms = 100\nservice_ms = 0"));
+        let out = dir.path().join(conflict);
+        let (code, report, stdout) = exec(sc.to_str().unwrap(), &out, &cmd, &[]);
+        assert_eq!(code, 0, "{stdout} {:?}", failed_checks(&report));
+        let row = runs_row(&out);
+        assert_eq!((row["tool_calls"], row["load_rejections"]), (1, 0), "{row:?}");
+        assert!(row["makespan_ms"] >= legs * 100, "{conflict}: {row:?}");
+    }
+}
+
 /// The first row of `runs.csv`, numeric columns by name.
 pub fn runs_row(out: &Path) -> std::collections::BTreeMap<String, u64> {
     let mut r = csv::Reader::from_path(out.join("runs.csv")).unwrap();

@@ -15,7 +15,7 @@ use super::breaker::{Admit, Breaker, FleetBreaker};
 use super::events::{By, Event, Misled, Observer, TerminatedBy};
 use super::fault_plan::{FaultPlan, Fired, Injector};
 use super::fleet::{Fleet, MAX_AGENTS, agent_key};
-use super::limits::{Admission, LoadFault, ProviderState, ServiceTimes, ToolState};
+use super::limits::{Admission, Leg, LoadFault, ProviderState, ServiceTimes, ToolState};
 use super::loop_guard::LoopGuard;
 use super::model::{Action, CallHistory, Perceived, TaintTaken, act, perceive_failure, take_tainted};
 use super::probabilities::{Prob, Probabilities};
@@ -70,7 +70,11 @@ enum Ev {
     ToolAttempt(u32),
     /// A call that waited for a place at a tool gets one.
     ToolServe(u32),
+    /// An attempt's request reaches its tool, the tool's network delay after it was sent.
+    ToolArrive(u32),
     ToolDone(u32),
+    /// The tool's answer reaches the agent, the tool's network delay after it was made.
+    ToolReply(u32),
 }
 
 /// What the fleet shares, set for run `run` of `sc`: tool and provider limits, the fleet's
@@ -392,7 +396,9 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
                 Ev::ModelAttempt => self.model_attempt(),
                 Ev::ToolAttempt(i) => self.tool_attempt(i as usize),
                 Ev::ToolServe(i) => self.tool_serve(i as usize),
+                Ev::ToolArrive(i) => self.tool_arrive(i as usize),
                 Ev::ToolDone(i) => self.tool_done(i as usize),
+                Ev::ToolReply(i) => self.tool_reply(i as usize),
             },
         }
     }

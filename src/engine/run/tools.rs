@@ -58,7 +58,7 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
                     if shared {
                         self.ag.told_opened_at[tool] = self.sh.fleet_breakers[tool].opened_at;
                     }
-                    return self.schedule(now, Ev::ToolDone(i as u32));
+                    return self.schedule(now, Ev::ToolReply(i as u32));
                 }
             }
         }
@@ -80,6 +80,31 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
         }
         s.probe = probe;
         s.wasted = wasted;
+        if SHARED && sc.loads[tool].network.is_some() {
+            let delay = self.network_ms(i, Leg::Request);
+            return self.schedule(now.saturating_add(delay), Ev::ToolArrive(i as u32));
+        }
+        self.tool_arrive(i);
+    }
+
+    /// The delay of leg `leg` of slot `i`'s latest attempt over its tool's network.
+    #[cold]
+    pub(super) fn network_ms(&mut self, i: usize, leg: Leg) -> u64 {
+        let tool = usize::from(self.sc.task.calls[self.ag.slots[i].call as usize].tool);
+        let attempt = u64::from(self.ag.slots[i].attempt);
+        let service = &mut self.ag.service;
+        self.sc.loads[tool].network_ms(tool, attempt, leg, |k| service.unit(k))
+    }
+
+    /// An attempt reaches its tool: a tool under load may refuse it or keep it waiting; else
+    /// it is served.
+    #[inline(always)]
+    pub(super) fn tool_arrive(&mut self, i: usize) {
+        let now = self.now;
+        let sc = self.sc;
+        let tool = usize::from(sc.task.calls[self.ag.slots[i].call as usize].tool);
+        let probe = self.ag.slots[i].probe;
+        let s = &mut self.ag.slots[i];
         if SHARED && sc.loaded {
             match self.sh.tools[tool].admit(now, (self.a, i as u32)) {
                 Admission::Served { place } => s.place = place,
@@ -161,13 +186,25 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
         s.wasted |= refused && s.by != By::Model;
         s.outcome =
             Outcome { class, rule, fired, retry_after_ms, announced, probe: s.probe, taint, ..Outcome::default() };
-        let latency = match (fault, if SHARED { sc.loads[tool].service } else { None }) {
-            (Some(Fault::Timeout { after_ms }), _) if !refused => *after_ms,
+        let load = &sc.loads[tool];
+        let latency = match (fault, if SHARED { load.service } else { None }) {
+            // The caller stops waiting `after_ms` after it sent the request.
+            (Some(Fault::Timeout { after_ms }), _) if !refused => match SHARED && load.network.is_some() {
+                true => {
+                    after_ms.saturating_sub(load.network_ms(tool, attempt.into(), Leg::Request, |k| service.unit(k)))
+                }
+                false => *after_ms,
+            },
             (_, Some(dist)) => service_times.get(tool, attempt, dist, || {
                 let slot = (tool as u64) << 40 | u64::from(attempt) << 1;
                 dist.sample(service.unit(slot), service.unit(slot + 1))
             }),
             _ => spec.latency_ms.unwrap_or(sc.profile.tool_latency_ms),
+        };
+        // A write that reads first: its read answer and its write travel between the two.
+        let latency = match SHARED && load.reads_first {
+            true => latency.saturating_add(load.read_to_write_ms(tool, attempt.into(), |k| service.unit(k))),
+            false => latency,
         };
         s.served_ms = now;
         if SHARED {
@@ -269,6 +306,29 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
         if SHARED && std::mem::take(&mut self.ag.slots[i].place) {
             hand_on(&mut self.sh.queue, &mut self.sh.tools[tool], now);
         }
+        // The answer travels back over the tool's network (a breaker's refusal is the agent's
+        // own; a timeout is the agent giving up, with nothing to travel).
+        if SHARED && self.sc.loads[tool].network.is_some() && !self.ag.slots[i].outcome.circuit && !self.timed_out(i) {
+            let delay = self.network_ms(i, Leg::Answer);
+            return self.schedule(now.saturating_add(delay), Ev::ToolReply(i as u32));
+        }
+        self.tool_reply(i);
+    }
+
+    /// Whether slot `i`'s latest attempt met a timeout fault.
+    #[cold]
+    fn timed_out(&self, i: usize) -> bool {
+        let o = self.ag.slots[i].outcome;
+        o.load.is_none()
+            && o.rule.is_some_and(|r| matches!(self.sc.faults.rules[usize::from(r)].fault, Fault::Timeout { .. }))
+    }
+
+    /// The attempt's answer reaches the agent: breakers learn of it, and the orchestrator
+    /// retries it or hands it on.
+    pub(super) fn tool_reply(&mut self, i: usize) {
+        let now = self.now;
+        let spec = &self.sc.task.calls[self.ag.slots[i].call as usize];
+        let tool = usize::from(spec.tool);
         let s = self.ag.slots[i];
         let o = s.outcome;
         if let (true, Some(ms), Some(rule)) = (o.announced, o.retry_after_ms, o.rule) {

@@ -80,13 +80,23 @@ pub(super) fn loads_from_dto(ctx: &Ctx, d: &BTreeMap<String, ToolDto>, tools: &[
             // Without a burst, the bucket holds one second of calls.
             Some(r) => Some((r.per_s, r.burst.unwrap_or_else(|| r.per_s.ceil().max(1.0) as u32))),
         };
-        let occ = match t.conflict.as_deref() {
-            None => false,
-            Some("occ") => true,
-            Some(c) => return Err(ctx.err(field("conflict"), format!("\"occ\", got {c:?}"))),
+        let (occ, reads_first) = match t.conflict.as_deref() {
+            None => (false, false),
+            Some("occ") => (true, false),
+            Some("occ-read-write") => (true, true),
+            Some(c) => return Err(ctx.err(field("conflict"), format!("\"occ\" or \"occ-read-write\", got {c:?}"))),
         };
+        let network = t.network_ms.as_ref().map(|s| service(ctx, &field("network_ms"), s)).transpose()?;
         let service = t.service_ms.as_ref().map(|s| service(ctx, &field("service_ms"), s)).transpose()?;
-        loads[i] = ToolLoad { concurrency: t.concurrency, queue: t.queue.unwrap_or(false), rate, service, occ };
+        loads[i] = ToolLoad {
+            concurrency: t.concurrency,
+            queue: t.queue.unwrap_or(false),
+            rate,
+            service,
+            occ,
+            reads_first,
+            network,
+        };
     }
     Ok(loads)
 }

@@ -92,7 +92,8 @@ pub fn scenario() -> impl Strategy<Value = String> {
 }
 
 /// A random fleet: 2–24 agents under one start rule, on a task over the three tools where
-/// `alpha` has random limits (concurrency, queue, rate, service time, write conflicts), with
+/// `alpha` has random limits (concurrency, queue, rate, service time, write conflicts of
+/// either kind, network delays), with
 /// random fault rules on top. Returns the source, alpha's concurrency and its rate.
 pub fn fleet_scenario() -> impl Strategy<Value = (String, Option<u32>, Option<(f64, u32)>)> {
     let start = prop_oneof![
@@ -106,12 +107,22 @@ pub fn fleet_scenario() -> impl Strategy<Value = (String, Option<u32>, Option<(f
         (1.0f64..40.0, 0.0f64..10.0).prop_map(|(m, sd)| format!("{{ dist = \"normal\", mean = {m}, sd = {sd} }}")),
         (1.0f64..40.0, 0.0f64..1.5).prop_map(|(m, s)| format!("{{ dist = \"lognormal\", median = {m}, sigma = {s} }}")),
     ];
-    let limits =
-        (prop::option::of(1u32..5), any::<bool>(), prop::option::of((1u32..400, 1u32..5)), service, any::<bool>());
+    let network = prop::option::of(prop_oneof![
+        (0u64..20).prop_map(|ms| ms.to_string()),
+        (1.0f64..20.0, 0.0f64..5.0).prop_map(|(m, sd)| format!("{{ dist = \"normal\", mean = {m}, sd = {sd} }}")),
+    ]);
+    let limits = (
+        prop::option::of(1u32..5),
+        any::<bool>(),
+        prop::option::of((1u32..400, 1u32..5)),
+        service,
+        prop::option::of(prop_oneof![Just("occ"), Just("occ-read-write")]),
+        network,
+    );
     let rules = prop::collection::vec(rule(), 0..3);
     (2u32..25, start, limits, rules, any::<u64>(), (1u32..6, 50u64..3000)).prop_map(|(agents, start, limits, rules, seed, policy)| {
         let (attempts, max_virtual_ms) = policy;
-        let (concurrency, queue, rate, service, occ) = limits;
+        let (concurrency, queue, rate, service, conflict, network) = limits;
         let rate = rate.map(|(per_decis, burst)| (f64::from(per_decis) / 10.0, burst));
         let mut s = format!(
             "name = \"fleet\"\nseed = {seed}\nruns = 1\n\
@@ -124,8 +135,11 @@ pub fn fleet_scenario() -> impl Strategy<Value = (String, Option<u32>, Option<(f
         if let Some((per_s, burst)) = rate {
             s.push_str(&format!("rate = {{ per_s = {per_s}, burst = {burst} }}\n"));
         }
-        if occ {
-            s.push_str("conflict = \"occ\"\n");
+        if let Some(c) = conflict {
+            s.push_str(&format!("conflict = \"{c}\"\n"));
+        }
+        if let Some(n) = network {
+            s.push_str(&format!("network_ms = {n}\n"));
         }
         // The same concurrency at every tool (the peak in flight is the most at any one tool).
         if let Some(c) = concurrency {
