@@ -620,8 +620,8 @@ pub struct ToolDto {
     pub conflict: Option<String>,
     /// The network delay of each message between the agent and the tool, in ms: a number or a
     /// distribution as for `service_ms`. A request reaches the tool that long after it is sent,
-    /// the answer the agent that long after it is made; a timeout still ends `after_ms` after the
-    /// request was sent (default 0).
+    /// the answer the agent that long after it is made; a timeout ends `after_ms` after the
+    /// request was sent, and nothing travels back (default 0).
     pub network_ms: Option<ServiceDto>,
     /// Live mode only (`exec --live`, `proxy`): the user's real tool, an `http://` or `https://`
     /// URL. A call no fault stops is POSTed there (its JSON arguments as the body) and its answer
@@ -659,22 +659,22 @@ pub struct ServiceDistDto {
     /// `floor`) or `lognormal` (`median`, `sigma`). Required. Draws are seeded per agent and
     /// attempt.
     pub dist: String,
-    /// With `dist = "constant"`: the service time, in ms, at most a day. Required then.
+    /// With `dist = "constant"`: the time, in ms, at most a day. Required then.
     pub ms: Option<u64>,
-    /// With `dist = "uniform"`: the shortest service time, in whole ms, at most `max`. Required
+    /// With `dist = "uniform"`: the shortest time, in whole ms, at most `max`. Required
     /// then.
     pub min: Option<u64>,
-    /// With `dist = "uniform"`: the longest service time, in whole ms, at most a day. Required
+    /// With `dist = "uniform"`: the longest time, in whole ms, at most a day. Required
     /// then.
     pub max: Option<u64>,
-    /// With `dist = "normal"`: the mean service time, in ms, at most a day. Required then.
+    /// With `dist = "normal"`: the mean time, in ms, at most a day. Required then.
     pub mean: Option<f64>,
     /// With `dist = "normal"`: the standard deviation, in ms, at most a day. Required then.
     pub sd: Option<f64>,
-    /// With `dist = "normal"`: the shortest service time a draw gives, in ms, at most a day
+    /// With `dist = "normal"`: the shortest time a draw gives, in ms, at most a day
     /// (default 0).
     pub floor: Option<f64>,
-    /// With `dist = "lognormal"`: the median service time, in ms, above 0 and at most a day.
+    /// With `dist = "lognormal"`: the median time, in ms, above 0 and at most a day.
     /// Required then.
     pub median: Option<f64>,
     /// With `dist = "lognormal"`: the shape σ, the standard deviation of the time's logarithm,

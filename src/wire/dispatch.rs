@@ -53,7 +53,9 @@ pub async fn tool_call(
     idempotency_key: Option<&str>,
 ) -> Result<tools::Called, Reply> {
     // The request travels to the tool for the tool's network delay (`network_ms`), if any.
-    let (tool, epoch, args, request_ms, answer_ms) = {
+    // The call's number at this agent keys its draws (service time, network legs), whatever
+    // calls of the same agent arrive while it travels or waits.
+    let (tool, epoch, args, n, request_ms, answer_ms) = {
         let mut m = shared.lock();
         let epoch = m.epoch;
         let (w, _) = m.agent(agent).expect("an agent of the fleet, checked above");
@@ -62,12 +64,13 @@ pub async fn tool_call(
         tools::arrive(w, tool);
         let args = args?;
         let load = w.scenario.loads[tool];
-        let request_ms = load.network_ms(tool, w.tool_calls, Leg::Request, |k| w.service.unit(k));
-        let answer_ms = load.network_ms(tool, w.tool_calls, Leg::Answer, |k| w.service.unit(k));
-        (tool, epoch, args, request_ms.min(tools::MAX_DELAY_MS), answer_ms.min(tools::MAX_DELAY_MS))
+        let n = w.tool_calls;
+        let request_ms = load.network_ms(tool, n, Leg::Request, |k| w.service.unit(k));
+        let answer_ms = load.network_ms(tool, n, Leg::Answer, |k| w.service.unit(k));
+        (tool, epoch, args, n, request_ms, answer_ms)
     };
     if request_ms > 0 {
-        let real_ms = shared.lock().clock.real_ms(request_ms);
+        let real_ms = shared.lock().clock.real_ms(request_ms).min(tools::MAX_DELAY_MS);
         tokio::time::sleep(Duration::from_millis(real_ms)).await;
     }
     let answer: Result<tools::Called, Reply> = async {
@@ -106,15 +109,16 @@ pub async fn tool_call(
             // A timeout keeps its own delay (from the request's sending); anything else takes the
             // tool's service time, and a write that reads first the legs between its read and write.
             let load = m_load;
+            let timeout = matches!(called.fault, Some(Fault::Timeout { .. }));
             let virtual_ms = match (&called.fault, service) {
                 (Some(Fault::Timeout { after_ms }), _) => Some(after_ms.saturating_sub(request_ms)),
                 (_, Some(dist)) => {
-                    let slot = (tool as u64) << 40 | w.tool_calls << 1;
+                    let slot = (tool as u64) << 40 | n << 1;
                     Some(dist.sample(w.service.unit(slot), w.service.unit(slot + 1)))
                 }
                 _ => None,
             };
-            let legs = load.read_to_write_ms(tool, w.tool_calls, |k| w.service.unit(k));
+            let legs = if timeout { 0 } else { load.read_to_write_ms(tool, n, |k| w.service.unit(k)) };
             let virtual_ms = match (virtual_ms, legs) {
                 (v, 0) => v,
                 (v, legs) => Some(v.unwrap_or(0).saturating_add(legs)),
@@ -199,7 +203,7 @@ pub async fn tool_call(
     // nothing travels).
     let timed_out = matches!(&answer, Ok(c) if matches!(c.fault, Some(Fault::Timeout { .. })));
     if answer_ms > 0 && !timed_out {
-        let real_ms = shared.lock().clock.real_ms(answer_ms);
+        let real_ms = shared.lock().clock.real_ms(answer_ms).min(tools::MAX_DELAY_MS);
         tokio::time::sleep(Duration::from_millis(real_ms)).await;
     }
     answer

@@ -336,6 +336,10 @@ fn a_read_then_write_over_the_network_takes_both_round_trips() {
     let timeout = "[[faults]]\ntarget = \"write_row\"\nat = [1]\nfault = \"timeout\"\nafter_ms = 100\n";
     let m = run(src("occ", 1, timeout));
     assert_eq!((m.tool_calls, m.orchestrator_retries, m.virtual_ms), (2, 1, 120));
+    // A write that reads first times out at 100 all the same (its read-to-write legs never
+    // happen); the retry arrives at 110, writes at 130, and its answer is back at 140.
+    let m = run(src("occ-read-write", 1, timeout));
+    assert_eq!((m.tool_calls, m.orchestrator_retries, m.virtual_ms), (2, 1, 140));
 }
 
 /// `tpm` counts a request's input tokens at the door and its output tokens when answered.

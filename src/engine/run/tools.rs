@@ -69,31 +69,34 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
             }
         }
         self.ag.attempts[tool] += 1;
+        let attempt = self.ag.attempts[tool];
         let fleet_attempt = self.count_fleet_attempt(tool);
-        // A retry before the wait the tool's shared rate limit announced is refused again.
-        let early = SHARED && sc.loaded && self.ag.slots[i].by != By::Model && now < self.ag.load_until[tool];
+        // The request reaches the tool after its network delay, when the tool has one.
+        let travels = SHARED && sc.loads[tool].network.is_some();
+        let arrives = if travels { now.saturating_add(self.network_ms(tool, attempt, Leg::Request)) } else { now };
+        // A retry that reaches the tool before the wait its shared rate limit announced is
+        // refused again.
+        let early = SHARED && sc.loaded && self.ag.slots[i].by != By::Model && arrives < self.ag.load_until[tool];
         let wasted = self.hopeless(i) || early;
         let s = &mut self.ag.slots[i];
-        s.attempt = self.ag.attempts[tool];
+        s.attempt = attempt;
         if SHARED {
             s.fleet_attempt = fleet_attempt;
         }
         s.probe = probe;
         s.wasted = wasted;
-        if SHARED && sc.loads[tool].network.is_some() {
-            let delay = self.network_ms(i, Leg::Request);
-            return self.schedule(now.saturating_add(delay), Ev::ToolArrive(i as u32));
+        if travels {
+            return self.schedule(arrives, Ev::ToolArrive(i as u32));
         }
         self.tool_arrive(i);
     }
 
-    /// The delay of leg `leg` of slot `i`'s latest attempt over its tool's network.
+    /// The delay of leg `leg` of `tool`'s attempt `attempt` (this agent's) over the tool's
+    /// network.
     #[cold]
-    pub(super) fn network_ms(&mut self, i: usize, leg: Leg) -> u64 {
-        let tool = usize::from(self.sc.task.calls[self.ag.slots[i].call as usize].tool);
-        let attempt = u64::from(self.ag.slots[i].attempt);
+    pub(super) fn network_ms(&mut self, tool: usize, attempt: u32, leg: Leg) -> u64 {
         let service = &mut self.ag.service;
-        self.sc.loads[tool].network_ms(tool, attempt, leg, |k| service.unit(k))
+        self.sc.loads[tool].network_ms(tool, attempt.into(), leg, |k| service.unit(k))
     }
 
     /// An attempt reaches its tool: a tool under load may refuse it or keep it waiting; else
@@ -187,9 +190,10 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
         s.outcome =
             Outcome { class, rule, fired, retry_after_ms, announced, probe: s.probe, taint, ..Outcome::default() };
         let load = &sc.loads[tool];
+        let timeout = !refused && matches!(fault, Some(Fault::Timeout { .. }));
         let latency = match (fault, if SHARED { load.service } else { None }) {
             // The caller stops waiting `after_ms` after it sent the request.
-            (Some(Fault::Timeout { after_ms }), _) if !refused => match SHARED && load.network.is_some() {
+            (Some(Fault::Timeout { after_ms }), _) if timeout => match SHARED && load.network.is_some() {
                 true => {
                     after_ms.saturating_sub(load.network_ms(tool, attempt.into(), Leg::Request, |k| service.unit(k)))
                 }
@@ -202,7 +206,7 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
             _ => spec.latency_ms.unwrap_or(sc.profile.tool_latency_ms),
         };
         // A write that reads first: its read answer and its write travel between the two.
-        let latency = match SHARED && load.reads_first {
+        let latency = match SHARED && load.reads_first && !timeout {
             true => latency.saturating_add(load.read_to_write_ms(tool, attempt.into(), |k| service.unit(k))),
             false => latency,
         };
@@ -306,10 +310,15 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
         if SHARED && std::mem::take(&mut self.ag.slots[i].place) {
             hand_on(&mut self.sh.queue, &mut self.sh.tools[tool], now);
         }
+        // The tool keeps the wait it announced, from when it answered.
+        let o = self.ag.slots[i].outcome;
+        if let (true, Some(ms), Some(rule)) = (o.announced, o.retry_after_ms, o.rule) {
+            self.ag.refusals[tool] = Refusal { until_ms: now.saturating_add(ms), rule };
+        }
         // The answer travels back over the tool's network (a breaker's refusal is the agent's
         // own; a timeout is the agent giving up, with nothing to travel).
-        if SHARED && self.sc.loads[tool].network.is_some() && !self.ag.slots[i].outcome.circuit && !self.timed_out(i) {
-            let delay = self.network_ms(i, Leg::Answer);
+        if SHARED && self.sc.loads[tool].network.is_some() && !o.circuit && !self.timed_out(i) {
+            let delay = self.network_ms(tool, self.ag.slots[i].attempt, Leg::Answer);
             return self.schedule(now.saturating_add(delay), Ev::ToolReply(i as u32));
         }
         self.tool_reply(i);
@@ -319,8 +328,7 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
     #[cold]
     fn timed_out(&self, i: usize) -> bool {
         let o = self.ag.slots[i].outcome;
-        o.load.is_none()
-            && o.rule.is_some_and(|r| matches!(self.sc.faults.rules[usize::from(r)].fault, Fault::Timeout { .. }))
+        o.rule.is_some_and(|r| matches!(self.sc.faults.rules[usize::from(r)].fault, Fault::Timeout { .. }))
     }
 
     /// The attempt's answer reaches the agent: breakers learn of it, and the orchestrator
@@ -331,9 +339,6 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
         let tool = usize::from(spec.tool);
         let s = self.ag.slots[i];
         let o = s.outcome;
-        if let (true, Some(ms), Some(rule)) = (o.announced, o.retry_after_ms, o.rule) {
-            self.ag.refusals[tool] = Refusal { until_ms: now.saturating_add(ms), rule };
-        }
         if self.strat.breaker && !o.circuit {
             let failed =
                 matches!(o.class, Some(ErrorClass::Transient | ErrorClass::RateLimited | ErrorClass::Terminal));
