@@ -359,6 +359,16 @@ pub fn finish_scenario(sc: &Loaded, aggregates: Vec<Aggregate>) -> ScenarioResul
     if !rules_fired.iter().any(|r| r.1 > 0) && aggregates.iter().all(|a| a.load_rejections == 0) {
         warnings.push("no fault fired at all: this scenario tested nothing".to_owned());
     }
+    // An idempotency key only spares a write at a tool that honours it.
+    if !sc.effects.iter().any(|e| e.write && e.honours_key) {
+        for s in sc.strategies.iter().filter(|s| s.retry.as_ref().unwrap_or(&sc.policy.retry).idempotency_key) {
+            warnings.push(format!(
+                "strategy `{}` sends an idempotency key, but no tool honours one (`effect = \"write\"` with \
+                 `idempotent = \"key\"`): the key changes nothing",
+                s.name
+            ));
+        }
+    }
     let mut gates = Vec::new();
     // Gates on the value; those on the change against a baseline are checked by `baseline`,
     // those on robustness across profiles by `sweep`.

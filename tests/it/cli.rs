@@ -80,6 +80,27 @@ fn a_scenario_where_no_fault_fires_fails_loudly() {
         .stdout(predicate::str::contains("CHECK FAILED minimal: no fault fired in any run"));
 }
 
+/// A strategy that sends an idempotency key where no tool honours one is told the key changes
+/// nothing; with a tool that honours it, nothing is said.
+#[test]
+fn an_idempotency_key_no_tool_honours_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let keyed = format!(
+        "{MINIMAL}[strategies.keyed]\nencoding = \"envelope\"\nrouting = \"orchestrator\"\n\
+         retry = {{ idempotency_key = true }}\n[strategies.five-field]\n"
+    );
+    let warning = "warning: minimal: strategy `keyed` sends an idempotency key, but no tool honours one";
+    for (text, said) in
+        [(keyed.clone(), true), (format!("{keyed}[tools.search]\neffect = \"write\"\nidempotent = \"key\"\n"), false)]
+    {
+        let sc = write(dir.path(), "s.toml", &text);
+        let out = tracefault().arg("run").arg(&sc).arg("--out").arg(dir.path().join("out")).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.contains(warning), said, "{err}");
+        assert!(!err.contains("strategy `five-field`"), "{err}");
+    }
+}
+
 /// Runs a broken scenario and returns stderr; asserts exit code 2.
 pub fn broken(name: &str, text: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
