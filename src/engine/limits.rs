@@ -42,6 +42,14 @@ impl Service {
         // Uniform draws land in [min, max + 1): flooring keeps every whole ms equally likely.
         if matches!(self, Service::Uniform { .. }) { ms.floor() as u64 } else { ms.round().max(0.0) as u64 }
     }
+
+    /// The service time of `tool`'s attempt `attempt`, from two uniform draws (`unit`) at the
+    /// slots the service stream keeps for it.
+    #[inline]
+    pub fn sample_at(&self, tool: usize, attempt: u64, mut unit: impl FnMut(u64) -> f64) -> u64 {
+        let slot = (tool as u64) << 40 | attempt << 1;
+        self.sample(unit(slot), unit(slot + 1))
+    }
 }
 
 /// The service times one agent has drawn in a run, by tool and attempt. The service stream is
@@ -134,7 +142,7 @@ impl ToolLoad {
     #[inline]
     pub fn network_ms(&self, tool: usize, attempt: u64, leg: Leg, mut unit: impl FnMut(u64) -> f64) -> u64 {
         let Some(dist) = self.network else { return 0 };
-        // Apart from the service times' slots (tool << 40 | attempt << 1, attempt < 2^32).
+        // Apart from the service times' slots (`Service::sample_at`, attempt < 2^32).
         let slot = (tool as u64) << 40 | 1 << 39 | (attempt & ((1 << 35) - 1)) << 3 | (leg as u64) << 1;
         dist.sample(unit(slot), unit(slot + 1))
     }
@@ -146,12 +154,7 @@ impl ToolLoad {
         if !self.reads_first {
             return 0;
         }
-        self.network_ms(tool, attempt, Leg::ReadAnswer, &mut unit).saturating_add(self.network_ms(
-            tool,
-            attempt,
-            Leg::Write,
-            &mut unit,
-        ))
+        [Leg::ReadAnswer, Leg::Write].into_iter().map(|leg| self.network_ms(tool, attempt, leg, &mut unit)).sum()
     }
 }
 

@@ -144,15 +144,12 @@ pub fn take_tainted(
     h: &CallHistory,
     u: f64,
 ) -> TaintTaken {
+    let mut below = |key: &str, p: f64| {
+        probs.keep(key, p, u, u < p);
+        u < p
+    };
     match fault {
-        Fault::WrongContent => probs.keep("p_notice_wrong", profile.p_notice_wrong, u, u < profile.p_notice_wrong),
-        Fault::InjectedInstruction { .. } => {
-            probs.keep("p_follow_injection", profile.p_follow_injection, u, u < profile.p_follow_injection)
-        }
-        _ => {}
-    }
-    match fault {
-        Fault::WrongContent if u < profile.p_notice_wrong => {
+        Fault::WrongContent if below("p_notice_wrong", profile.p_notice_wrong) => {
             TaintTaken::Noticed(if h.model_retries < profile.max_model_retries {
                 Action::Repeat
             } else {
@@ -160,7 +157,9 @@ pub fn take_tainted(
             })
         }
         Fault::WrongContent => TaintTaken::WrongAccepted,
-        Fault::InjectedInstruction { .. } if u < profile.p_follow_injection => TaintTaken::Follows,
+        Fault::InjectedInstruction { .. } if below("p_follow_injection", profile.p_follow_injection) => {
+            TaintTaken::Follows
+        }
         _ => TaintTaken::Accepted,
     }
 }

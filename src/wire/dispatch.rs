@@ -83,10 +83,9 @@ pub async fn tool_call(
             let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
             match limits.admit(agent, tool, now) {
                 Door::Refused(load, wait) => return Err(tools::refused(w, name, load, wait)),
-                door => (tool, door, epoch, args),
+                door => door,
             }
         };
-        let (tool, door, epoch, args) = door;
         let mut held = Held { shared: shared.clone(), epoch, tool, place: false, serving: false };
         match door {
             Door::Served { place } => held.place = place,
@@ -100,22 +99,17 @@ pub async fn tool_call(
         }
         let (called, delay, read, occ) = {
             let mut m = shared.lock();
-            let m_load = m.scenario().loads[tool];
-            let (service, occ) = (m_load.service, m_load.occ);
+            let load = m.scenario().loads[tool];
             let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
             let read = limits.tools[tool].start();
             held.serving = true;
             let called = tools::invoke(w, name, &args);
             // A timeout keeps its own delay (from the request's sending); anything else takes the
             // tool's service time, and a write that reads first the legs between its read and write.
-            let load = m_load;
             let timeout = matches!(called.fault, Some(Fault::Timeout { .. }));
-            let virtual_ms = match (&called.fault, service) {
+            let virtual_ms = match (&called.fault, load.service) {
                 (Some(Fault::Timeout { after_ms }), _) => Some(after_ms.saturating_sub(request_ms)),
-                (_, Some(dist)) => {
-                    let slot = (tool as u64) << 40 | n << 1;
-                    Some(dist.sample(w.service.unit(slot), w.service.unit(slot + 1)))
-                }
+                (_, Some(dist)) => Some(dist.sample_at(tool, n, |k| w.service.unit(k))),
                 _ => None,
             };
             let legs = if timeout { 0 } else { load.read_to_write_ms(tool, n, |k| w.service.unit(k)) };
@@ -124,7 +118,7 @@ pub async fn tool_call(
                 (v, legs) => Some(v.unwrap_or(0).saturating_add(legs)),
             };
             let delay = virtual_ms.map(|ms| Duration::from_millis(w.clock.real_ms(ms).min(tools::MAX_DELAY_MS)));
-            (called, delay, read, occ)
+            (called, delay, read, load.occ)
         };
         if let Some(d) = delay {
             tokio::time::sleep(d).await;

@@ -282,15 +282,15 @@ impl World {
     /// tool of the task when it names none) has succeeded, and its latest call did not fail.
     /// `live` (a real model, whose agent may reach its tools without tracefault): a goal tool
     /// no call of which came here is not known unreached.
+    pub fn goal_reached(&self, live: bool) -> bool {
+        let task = &self.scenario.task;
+        task.goal_reached(|t| (live && self.attempts[t] == 0) || (self.returned_ok[t] > 0 && !self.last_failed[t]))
+    }
+
     /// Wrong values (`wrong_content`) the agent took as right: those whose call it did not make
     /// again.
     pub fn wrong_accepted(&self) -> u64 {
         self.tainted.values().filter(|&&r| *self.fault(r) == Fault::WrongContent).count() as u64
-    }
-
-    pub fn goal_reached(&self, live: bool) -> bool {
-        let task = &self.scenario.task;
-        task.goal_reached(|t| (live && self.attempts[t] == 0) || (self.returned_ok[t] > 0 && !self.last_failed[t]))
     }
 
     /// Counts stream fault `rule`'s firing as decided, or takes it back when the answer's

@@ -192,17 +192,17 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
         let load = &sc.loads[tool];
         let timeout = !refused && matches!(fault, Some(Fault::Timeout { .. }));
         let latency = match (fault, if SHARED { load.service } else { None }) {
-            // The caller stops waiting `after_ms` after it sent the request.
-            (Some(Fault::Timeout { after_ms }), _) if timeout => match SHARED && load.network.is_some() {
+            // The caller stops waiting `after_ms` after it sent the request (0 ms of travel
+            // without `network_ms`).
+            (Some(Fault::Timeout { after_ms }), _) if timeout => match SHARED {
                 true => {
                     after_ms.saturating_sub(load.network_ms(tool, attempt.into(), Leg::Request, |k| service.unit(k)))
                 }
                 false => *after_ms,
             },
-            (_, Some(dist)) => service_times.get(tool, attempt, dist, || {
-                let slot = (tool as u64) << 40 | u64::from(attempt) << 1;
-                dist.sample(service.unit(slot), service.unit(slot + 1))
-            }),
+            (_, Some(dist)) => {
+                service_times.get(tool, attempt, dist, || dist.sample_at(tool, attempt.into(), |k| service.unit(k)))
+            }
             _ => spec.latency_ms.unwrap_or(sc.profile.tool_latency_ms),
         };
         // A write that reads first: its read answer and its write travel between the two.
