@@ -18,7 +18,7 @@ use super::claude_code::{self, Session};
 use super::codex::{self, Rollout};
 use super::conversation::{Conversation, to_trace};
 use super::elements::{Elements, Layout};
-use super::{ImportOptions, Imported, SourceFormat, gaps, kept};
+use super::{ImportOptions, Imported, SourceFormat, cores, gaps, kept};
 use super::{agents_sdk, openhands, otel, readers};
 use crate::error::Error;
 
@@ -113,8 +113,11 @@ fn finish(
     if convs.iter().all(|c| c.items.is_empty()) {
         return None;
     }
-    let traces: Result<Vec<_>, Error> =
-        convs.into_iter().map(|c| gaps::checked(to_trace(c, &opts.rules), path, opts.lenient)).collect();
+    // Each conversation is judged on its own: shared over the cores, kept in order.
+    let traces = cores::map_in_order(convs, cores::available(), |_, c| {
+        gaps::checked(to_trace(c, &opts.rules), path, opts.lenient)
+    });
+    let traces: Result<Vec<_>, Error> = traces.into_iter().collect();
     Some(traces.map(|traces| Imported { format, traces }))
 }
 

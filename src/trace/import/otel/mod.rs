@@ -63,10 +63,9 @@
 //!   call → cut off, content_filter → error; without one the builder infers.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::marker::PhantomData;
-use std::ops::Bound;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -74,16 +73,16 @@ use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+mod attrs;
 mod line;
+
+use attrs::Attrs;
 
 use super::conversation::{CallItem, Conversation, Ending, Item, parse_args, text_of};
 use super::lenient::{List, Obj};
 use super::{ImportError, SourceFormat, cores, signature};
 use crate::provider::Format;
 use crate::trace::{Args, FinalOutcome, ToolDef};
-
-/// A span's attributes, flattened to dotted keys.
-type Attrs = BTreeMap<String, Value>;
 
 #[derive(Debug, PartialEq)]
 struct Event {
@@ -333,14 +332,16 @@ fn flatten(prefix: &str, v: Value, out: &mut Attrs) {
 /// prefix: keys that start with `prefix` sort right after it).
 fn nested<'a>(attrs: &'a Attrs, prefix: &'a str) -> impl Iterator<Item = (&'a String, &'a Value)> {
     attrs
-        .range::<str, _>((Bound::Excluded(prefix), Bound::Unbounded))
+        .after(prefix)
         .take_while(move |(k, _)| k.starts_with(prefix))
         .filter(move |(k, _)| k.as_bytes().get(prefix.len()) == Some(&b'.'))
 }
 
-/// The keys under `prefix.` rebuilt as nested JSON (numeric segments as list indices).
+/// The keys under `prefix.` rebuilt as nested JSON: objects whose keys are all numbers become
+/// lists, in numeric order; where two keys meet, the first in key order wins (a value in the
+/// way of a deeper key keeps it out); a key of more than 32 segments is left out.
 fn unflatten(attrs: &Attrs, prefix: &str) -> Option<Value> {
-    let mut root = Value::Object(Map::new());
+    let mut root: Vec<(&str, Node)> = Vec::new();
     let mut any = false;
     for (k, v) in nested(attrs, prefix) {
         let mut path = [""; 32];
@@ -354,48 +355,56 @@ fn unflatten(attrs: &Attrs, prefix: &str) -> Option<Value> {
             depth += 1;
         }
         if depth <= path.len() {
-            any |= insert(&mut root, &path[..depth], v);
+            any |= put(&mut root, &path[..depth], v);
         }
     }
-    any.then(|| lists(root))
+    any.then(|| node_value(Node::Branch(root)))
 }
 
-/// Puts `v` at `path` under `node`, unless a value is in the way.
-fn insert(node: &mut Value, path: &[&str], v: &Value) -> bool {
-    let (Some(o), Some((first, rest))) = (node.as_object_mut(), path.split_first()) else { return false };
+/// A tree of keys as [`unflatten`] builds it: segments borrowed, values not copied yet.
+enum Node<'a> {
+    Leaf(&'a Value),
+    Branch(Vec<(&'a str, Node<'a>)>),
+}
+
+/// Puts `v` at `path` under `children`, unless a value is in the way (false) or one is there
+/// already (kept).
+fn put<'a>(children: &mut Vec<(&'a str, Node<'a>)>, path: &[&'a str], v: &'a Value) -> bool {
+    let Some((first, rest)) = path.split_first() else { return false };
+    // Keys come in order: a sibling met again is nearly always the latest.
+    let at = children.iter().rposition(|(k, _)| k == first);
     if rest.is_empty() {
-        if !o.contains_key(*first) {
-            o.insert(first.to_string(), v.clone());
+        if at.is_none() {
+            children.push((first, Node::Leaf(v)));
         }
         return true;
     }
-    // Looked up before it is made: most steps are there already (a message's other fields).
-    if !o.contains_key(*first) {
-        o.insert(first.to_string(), Value::Object(Map::new()));
+    let i = at.unwrap_or_else(|| {
+        children.push((first, Node::Branch(Vec::new())));
+        children.len() - 1
+    });
+    match &mut children[i].1 {
+        Node::Branch(c) => put(c, rest, v),
+        Node::Leaf(_) => false,
     }
-    let next = o.get_mut(*first).expect("inserted above");
-    insert(next, rest, v)
 }
 
-/// Objects whose keys are all numbers become lists, in numeric order.
-fn lists(v: Value) -> Value {
-    match v {
-        Value::Object(o) => {
-            let numeric = !o.is_empty() && o.keys().all(|k| k.parse::<usize>().is_ok());
-            if numeric {
-                let mut items: Vec<(usize, Value)> =
-                    o.into_iter().map(|(k, x)| (k.parse().unwrap_or(0), lists(x))).collect();
-                items.sort_by_key(|(i, _)| *i);
-                Value::Array(items.into_iter().map(|(_, x)| x).collect())
-            } else {
-                let mut o = o;
-                for x in o.values_mut() {
-                    *x = lists(std::mem::take(x));
-                }
-                Value::Object(o)
-            }
+/// The tree as JSON: a branch whose keys are all numbers is a list (by number, then as an
+/// object orders its keys), any other an object.
+fn node_value(n: Node) -> Value {
+    let children = match n {
+        Node::Leaf(v) => return v.clone(),
+        Node::Branch(c) => c,
+    };
+    let numbers: Option<Vec<usize>> = children.iter().map(|(k, _)| k.parse::<usize>().ok()).collect();
+    match numbers {
+        Some(numbers) if !children.is_empty() => {
+            let mut items: Vec<(usize, &str, Node)> =
+                numbers.into_iter().zip(children).map(|(i, (k, n))| (i, k, n)).collect();
+            items.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+            Value::Array(items.into_iter().map(|(_, _, n)| node_value(n)).collect())
         }
-        other => other,
+        _ => Value::Object(children.into_iter().map(|(k, n)| (k.to_owned(), node_value(n))).collect()),
     }
 }
 
@@ -589,32 +598,43 @@ fn chat_items(messages: &[Value]) -> Vec<Item> {
 }
 
 /// An OpenInference message (`message.role`, `message.content` or `message.contents`,
-/// `message.tool_calls[].tool_call.{id, function}`) in the OpenAI Chat shape.
-fn oi_message(m: &Value) -> Value {
-    let m = m.get("message").unwrap_or(m);
-    let content = match m.get("content") {
-        Some(c) => c.clone(),
+/// `message.tool_calls[].tool_call.{id, function}`) in the OpenAI Chat shape, its fields moved
+/// (a request's messages are the conversation so far: copying them again would cost).
+fn oi_message(m: Value) -> Value {
+    let mut m = match m {
+        Value::Object(mut o) => o.remove("message").unwrap_or(Value::Object(o)),
+        other => other,
+    };
+    let mut take = |k: &str| m.as_object_mut().and_then(|o| o.remove(k));
+    let content = match take("content") {
+        Some(c) => c,
         None => {
-            let parts = m.get("contents").and_then(Value::as_array).into_iter().flatten();
+            let parts = match take("contents") {
+                Some(Value::Array(parts)) => parts,
+                _ => Vec::new(),
+            };
             let texts: Vec<&str> =
-                parts.filter_map(|p| p.get("message_content").unwrap_or(p).get("text")?.as_str()).collect();
+                parts.iter().filter_map(|p| p.get("message_content").unwrap_or(p).get("text")?.as_str()).collect();
             Value::String(texts.join("\n"))
         }
     };
-    let calls: Vec<Value> = m
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|c| c.get("tool_call").unwrap_or(c).clone())
-        .collect();
-    serde_json::json!({
-        "role": m.get("role").cloned().unwrap_or(Value::Null),
-        "content": content,
-        "tool_calls": calls,
-        "tool_call_id": m.get("tool_call_id").cloned().unwrap_or(Value::Null),
-        "name": m.get("name").cloned().unwrap_or(Value::Null),
-    })
+    let calls = match take("tool_calls") {
+        Some(Value::Array(calls)) => calls
+            .into_iter()
+            .map(|c| match c {
+                Value::Object(mut o) => o.remove("tool_call").unwrap_or(Value::Object(o)),
+                other => other,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let mut out = Map::new();
+    out.insert("role".into(), take("role").unwrap_or(Value::Null));
+    out.insert("content".into(), content);
+    out.insert("tool_calls".into(), Value::Array(calls));
+    out.insert("tool_call_id".into(), take("tool_call_id").unwrap_or(Value::Null));
+    out.insert("name".into(), take("name").unwrap_or(Value::Null));
+    Value::Object(out)
 }
 
 /// Items from pre-1.37 span events: gen_ai.{user,assistant,tool}.message and gen_ai.choice,
@@ -719,7 +739,7 @@ fn request(s: &Span, gaps: &mut Vec<String>) -> Vec<Item> {
         return items(&l);
     }
     if let Some(l) = message_list(s, "llm.input_messages", gaps) {
-        return chat_items(&l.iter().map(oi_message).collect::<Vec<_>>());
+        return chat_items(&l.into_iter().map(oi_message).collect::<Vec<_>>());
     }
     if let Some(l) = message_list(s, "gen_ai.prompt", gaps) {
         return chat_items(&l);
@@ -820,7 +840,7 @@ fn response(s: &Span, gaps: &mut Vec<String>) -> Option<Item> {
         return first_model(items(&l));
     }
     if let Some(l) = message_list(s, "llm.output_messages", gaps) {
-        return first_model(chat_items(&l.iter().map(oi_message).collect::<Vec<_>>()));
+        return first_model(chat_items(&l.into_iter().map(oi_message).collect::<Vec<_>>()));
     }
     if let Some(l) = message_list(s, "gen_ai.completion", gaps) {
         let l: Vec<Value> = l.into_iter().map(assistant_role).collect();
@@ -1003,7 +1023,7 @@ fn tool_run(s: &Span) -> ToolRun {
     } else {
         &["gen_ai.tool.call.arguments", "tool_arguments", "input.value", "ai.toolCall.args"]
     };
-    let mut args = args_keys.iter().find_map(|k| s.attrs.get(*k)).map(json_or_text);
+    let mut args = args_keys.iter().find_map(|k| s.attrs.get(k)).map(json_or_text);
     if traceloop && let Some(input) = s.attrs.get("traceloop.entity.input").map(json_or_text) {
         let positional = input.get("args").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
         args = if positional { input.get("args").cloned() } else { input.get("kwargs").cloned() };
@@ -1011,7 +1031,7 @@ fn tool_run(s: &Span) -> ToolRun {
     let output =
         ["gen_ai.tool.call.result", "tool_response", "output.value", "traceloop.entity.output", "ai.toolCall.result"]
             .iter()
-            .find_map(|k| s.attrs.get(*k))
+            .find_map(|k| s.attrs.get(k))
             .map(|v| match json_or_text(v) {
                 // A JSON-encoded string return value (Traceloop) is the string.
                 Value::String(t) if v.as_str().is_some_and(|raw| raw.starts_with('"')) => t,
@@ -1241,7 +1261,7 @@ fn ending(root: Option<&Span>, last_call: Option<(&Span, Option<String>)>, faile
         let answer = root.and_then(|r| {
             let v = ["output.value", "final_result", "traceloop.entity.output", "ai.response.text"]
                 .iter()
-                .find_map(|k| r.attrs.get(*k))?;
+                .find_map(|k| r.attrs.get(k))?;
             let text = match v.as_str().map(|t| (t, serde_json::from_str::<Value>(t))) {
                 Some((_, Ok(Value::String(inner)))) => inner,
                 Some((t, _)) => t.to_owned(),
@@ -1323,10 +1343,12 @@ impl Chain {
     }
 
     /// The conversations, ids made from `id`; the file's own gaps go to the first.
-    fn finish(self, id: &str, mut gaps: Vec<String>) -> Vec<Conversation> {
+    fn finish(self, id: &str, gaps: Vec<String>) -> Vec<Conversation> {
         let many = self.groups.len() > 1;
-        let mut out = Vec::new();
-        for (n, (g, mut g_gaps)) in self.groups.into_iter().enumerate() {
+        let mut file_gaps = Some(gaps);
+        let groups: Vec<_> = self.groups.into_iter().map(|(g, g_gaps)| (g, g_gaps, file_gaps.take())).collect();
+        // Each conversation is resolved on its own: shared over the cores, kept in order.
+        cores::map_in_order(groups, cores::available(), |n, (g, mut g_gaps, file_gaps)| {
             let conv_id = if many { format!("{id}#{}", n + 1) } else { id.to_owned() };
             let mut c = Conversation::new(conv_id, SourceFormat::Otel.name());
             c.items = resolve(g.slots, &mut g_gaps);
@@ -1339,13 +1361,10 @@ impl Chain {
             c.provider = g.provider.map(|p| if p == "openai" { "openai-chat".to_owned() } else { p });
             c.model = g.model;
             c.tools = g.tools;
-            if n == 0 {
-                g_gaps.append(&mut gaps);
-            }
+            g_gaps.extend(file_gaps.into_iter().flatten());
             c.gaps = g_gaps;
-            out.push(c);
-        }
-        out
+            c
+        })
     }
 }
 
@@ -1995,6 +2014,67 @@ mod tests {
         let s = stats(&t[0]);
         assert_eq!((s.model_calls, s.tool_calls, s.tool_failures, s.ended), (2, 1, 1, "answer"));
         assert_eq!(s.rows[0].outcome, "terminal");
+    }
+
+    /// The reading of nested keys the tree replaced (one JSON object per step, then lists):
+    /// the reference the tree must agree with.
+    fn unflatten_by_objects(attrs: &Attrs, prefix: &str) -> Option<Value> {
+        fn insert(node: &mut Value, path: &[&str], v: &Value) -> bool {
+            let (Some(o), Some((first, rest))) = (node.as_object_mut(), path.split_first()) else { return false };
+            if rest.is_empty() {
+                if !o.contains_key(*first) {
+                    o.insert(first.to_string(), v.clone());
+                }
+                return true;
+            }
+            if !o.contains_key(*first) {
+                o.insert(first.to_string(), Value::Object(Map::new()));
+            }
+            insert(o.get_mut(*first).unwrap(), rest, v)
+        }
+        fn lists(v: Value) -> Value {
+            match v {
+                Value::Object(o) if !o.is_empty() && o.keys().all(|k| k.parse::<usize>().is_ok()) => {
+                    let mut items: Vec<(usize, Value)> =
+                        o.into_iter().map(|(k, x)| (k.parse().unwrap(), lists(x))).collect();
+                    items.sort_by_key(|(i, _)| *i);
+                    Value::Array(items.into_iter().map(|(_, x)| x).collect())
+                }
+                Value::Object(o) => Value::Object(o.into_iter().map(|(k, x)| (k, lists(x))).collect()),
+                other => other,
+            }
+        }
+        let mut root = Value::Object(Map::new());
+        let mut any = false;
+        for (k, v) in nested(attrs, prefix) {
+            let path: Vec<&str> = k[prefix.len() + 1..].split('.').collect();
+            if path.len() <= 32 {
+                any |= insert(&mut root, &path, v);
+            }
+        }
+        any.then(|| lists(root))
+    }
+
+    proptest::proptest! {
+        /// Any keys (numbers with and without leading zeros, names, empty segments, values in
+        /// the way of deeper keys, keys too deep) rebuild as the object-by-object reading did.
+        #[test]
+        fn unflatten_agrees_with_the_object_reading(
+            keys in proptest::collection::vec(
+                (proptest::collection::vec("(0|1|01|2|10|a|b|)", 1..5), 0u8..3), 0..24),
+            deep in proptest::bool::ANY,
+        ) {
+            let mut attrs = Attrs::new();
+            for (path, v) in &keys {
+                attrs.insert(format!("p.{}", path.join(".")), json!(v));
+            }
+            if deep {
+                attrs.insert(format!("p.{}", vec!["0"; 33].join(".")), json!(1));
+            }
+            attrs.insert("p".into(), json!("exact"));
+            attrs.insert("pq.0".into(), json!("other prefix"));
+            proptest::prop_assert_eq!(unflatten(&attrs, "p"), unflatten_by_objects(&attrs, "p"));
+        }
     }
 
     /// Flat, half-nested and nested OpenInference attributes read alike; message indices are
