@@ -129,6 +129,7 @@ fn render(c: &mut Criterion) {
         attempts: 3,
         retry_after_ms: None,
         body: r#"{"city":"Paris","temp_c":18}"#,
+        idempotency_key: None,
     };
     let mut group = c.benchmark_group("render");
     group.throughput(Throughput::Elements((Format::ALL.len() * Encoding::ALL.len()) as u64));

@@ -94,6 +94,7 @@ pub fn render_all(fault: &Fault) -> Vec<Rendering> {
                 attempts: 1,
                 retry_after_ms: fault.retry_after_ms(),
                 body: EXAMPLE_RESULT,
+                idempotency_key: None,
             };
             let body = if class.is_failure() {
                 Body::Error { err, encoding: strategy.encoding }

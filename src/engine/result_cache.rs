@@ -33,6 +33,8 @@ pub struct ResultKey {
     pub taint: Option<u16>,
     /// The strategy's `max_result_kb` where it may cut the result, else 0.
     pub cut_kb: u32,
+    /// An error of a write tool's call that carried an idempotency key (the envelope shows it).
+    pub keyed: bool,
 }
 
 /// Hashes the key as three words (the derived hash would feed every field and discriminant
@@ -44,7 +46,14 @@ impl Hash for ResultKey {
         let encoding = self.encoding.map_or(0, |e| e as u64 + 1);
         let load = self.load.map_or(0, |l| l as u64 + 1);
         h.write_u64(u64::from(self.call) << 32 | u64::from(self.attempts));
-        h.write_u64(class | rule << 8 | encoding << 32 | u64::from(self.stated_complete) << 40 | load << 48);
+        h.write_u64(
+            class
+                | rule << 8
+                | encoding << 32
+                | u64::from(self.stated_complete) << 40
+                | u64::from(self.keyed) << 41
+                | load << 48,
+        );
         let taint = self.taint.map_or(0, |r| u64::from(r) + 1);
         h.write_u64(self.retry_after_s.map_or(u64::MAX, |s| s) ^ (taint << 32 | u64::from(self.cut_kb)));
     }
@@ -146,6 +155,7 @@ mod tests {
             stated_complete: false,
             taint: None,
             cut_kb: 0,
+            keyed: false,
         }
     }
 

@@ -83,6 +83,9 @@ pub struct ToolError<'a> {
     /// The body the tool sent (its successful result as JSON): what a damaged-body fault
     /// shows a strategy that passes the body on unparsed.
     pub body: &'a str,
+    /// The idempotency key the call carried, to a write tool: the envelope's `details` hand
+    /// it back, so the model's re-issue can carry it again.
+    pub idempotency_key: Option<&'a str>,
 }
 
 impl ToolError<'_> {
@@ -145,6 +148,7 @@ mod tests {
                 attempts: 1,
                 retry_after_ms: None,
                 body: "",
+                idempotency_key: None,
             }
             .code()
         };
@@ -176,6 +180,7 @@ mod tests {
             attempts: 0,
             retry_after_ms: Some(5),
             body: "",
+            idempotency_key: None,
         };
         assert_eq!(open.code(), "CIRCUIT_OPEN");
     }

@@ -255,6 +255,7 @@ mod tests {
             attempts: 1,
             retry_after_ms: None,
             body: r#"{"hits":3}"#,
+            idempotency_key: None,
         }
     }
 

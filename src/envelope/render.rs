@@ -227,6 +227,10 @@ fn five_fields(out: &mut String, scratch: &mut String, num: &mut itoa::Buffer, e
         out.push_str(r#","retry_after_seconds":"#);
         out.push_str(num.format(super::stated_seconds(ms)));
     }
+    if let Some(key) = err.idempotency_key {
+        out.push_str(r#","idempotency_key":"#);
+        push_json_str(out, key);
+    }
     if let ErrorKind::Fault(Fault::Http { param: Some(p), .. }) = err.kind {
         out.push_str(r#","param":"#);
         push_json_str(out, p);
@@ -504,6 +508,7 @@ mod tests {
             attempts: 1,
             retry_after_ms: None,
             body: r#"{"hits":3}"#,
+            idempotency_key: None,
         }
     }
 

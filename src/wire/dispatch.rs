@@ -82,7 +82,7 @@ pub async fn tool_call(
             let now = m.clock.now_ms();
             let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
             match limits.admit(agent, tool, now) {
-                Door::Refused(load, wait) => return Err(tools::refused(w, name, load, wait)),
+                Door::Refused(load, wait) => return Err(tools::refused(w, name, load, wait, None)),
                 door => door,
             }
         };
@@ -103,7 +103,11 @@ pub async fn tool_call(
             let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
             let read = limits.tools[tool].start();
             held.serving = true;
-            let called = tools::invoke(w, name, &args);
+            let mut called = tools::invoke(w, name, &args);
+            // A write tool's answer hands back the key its call carried.
+            if w.scenario.effects[tool].write {
+                called.idempotency_key = idempotency_key.map(str::to_owned);
+            }
             // A timeout keeps its own delay (from the request's sending); anything else takes the
             // tool's service time, and a write that reads first the legs between its read and write.
             let timeout = matches!(called.fault, Some(Fault::Timeout { .. }));
@@ -185,7 +189,7 @@ pub async fn tool_call(
             limits.hand_on(tool);
         }
         if !committed {
-            return Err(tools::refused(w, name, LoadFault::Conflict, None));
+            return Err(tools::refused(w, name, LoadFault::Conflict, None, called.idempotency_key.as_deref()));
         }
         if w.scenario.effects[tool].write && tools::committed(&called) {
             w.wrote(tool, called.args_key, idempotency_key);

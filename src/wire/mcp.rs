@@ -165,8 +165,9 @@ impl ServerHandler for McpTools {
         let mut told = told.and_then(|t| t.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take());
         let over_http = told.is_some();
         // A client that goes away (or cancels the request) gives the call's place back.
+        let key = idempotency_key(&context, &request);
         let outcome = tokio::select! {
-            outcome = tool_call(&shared, agent, &request.name, Ok(args), None) => outcome,
+            outcome = tool_call(&shared, agent, &request.name, Ok(args), key.as_deref()) => outcome,
             () = went_away(&mut told) => return Err(ErrorData::internal_error("the client went away", None)),
             () = context.ct.cancelled() => return Err(ErrorData::internal_error("the request was cancelled", None)),
         };
@@ -319,6 +320,18 @@ fn refusal(reply: &Reply) -> ErrorData {
     )
 }
 
+/// The idempotency key a `tools/call` carries: MCP names none, so the ways clients send one
+/// are read — the `Idempotency-Key` header of its HTTP request, else `idempotencyKey` in the
+/// request's `_meta` (as the protocol's idempotency proposal spells the field).
+fn idempotency_key(context: &RequestContext<RoleServer>, request: &CallToolRequestParams) -> Option<String> {
+    let parts = context.extensions.get::<axum::http::request::Parts>();
+    let header = parts.and_then(|p| p.headers.get("idempotency-key")).and_then(|v| v.to_str().ok());
+    // The SDK moves a request's `_meta` to its context; a params' own is read as well.
+    let metas = [Some(&context.meta), request.meta.as_ref()];
+    let meta = metas.into_iter().flatten().find_map(|m| m.0.0.get("idempotencyKey").and_then(Value::as_str));
+    header.or(meta).map(str::to_owned)
+}
+
 /// A call's answer as an MCP tool result, or a JSON-RPC error under `jsonrpc-error`.
 pub fn answer(called: &Called, encoding: Encoding) -> Result<CallToolResult, ErrorData> {
     let body = called.result.to_string();
@@ -343,6 +356,7 @@ pub fn answer(called: &Called, encoding: Encoding) -> Result<CallToolResult, Err
         attempts: 1,
         retry_after_ms: called.retry_after_ms,
         body: &body,
+        idempotency_key: called.idempotency_key.as_deref(),
     };
     match encoding {
         Encoding::JsonRpcError => {

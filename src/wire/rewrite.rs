@@ -147,6 +147,7 @@ fn rewrite_list(
                 attempts: 1,
                 retry_after_ms: decision.retry_after_ms,
                 body: &json,
+                idempotency_key: None,
             };
             Body::Error { err, encoding: strategy.encoding }
         } else {
@@ -249,6 +250,7 @@ mod tests {
                 attempts: 1,
                 retry_after_ms: None,
                 body: "\"18 C\"",
+                idempotency_key: None,
             };
             let mut renderer = Renderer::default();
             let rendered: Value = serde_json::from_str(renderer.render(

@@ -30,10 +30,11 @@ pub fn index(world: &World, tool: &str) -> Option<usize> {
 
 /// A call the fleet's shared limits refused at the tool's door: 429 with the bucket's wait,
 /// 503 past the concurrency limit, 409 for a write that conflicted. A call sent before the
-/// wait this agent was last told is a wasted retry.
-pub fn refused(world: &mut World, tool: &str, load: LoadFault, wait_ms: Option<u64>) -> Reply {
+/// wait this agent was last told is a wasted retry. A write's conflict names the key its call
+/// carried (`key`; a refusal at the door never reached the tool).
+pub fn refused(world: &mut World, tool: &str, load: LoadFault, wait_ms: Option<u64>, key: Option<&str>) -> Reply {
     world.load_rejections += 1;
-    let reply = fault_reply(world, tool, load.fault(), wait_ms, &Value::Null);
+    let reply = fault_reply(world, tool, load.fault(), wait_ms, &Value::Null, key);
     if let (Some(i), Some(w)) = (index(world, tool), wait_ms) {
         world.load_until[i] = world.clock.now_ms().saturating_add(w);
     }
@@ -70,6 +71,9 @@ pub struct Called {
     /// The fault that changed the result, which succeeded (`result` is the changed one; a
     /// user's real tool's answer is changed by it too).
     pub taint: Option<Fault>,
+    /// The idempotency key a write tool's call carried: its answer hands it back (the
+    /// `Idempotency-Key` header, and in a failure's body or five-field envelope).
+    pub idempotency_key: Option<String>,
 }
 
 /// A request body as a tool's arguments: a JSON object, or the 400 that says why not.
@@ -242,6 +246,7 @@ pub fn invoke(world: &mut World, tool: &str, args: &Value) -> Called {
         commits,
         args_key,
         taint: taint.map(|d| world.fault(d.rule).clone()),
+        idempotency_key: None,
     }
 }
 
@@ -284,16 +289,31 @@ pub fn cancelled_for_real(world: &mut World, tool: &str) {
 
 /// A call's answer as an HTTP tool sends it (a timeout's delay is the server's to apply).
 pub fn http_reply(world: &World, called: &Called) -> Reply {
-    match &called.fault {
+    let key = called.idempotency_key.as_deref();
+    let reply = match &called.fault {
         None => Reply::json(200, &called.result),
-        Some(f) => fault_reply(world, &called.tool, f, called.retry_after_ms, &called.result),
+        Some(f) => fault_reply(world, &called.tool, f, called.retry_after_ms, &called.result, key),
+    };
+    // The key the call carried comes back in the answer's header, as the key's draft standard
+    // and the payment APIs send it (only a key that is a valid header value, as one read from
+    // a header is).
+    match key.filter(|k| k.bytes().all(|b| (0x20..0x7f).contains(&b))) {
+        Some(k) => reply.header("idempotency-key", k),
+        None => reply,
     }
 }
 
 /// The one sentence a failure is told in.
 pub fn message(tool: &str, fault: &Fault, retry_after_ms: Option<u64>, body: &str) -> String {
-    let err =
-        ToolError { kind: ErrorKind::Fault(fault), class: fault.class(), tool, attempts: 1, retry_after_ms, body };
+    let err = ToolError {
+        kind: ErrorKind::Fault(fault),
+        class: fault.class(),
+        tool,
+        attempts: 1,
+        retry_after_ms,
+        body,
+        idempotency_key: None,
+    };
     let mut message = String::new();
     sentence(&mut message, &mut itoa::Buffer::new(), &err);
     message
@@ -311,13 +331,28 @@ fn challenge(status: u16) -> Option<&'static str> {
     }
 }
 
-/// A failure the way a real HTTP tool sends it.
-fn fault_reply(world: &World, tool: &str, fault: &Fault, retry_after_ms: Option<u64>, result: &Value) -> Reply {
+/// A failure the way a real HTTP tool sends it; a write's error names the idempotency key
+/// its call carried.
+fn fault_reply(
+    world: &World,
+    tool: &str,
+    fault: &Fault,
+    retry_after_ms: Option<u64>,
+    result: &Value,
+    key: Option<&str>,
+) -> Reply {
     let body = result.to_string();
     let message = message(tool, fault, retry_after_ms, &body);
+    let error = |code: u16| {
+        let mut e = json!({"code": code, "message": message});
+        if let Some(k) = key {
+            e["idempotency_key"] = json!(k);
+        }
+        json!({ "error": e })
+    };
     match fault {
         Fault::Http { status, param, .. } => {
-            let mut b = json!({"error": {"code": status, "message": message}});
+            let mut b = error(*status);
             if let Some(p) = param {
                 b["error"]["param"] = json!(p);
             }
@@ -330,10 +365,10 @@ fn fault_reply(world: &World, tool: &str, fault: &Fault, retry_after_ms: Option<
                 None => r,
             }
         }
-        Fault::Timeout { .. } => Reply::json(504, &json!({"error": {"code": 504, "message": message}})),
+        Fault::Timeout { .. } => Reply::json(504, &error(504)),
         Fault::Reset | Fault::StreamDropped | Fault::Stream { .. } => Reply::reset(),
-        Fault::SessionExpired => Reply::json(404, &json!({"error": {"code": 404, "message": message}})),
-        Fault::SchemaDrift => Reply::json(400, &json!({"error": {"code": 400, "message": message}})),
+        Fault::SessionExpired => Reply::json(404, &error(404)),
+        Fault::SchemaDrift => Reply::json(400, &error(400)),
         Fault::TruncatedJson => Reply::raw(200, truncated(&body).as_bytes().to_vec(), "application/json"),
         Fault::CodeFencedJson => Reply::raw(200, format!("```json\n{body}\n```").into_bytes(), "application/json"),
         Fault::Ambiguous { cursor } => {

@@ -140,7 +140,7 @@ proptest! {
         let mut r = Renderer::default();
         for format in Format::ALL {
             for encoding in Encoding::ALL {
-                let err = ToolError { kind: ErrorKind::Fault(&fault), class: fault.class(), tool: "s", attempts: 1, retry_after_ms: None, body: "{}" };
+                let err = ToolError { kind: ErrorKind::Fault(&fault), class: fault.class(), tool: "s", attempts: 1, retry_after_ms: None, body: "{}", idempotency_key: None };
                 let expected = match encoding {
                     Encoding::Envelope => Signal::Envelope,
                     Encoding::Flag if format == Format::Anthropic => Signal::Flag,

@@ -19,6 +19,8 @@ struct Session {
     url: String,
     id: Option<String>,
     next: u64,
+    /// Headers sent with every request from here on.
+    extra: Vec<(&'static str, &'static str)>,
 }
 
 /// An answer: the HTTP status, the JSON-RPC message (if any), the headers we look at.
@@ -32,7 +34,7 @@ struct Answer {
 
 impl Session {
     fn open(base: &str) -> Session {
-        let mut s = Session { url: format!("{base}/mcp"), id: None, next: 1 };
+        let mut s = Session { url: format!("{base}/mcp"), id: None, next: 1, extra: Vec::new() };
         let init = s.request(
             "initialize",
             json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}),
@@ -56,6 +58,9 @@ impl Session {
             .set("accept", "application/json, text/event-stream");
         if let Some(id) = &self.id {
             req = req.set("mcp-session-id", id).set("mcp-protocol-version", "2025-06-18");
+        }
+        for (name, value) in &self.extra {
+            req = req.set(name, value);
         }
         let r = match req.send_string(body) {
             Ok(r) => r,
@@ -102,6 +107,37 @@ fn tools_list_describes_each_tool_with_its_input_schema() {
     assert_eq!(tools[0]["name"], "search");
     assert_eq!(tools[0]["inputSchema"]["properties"]["query"]["type"], "string");
     assert_eq!(tools[0]["inputSchema"]["required"], json!(["query"]));
+}
+
+/// A write's failure hands back the idempotency key its `tools/call` carried, from the
+/// request's `_meta.idempotencyKey` or from its HTTP `Idempotency-Key` header (the header
+/// first). `charge_card` fails its attempts 1 and 3 after committing.
+#[test]
+fn mcp_envelope_hands_back_a_writes_idempotency_key() {
+    let served = Served::start_with("tests/fixtures/writes/writes.toml", &["--mcp-strategy", "mcp-envelope"]);
+    let mut s = Session::open(&served.base);
+    let mut charge = |meta: Value| {
+        let a = s.request("tools/call", json!({"name": "charge_card", "arguments": {"cart": "A"}, "_meta": meta}));
+        assert_eq!(a.status, 200, "{}", a.message);
+        a.message["result"].clone()
+    };
+    let first = charge(json!({"idempotencyKey": "k-meta"}));
+    assert_eq!(first["isError"], true, "{first}");
+    assert_eq!(first["structuredContent"]["details"]["idempotency_key"], "k-meta", "{first}");
+    let second = charge(json!({"idempotencyKey": "k-meta"}));
+    assert_ne!(second["isError"], true, "{second}");
+    s.extra = vec![("idempotency-key", "k-header")];
+    let third = s.request(
+        "tools/call",
+        json!({"name": "charge_card", "arguments": {"cart": "A"}, "_meta": {"idempotencyKey": "k-meta"}}),
+    );
+    let third = &third.message["result"];
+    assert_eq!(third["isError"], true, "{third}");
+    assert_eq!(third["structuredContent"]["details"]["idempotency_key"], "k-header", "{third}");
+    // A call without a key names none.
+    s.extra.clear();
+    let plain = s.request("tools/call", json!({"name": "charge_card", "arguments": {"cart": "B"}}));
+    assert!(plain.message["result"]["structuredContent"]["details"].get("idempotency_key").is_none());
 }
 
 #[test]

@@ -940,6 +940,7 @@ for attempt in (1, 2):
 /// the calls (arguments, key): 1 A 503 wrote A · 2 A 200 wrote A again (duplicate 1) · 3 A/k1
 /// 503 wrote A again under a new key (duplicate 2) · 4 A/k1 200 key already written, writes
 /// nothing · 5 B 200 wrote B · 6 C 503 wrote nothing · 7 C 200 wrote C. Two duplicate writes.
+/// Each answer to a keyed call hands its key back in its header, a failure in its body too.
 #[test]
 fn the_mock_tools_count_duplicate_writes_by_arguments_and_by_key() {
     let dir = tempfile::tempdir().unwrap();
@@ -948,7 +949,9 @@ fn the_mock_tools_count_duplicate_writes_by_arguments_and_by_key() {
     let agent = ["python3", "tests/fixtures/writes/writer.py", &calls.to_string()];
     let (_, report, _) = exec("tests/fixtures/writes/writes.toml", dir.path(), &agent, &[]);
     let log = std::fs::read_to_string(dir.path().join("agent-run-0.log")).unwrap();
-    assert_eq!(log.split_whitespace().collect::<Vec<_>>(), ["503", "200", "503", "200", "200", "503", "200"], "{log}");
+    let answers: Vec<&str> = log.lines().collect();
+    let want = ["503 - -", "200 - -", "503 k1 k1", "200 k1 -", "200 - -", "503 - -", "200 - -"];
+    assert_eq!(answers, want, "{log}");
     assert_eq!(runs_row(dir.path())["duplicate_writes"], 2);
     assert_eq!(report["runs"][0]["counted"]["duplicate_writes"], 2, "{report}");
     let summary = std::fs::read_to_string(dir.path().join("summary.csv")).unwrap();

@@ -70,6 +70,8 @@ pub(super) struct Slot {
     /// key the latest attempt carried.
     pub(super) written: bool,
     pub(super) key_written: bool,
+    /// The call id of the attempt that first carried the latest attempt's idempotency key.
+    pub(super) key_call: u32,
     /// The rule that tainted the latest result delivered (as `last_class` is its class).
     pub(super) taint: Option<u16>,
     /// The model follows this result's injected instruction with this call (set while it
@@ -108,6 +110,7 @@ impl Slot {
             wasted: false,
             written: false,
             key_written: false,
+            key_call: 0,
             taint: None,
             follow: None,
         }

@@ -16,6 +16,10 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
         let spec = &sc.task.calls[s.call as usize];
         let tool_name = &sc.task.tools[usize::from(spec.tool)];
         let error = o.class.filter(|&c| c != ErrorClass::Partial);
+        // A write tool's call under a strategy that sends a key: the envelope hands it back
+        // (the simulation's key is the number of the call that first carried it).
+        let keyed = self.retry.idempotency_key && sc.effects[usize::from(spec.tool)].write;
+        let mut key_digits = itoa::Buffer::new();
         let body = match o.class {
             None => Body::Ok { json: &spec.result_json, text_literal: spec.result_literal() },
             Some(ErrorClass::Partial) => Body::Partial {
@@ -38,6 +42,7 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
                     attempts: s.chain,
                     retry_after_ms: o.retry_after_ms,
                     body: &spec.result_json,
+                    idempotency_key: keyed.then(|| key_digits.format(s.key_call)),
                 };
                 Body::Error { err, encoding: strat.encoding }
             }
@@ -48,11 +53,10 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
         let changed = o.class.is_none() && (o.taint.is_some() || cut_kb.is_some());
         let taint = o.taint.map(|r| &sc.faults.rules[usize::from(r)].fault);
         let read = |bytes: &str| Seen { len: bytes.len(), reading: o.class.map(|_| read_message(sc.format, bytes)) };
-        let (content, seen) = if O::READS_CONTENT {
-            let served = changed.then(|| crate::taint::served(taint, &spec.result_json, cut_kb));
-            let bytes = renderer.render(sc.format, s.call_id, tool_name, served_body(&served, body));
-            (bytes, read(bytes))
-        } else {
+        // The length and reading of the result without rendering it each time: cached by what
+        // it says, rendered once with the call id and key 0, their digits counted apart.
+        let key_shown = keyed && error.is_some() && strat.encoding == crate::envelope::Encoding::Envelope;
+        let from_cache = |seen: &mut ResultCache, renderer: &mut Renderer| {
             let key = ResultKey {
                 call: s.call,
                 class: o.class,
@@ -64,13 +68,33 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
                 stated_complete: o.class == Some(ErrorClass::Partial) && strat.partials == Partials::Terminal,
                 taint: o.taint,
                 cut_kb: cut_kb.unwrap_or(0),
+                keyed: keyed && error.is_some(),
             };
             let cached = seen.get_or_make(key, || {
                 let served = changed.then(|| crate::taint::served(taint, &spec.result_json, cut_kb));
+                let body = match body {
+                    Body::Error { err, encoding } => {
+                        Body::Error { err: ToolError { idempotency_key: keyed.then_some("0"), ..err }, encoding }
+                    }
+                    other => other,
+                };
                 let bytes = renderer.render(sc.format, 0, tool_name, served_body(&served, body));
-                Seen { len: bytes.len() - 1, ..read(bytes) }
+                Seen { len: bytes.len() - 1 - usize::from(key_shown), ..read(bytes) }
             });
-            ("", Seen { len: cached.len + digits(s.call_id), ..cached })
+            let key_len = if key_shown { digits(s.key_call) } else { 0 };
+            Seen { len: cached.len + digits(s.call_id) + key_len, ..cached }
+        };
+        let (content, seen) = if O::READS_CONTENT {
+            // Every test that reads the content checks the cache's count against it.
+            #[cfg(test)]
+            let counted = from_cache(seen, renderer);
+            let served = changed.then(|| crate::taint::served(taint, &spec.result_json, cut_kb));
+            let bytes = renderer.render(sc.format, s.call_id, tool_name, served_body(&served, body));
+            #[cfg(test)]
+            assert_eq!(counted, read(bytes), "the cache counts what is shown: {bytes}");
+            (bytes, read(bytes))
+        } else {
+            ("", from_cache(seen, renderer))
         };
         let failed = o.class.is_some_and(ErrorClass::is_failure);
         let reading = seen.reading;

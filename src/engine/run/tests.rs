@@ -304,6 +304,52 @@ fn a_write_committed_before_its_failure_and_retried_is_written_twice_unless_its_
     assert_eq!(duplicate_writes(&enveloped, true, false, true), (1, TerminatedBy::Answer));
 }
 
+/// A write tool's failure in the envelope names the idempotency key its call carried (the
+/// call id of the attempt that first carried it), the model's re-issue carries that key again,
+/// and the cached rendering counts the key's digits as the rendering shows them.
+#[test]
+fn the_envelope_hands_a_write_its_idempotency_key() {
+    let orch = Strategy::preset_named("five-field").unwrap();
+    let enveloped = Strategy { routing: Routing::Model, ..orch };
+    // Attempts 1 and 2 fail after committing: two envelopes, the second after a re-issue.
+    let results = |key: bool| {
+        let mut sc = scenario(
+            vec![FaultRule { commits: true, ..rule(Target::Tool(0), &[1, 2], 503, None) }],
+            Policy { retry: RetryPolicy { idempotency_key: key, ..RetryPolicy::default() }, ..Policy::default() },
+        );
+        sc.effects[0] = crate::engine::scenario::Effect { write: true, honours_key: true };
+        let mut m = crate::metrics::run::RunMetrics::default();
+        m.reset(sc.faults.rules.len());
+        let mut rec = Record::default();
+        simulate(&sc, &enveloped, 0, sc.seed, &mut Workspace::default(), &mut (&mut m, &mut rec));
+        let mut cached = crate::metrics::run::RunMetrics::default();
+        cached.reset(sc.faults.rules.len());
+        simulate(&sc, &enveloped, 0, sc.seed, &mut Workspace::default(), &mut cached);
+        assert_eq!((cached.tokens_in, cached.tokens), (m.tokens_in, m.tokens), "the cache counts what is shown");
+        let failed: Vec<(u32, String)> = rec
+            .0
+            .into_iter()
+            .filter_map(|s| match s {
+                Seen::Result { call, class: Some(_), content } => Some((call, content.replace("\\\"", "\""))),
+                _ => None,
+            })
+            .collect();
+        (failed, m.duplicate_writes)
+    };
+    let (failed, duplicates) = results(true);
+    assert_eq!(failed.len(), 2, "{failed:?}");
+    let first = failed[0].0;
+    for (call, content) in &failed {
+        let key = format!(r#""idempotency_key":"{first}""#);
+        assert!(content.contains(&key), "call {call} hands back the first call's key: {content}");
+    }
+    assert!(failed[1].0 > first, "the re-issue is a call of its own");
+    assert_eq!(duplicates, 0, "the tool honoured the key");
+    let (failed, duplicates) = results(false);
+    assert!(failed.iter().all(|(_, c)| !c.contains("idempotency_key")), "{failed:?}");
+    assert_eq!(duplicates, 2, "no key: each committed attempt after the first writes again");
+}
+
 #[test]
 fn a_refusal_that_repeats_an_announced_wait_writes_nothing() {
     // Attempt 1 fails after committing and announces 2 s; the orchestrator does not wait

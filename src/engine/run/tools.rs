@@ -271,6 +271,7 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
             };
         if !same_key {
             s.key_written = false;
+            s.key_call = s.call_id;
         }
         let o = s.outcome;
         let committed = o.load.is_none()
