@@ -34,7 +34,7 @@ pub fn index(world: &World, tool: &str) -> Option<usize> {
 /// carried (`key`; a refusal at the door never reached the tool).
 pub fn refused(world: &mut World, tool: &str, load: LoadFault, wait_ms: Option<u64>, key: Option<&str>) -> Reply {
     world.load_rejections += 1;
-    let reply = fault_reply(world, tool, load.fault(), wait_ms, &Value::Null, key);
+    let reply = with_key(fault_reply(world, tool, load.fault(), wait_ms, &Value::Null, key), key);
     if let (Some(i), Some(w)) = (index(world, tool), wait_ms) {
         world.load_until[i] = world.clock.now_ms().saturating_add(w);
     }
@@ -294,9 +294,13 @@ pub fn http_reply(world: &World, called: &Called) -> Reply {
         None => Reply::json(200, &called.result),
         Some(f) => fault_reply(world, &called.tool, f, called.retry_after_ms, &called.result, key),
     };
-    // The key the call carried comes back in the answer's header, as the key's draft standard
-    // and the payment APIs send it (only a key that is a valid header value, as one read from
-    // a header is).
+    with_key(reply, key)
+}
+
+/// The reply with the key a write's call carried in its header, as the key's draft standard
+/// and the payment APIs send it back (only a key that is a valid header value, as one read
+/// from a header is).
+fn with_key(reply: Reply, key: Option<&str>) -> Reply {
     match key.filter(|k| k.bytes().all(|b| (0x20..0x7f).contains(&b))) {
         Some(k) => reply.header("idempotency-key", k),
         None => reply,

@@ -350,6 +350,49 @@ fn the_envelope_hands_a_write_its_idempotency_key() {
     assert_eq!(duplicates, 2, "no key: each committed attempt after the first writes again");
 }
 
+/// A write's attempt the breaker answers still carried a key, decided as it left: the
+/// orchestrator's retry of a failed write, refused by the breaker the failure opened, names the
+/// key of the attempt it repeats (call 1), never the unset 0.
+#[test]
+fn a_write_refused_by_the_breaker_names_its_key() {
+    let mut sc = scenario(
+        vec![FaultRule { commits: true, ..rule(Target::Tool(0), &[1, 2, 3, 4, 5, 6], 503, None) }],
+        Policy {
+            retry: RetryPolicy { idempotency_key: true, ..RetryPolicy::default() },
+            breaker: crate::engine::breaker::BreakerConfig {
+                mode: crate::engine::breaker::BreakerMode::Consecutive { failures: 1 },
+                ..Default::default()
+            },
+            ..Policy::default()
+        },
+    );
+    let second =
+        sc.task.push_call("search", &serde_json::json!({"q": "y"}), &[], &serde_json::json!({"hits": 2}), None);
+    sc.task.steps.push(vec![second]);
+    sc.effects[0] = crate::engine::scenario::Effect { write: true, honours_key: true };
+    let strat = Strategy::preset_named("five-field-guarded").unwrap();
+    assert!(strat.breaker, "five-field-guarded trips a breaker");
+    let mut rec = Record::default();
+    simulate(&sc, &strat, 0, sc.seed, &mut Workspace::default(), &mut rec);
+    let circuit: Vec<(u32, String)> = rec
+        .0
+        .into_iter()
+        .filter_map(|s| match s {
+            Seen::Result { call, class: Some(_), content } if content.contains("CIRCUIT_OPEN") => {
+                Some((call, content.replace("\\\"", "\"")))
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!circuit.is_empty(), "the breaker answered a call");
+    for (call, content) in &circuit {
+        assert!(!content.contains(r#""idempotency_key":"0""#), "no call is numbered 0: {content}");
+        let key = content.split(r#""idempotency_key":""#).nth(1).and_then(|k| k.split('"').next());
+        let key: u32 = key.and_then(|k| k.parse().ok()).unwrap_or_else(|| panic!("a key: {content}"));
+        assert!(key <= *call && key > 0, "call {call} carries a key of its own or of the attempt it repeats");
+    }
+}
+
 #[test]
 fn a_refusal_that_repeats_an_announced_wait_writes_nothing() {
     // Attempt 1 fails after committing and announces 2 s; the orchestrator does not wait

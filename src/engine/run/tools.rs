@@ -25,6 +25,9 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
         let sc = self.sc;
         let spec = &sc.task.calls[self.ag.slots[i].call as usize];
         let tool = usize::from(spec.tool);
+        if self.retry.idempotency_key && sc.effects[tool].write {
+            self.carry_key(i);
+        }
         let mut probe = false;
         if self.strat.breaker {
             let shared = SHARED && self.shared_breaker;
@@ -250,29 +253,34 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
         });
     }
 
-    /// Whether the latest attempt of slot `i`, a write tool's, committed though an earlier one
-    /// had: it succeeded, or a fault that fired now failed it after committing (`commit =
-    /// "before_failure"`; a refusal repeating an announced wait wrote nothing), under no key
-    /// the tool (`honours_key`) had written. With the retry policy's `idempotency_key` every
-    /// attempt carries a key: the model's first issue a new one, the orchestrator's retries
-    /// the key of the attempt they repeat, the model's re-issues the same one when the
-    /// envelope (whose `details` the simulation takes to hold it) handed it back and the
-    /// arguments are unchanged, else a new one.
+    /// The idempotency key an attempt of slot `i` (a write tool's, under a retry policy that
+    /// sends keys) carries, decided as it leaves, before the breaker may answer: the model's
+    /// first issue a new one, the orchestrator's retries the key of the attempt they repeat, the
+    /// model's re-issues the same one when the envelope (whose `details` name it) handed it back
+    /// and the arguments are unchanged, else a new one. A new key has written nothing.
     #[cold]
-    fn committed_again(&mut self, i: usize, honours_key: bool) -> bool {
-        let keyed = self.retry.idempotency_key;
+    fn carry_key(&mut self, i: usize) {
         let envelope = self.strat.encoding == crate::envelope::Encoding::Envelope;
         let s = &mut self.ag.slots[i];
-        let same_key = keyed
-            && match s.by {
-                By::Model => false,
-                By::Orchestrator => true,
-                By::ModelReissue => envelope && s.variant == s.last_variant,
-            };
+        let same_key = match s.by {
+            By::Model => false,
+            By::Orchestrator => true,
+            By::ModelReissue => envelope && s.variant == s.last_variant,
+        };
         if !same_key {
             s.key_written = false;
             s.key_call = s.call_id;
         }
+    }
+
+    /// Whether the latest attempt of slot `i`, a write tool's, committed though an earlier one
+    /// had: it succeeded, or a fault that fired now failed it after committing (`commit =
+    /// "before_failure"`; a refusal repeating an announced wait wrote nothing), under no key
+    /// the tool (`honours_key`) had written ([`Self::carry_key`]).
+    #[cold]
+    fn committed_again(&mut self, i: usize, honours_key: bool) -> bool {
+        let keyed = self.retry.idempotency_key;
+        let s = &mut self.ag.slots[i];
         let o = s.outcome;
         let committed = o.load.is_none()
             && match o.class {

@@ -371,18 +371,19 @@ enum Node<'a> {
 /// already (kept).
 fn put<'a>(children: &mut Vec<(&'a str, Node<'a>)>, path: &[&'a str], v: &'a Value) -> bool {
     let Some((first, rest)) = path.split_first() else { return false };
-    // Keys come in order: a sibling met again is nearly always the latest.
-    let at = children.iter().rposition(|(k, _)| k == first);
-    if rest.is_empty() {
-        if at.is_none() {
-            children.push((first, Node::Leaf(v)));
+    // Siblings are kept in order (keys mostly come in order: a new one goes at the end).
+    let i = match children.binary_search_by(|(k, _)| (*k).cmp(first)) {
+        Ok(_) if rest.is_empty() => return true,
+        Ok(i) => i,
+        Err(i) if rest.is_empty() => {
+            children.insert(i, (first, Node::Leaf(v)));
+            return true;
         }
-        return true;
-    }
-    let i = at.unwrap_or_else(|| {
-        children.push((first, Node::Branch(Vec::new())));
-        children.len() - 1
-    });
+        Err(i) => {
+            children.insert(i, (first, Node::Branch(Vec::new())));
+            i
+        }
+    };
     match &mut children[i].1 {
         Node::Branch(c) => put(c, rest, v),
         Node::Leaf(_) => false,
@@ -1305,7 +1306,7 @@ pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportErr
         let t = read_trace(list, &mut trace_gaps);
         chain.push(t, trace_gaps);
     }
-    Ok(chain.finish(id, gaps))
+    Ok(chain.finish(id, gaps, cores::available()))
 }
 
 /// Traces read in order, each chained onto the previous conversation when its first request
@@ -1343,12 +1344,12 @@ impl Chain {
     }
 
     /// The conversations, ids made from `id`; the file's own gaps go to the first.
-    fn finish(self, id: &str, gaps: Vec<String>) -> Vec<Conversation> {
+    fn finish(self, id: &str, gaps: Vec<String>, cores: usize) -> Vec<Conversation> {
         let many = self.groups.len() > 1;
         let mut file_gaps = Some(gaps);
         let groups: Vec<_> = self.groups.into_iter().map(|(g, g_gaps)| (g, g_gaps, file_gaps.take())).collect();
         // Each conversation is resolved on its own: shared over the cores, kept in order.
-        cores::map_in_order(groups, cores::available(), |n, (g, mut g_gaps, file_gaps)| {
+        cores::map_in_order(groups, cores, |n, (g, mut g_gaps, file_gaps)| {
             let conv_id = if many { format!("{id}#{}", n + 1) } else { id.to_owned() };
             let mut c = Conversation::new(conv_id, SourceFormat::Otel.name());
             c.items = resolve(g.slots, &mut g_gaps);
@@ -1556,7 +1557,7 @@ impl JsonlTraces {
             let (trace, gaps) = self.read[t].take()?;
             chain.push(trace, gaps);
         }
-        Some(chain.finish(id, Vec::new()))
+        Some(chain.finish(id, Vec::new(), cores))
     }
 }
 
