@@ -33,7 +33,7 @@ pub struct ResultKey {
     pub taint: Option<u16>,
     /// The strategy's `max_result_kb` where it may cut the result, else 0.
     pub cut_kb: u32,
-    /// An error of a write tool's call that carried an idempotency key (the envelope shows it).
+    /// An error in the envelope that shows the idempotency key a write tool's call carried.
     pub keyed: bool,
 }
 

@@ -68,13 +68,13 @@ impl<O: Observer, J: Probabilities, const SHARED: bool> Handler<'_, O, J, SHARED
                 stated_complete: o.class == Some(ErrorClass::Partial) && strat.partials == Partials::Terminal,
                 taint: o.taint,
                 cut_kb: cut_kb.unwrap_or(0),
-                keyed: keyed && error.is_some(),
+                keyed: key_shown,
             };
             let cached = seen.get_or_make(key, || {
                 let served = changed.then(|| crate::taint::served(taint, &spec.result_json, cut_kb));
                 let body = match body {
                     Body::Error { err, encoding } => {
-                        Body::Error { err: ToolError { idempotency_key: keyed.then_some("0"), ..err }, encoding }
+                        Body::Error { err: ToolError { idempotency_key: key_shown.then_some("0"), ..err }, encoding }
                     }
                     other => other,
                 };
