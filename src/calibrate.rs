@@ -2,7 +2,7 @@
 //! outcome class, how often the recorded model re-issued the identical call, changed its
 //! arguments, moved on, or gave up. Each fitted probability carries its 95% Wilson interval
 //! as its range; figures resting on too few observations keep the default and its plausible
-//! range.
+//! range. The times and the first prompt's size are the medians of what the traces recorded.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -32,6 +32,11 @@ pub struct Fit {
     /// Conversations their source judged failed (a verdict of failure) after a tool failure,
     /// that ended with an answer, of those that ended with an answer or a give-up.
     pub claims: (u64, u64),
+    /// As recorded: the latency of each answered model call and of each successful tool
+    /// result, and the input tokens of each conversation's first answered model call.
+    pub model_ms: Vec<u64>,
+    pub tool_ms: Vec<u64>,
+    pub first_prompt: Vec<u64>,
 }
 
 /// The 95% Wilson score interval of `k` successes in `n` trials, widened outwards to three
@@ -42,6 +47,15 @@ pub fn wilson(k: u64, n: u64) -> [f64; 2] {
     }
     let (lo, hi) = crate::metrics::stats::wilson(k, n);
     [(lo * 1000.0).floor() / 1000.0, (hi * 1000.0).ceil() / 1000.0]
+}
+
+/// The lower quartile, the median and the upper quartile of `values` (nearest rank), `None`
+/// when there are none.
+fn quartiles(values: &[u64]) -> Option<[u64; 3]> {
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    let at = |q: usize| v[((v.len() * q).div_ceil(4)).saturating_sub(1)];
+    (!v.is_empty()).then(|| [at(1), at(2), at(3)])
 }
 
 /// `key = { value = V, range = [LO, HI] }`.
@@ -64,6 +78,20 @@ fn class_of(outcome: &str) -> Option<&'static str> {
 pub fn observe(trace: &Trace, fit: &mut Fit) {
     let s = stats(trace);
     fit.conversations += 1;
+    let mut first = true;
+    for e in &trace.events {
+        match e {
+            TraceEvent::ModelCall { status: 200, latency_ms, tokens_in, .. } => {
+                fit.model_ms.extend(*latency_ms);
+                // A source that records no usage writes 0: no observation of the prompt.
+                if std::mem::take(&mut first) && *tokens_in > 0 {
+                    fit.first_prompt.push(*tokens_in);
+                }
+            }
+            TraceEvent::ToolResult { ok: true, latency_ms, .. } => fit.tool_ms.extend(*latency_ms),
+            _ => {}
+        }
+    }
     let rows = &s.rows;
     // A verdict of failure after a failure the model met: did its ending claim success?
     let failed_tool = rows.iter().any(|r| matches!(class_of(r.outcome), Some("transient" | "bad_args" | "terminal")));
@@ -239,12 +267,22 @@ impl Fit {
         for l in &lines {
             let _ = writeln!(toml, "{l}");
         }
-        let _ = writeln!(toml, "# Not observable in traces: defaults kept.");
-        let _ = writeln!(
-            toml,
-            "model_latency_ms = {}\ntool_latency_ms = {}\nprompt_tokens = {}",
-            p.model_latency_ms, p.tool_latency_ms, p.prompt_tokens
-        );
+        let mut median = |key: &str, observed: &[u64], default: u64, what: &str| -> u64 {
+            let n = observed.len() as u64;
+            let Some([q1, mid, q3]) = quartiles(observed).filter(|_| n >= min_obs) else {
+                let _ = writeln!(toml, "{key} = {default} # default kept: {n} {what} recorded (need {min_obs})");
+                return default;
+            };
+            let _ = writeln!(toml, "{key} = {mid} # the median of {n} {what} recorded (middle half: {q1}–{q3})");
+            mid
+        };
+        p.model_latency_ms =
+            median("model_latency_ms", &self.model_ms, p.model_latency_ms, "answered model calls' latencies (ms)");
+        p.tool_latency_ms =
+            median("tool_latency_ms", &self.tool_ms, p.tool_latency_ms, "successful tool results' latencies (ms)");
+        let prompt =
+            median("prompt_tokens", &self.first_prompt, u64::from(p.prompt_tokens), "first model calls' input tokens");
+        p.prompt_tokens = u32::try_from(prompt).unwrap_or(u32::MAX);
         let _ = writeln!(toml, "\n[perception] # not observable in traces: defaults kept, with their plausible ranges");
         for key in ["envelope", "flag", "object", "prefix", "raw", "unmarked"] {
             let full = format!("perception.{key}");
@@ -323,6 +361,52 @@ mod tests {
             }
         }
         Trace::parse(&jsonl, std::path::Path::new("t.jsonl")).unwrap()
+    }
+
+    /// Times and the first prompt, by hand: answered model calls' latencies 100, 300, 200, 400
+    /// (the 429's 5 is no answer) → sorted 100 200 300 400, median (nearest rank) 200, middle
+    /// half 100–300; successful results' 20, 40, 30 (the failure's 999 left out) → 30; first
+    /// prompts 50 and 70 (the third conversation records no usage): 2, below 3 observations.
+    #[test]
+    fn times_and_the_first_prompt_are_the_medians_of_what_was_recorded() {
+        let head = r#"{"tracefault_trace":1,"id":"t","source_format":"tracefault","tools":[{"name":"t"}]}"#;
+        let model = |turn: u32, status: u16, tokens: u64, ms: u64| {
+            format!(
+                "\n{{\"type\":\"model_call\",\"turn\":{turn},\"status\":{status},\"tokens_in\":{tokens},\"tokens_out\":1,\"latency_ms\":{ms},\"stop\":\"tool_calls\"}}"
+            )
+        };
+        let call = |turn: u32, id: &str, ok: bool, ms: u64| {
+            let result = if ok { r#""ok":true"# } else { r#""ok":false,"error_class":"transient""# };
+            format!(
+                "\n{{\"type\":\"tool_call\",\"turn\":{turn},\"call_id\":\"{id}\",\"name\":\"t\",\"args\":{{}}}}\
+                 \n{{\"type\":\"tool_result\",\"call_id\":\"{id}\",{result},\"content\":\"x\",\"latency_ms\":{ms}}}"
+            )
+        };
+        let traces = [
+            format!(
+                "{head}{}{}{}{}{}{}",
+                model(1, 429, 999, 5),
+                model(1, 200, 50, 100),
+                call(1, "a", true, 20),
+                model(2, 200, 80, 300),
+                call(2, "b", false, 999),
+                call(2, "c", true, 40)
+            ),
+            format!("{head}{}{}", model(1, 200, 70, 200), call(1, "d", true, 30)),
+            format!("{head}{}", model(1, 200, 0, 400)),
+        ];
+        let mut fit = Fit::default();
+        for t in &traces {
+            observe(&Trace::parse(t, std::path::Path::new("t.jsonl")).unwrap(), &mut fit);
+        }
+        let (p, toml) = fit.profile(3, None);
+        assert_eq!((p.model_latency_ms, p.tool_latency_ms), (200, 30), "{toml}");
+        assert_eq!(p.prompt_tokens, Profile::bundled_default().prompt_tokens, "{toml}");
+        assert!(toml.contains("model_latency_ms = 200 # the median of 4 "), "{toml}");
+        assert!(toml.contains("(middle half: 100–300)"), "{toml}");
+        assert!(toml.contains("tool_latency_ms = 30 # the median of 3 "), "{toml}");
+        assert!(toml.contains("prompt_tokens = 600 # default kept: 2 "), "{toml}");
+        assert_eq!(fit.profile(2, None).0.prompt_tokens, 50, "of 50 and 70, the lower median");
     }
 
     #[test]
