@@ -154,7 +154,7 @@ class ExecResult:
     def runs(self) -> List[Dict[str, Any]]:
         """exec.json's per-run records (ended, agent_exit_code, counted, http_requests, ...),
         each with its index as "run"."""
-        return [dict(r, run=i) for i, r in enumerate(self.report.get("runs", []))]
+        return [dict(r, run=r.get("run", i)) for i, r in enumerate(self.report.get("runs", []))]
 
     @property
     def checks(self) -> List[Check]:

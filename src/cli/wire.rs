@@ -446,7 +446,14 @@ pub fn proxy(args: ProxyArgs) -> Result<i32> {
         let _ = std::io::stdout().flush();
         #[cfg(unix)]
         let _ = rustix::stdio::dup2_stdout(std::io::stderr());
-        let reports = Reports { args: &report_args, upstream: Some(&upstream), sc: &loaded, reported, dropped };
+        let reports = Reports {
+            args: &report_args,
+            upstream: Some(&upstream),
+            sc: &loaded,
+            reported,
+            dropped,
+            first_run: args.run,
+        };
         report_set(reports, vec![run], set)
     })
 }
@@ -991,32 +998,35 @@ pub fn exec(args: ExecArgs) -> Result<i32> {
         server.stop().await;
         Ok::<_, Error>(records)
     })?;
-    let reports = Reports { args: &args, upstream: upstream.as_deref(), sc: &sc, reported, dropped };
+    let reports = Reports { args: &args, upstream: upstream.as_deref(), sc: &sc, reported, dropped, first_run: 0 };
     report_set(reports, records, set)
 }
 
 /// What a report set is of: the command's settings, the upstreams in live mode, the scenario as
-/// loaded and as reported (the agent its one strategy), and the warnings of gates not checked.
+/// loaded and as reported (the agent its one strategy), the warnings of gates not checked, and
+/// the index of the first run (`exec` runs 0, 1, …; `proxy` serves the one its `--run` names).
 struct Reports<'a> {
     args: &'a ExecArgs,
     upstream: Option<&'a Upstream>,
     sc: &'a crate::scenario::Loaded,
     reported: crate::scenario::Loaded,
     dropped: Vec<String>,
+    first_run: u64,
 }
 
 /// The runs' report set, with the agent as the row: runs.csv, summary.csv, report.json,
 /// report.md, junit.xml, report.html, the traces and exec.json, put in place as one set; the
 /// outcome printed; the exit code.
 fn report_set(reports: Reports, records: Vec<RunRecord>, set: FolderWriter) -> Result<i32> {
-    let Reports { args, upstream, sc, reported, dropped } = reports;
+    let Reports { args, upstream, sc, reported, dropped, first_run } = reports;
     let label = &reported.strategies[0].name;
     let fleet = args.agents > 1;
     // An agent by its id in the fleet (under proxy, only the agents whose traffic passed are
     // reported, so ids can skip).
     let ids: Vec<Vec<u32>> = records.iter().map(|r| r.agents.iter().map(|a| a.agent).collect()).collect();
-    let who = |run: usize, k: usize| {
-        if fleet { format!("run {run} agent {}", ids[run][k]) } else { format!("run {run}") }
+    let who = |i: usize, k: usize| {
+        let run = first_run + i as u64;
+        if fleet { format!("run {run} agent {}", ids[i][k]) } else { format!("run {run}") }
     };
     let every =
         || records.iter().enumerate().flat_map(|(i, r)| r.agents.iter().enumerate().map(move |(k, a)| (i, k, a)));
@@ -1024,9 +1034,10 @@ fn report_set(reports: Reports, records: Vec<RunRecord>, set: FolderWriter) -> R
     let mut aggregate = crate::metrics::aggregate::Aggregate::default();
     let mut runs_csv = report::csv::runs_header();
     let prefix = crate::suite::csv_prefix(&sc.name, label);
-    for (run, r) in records.iter().enumerate() {
-        aggregate.add(&r.metrics, run as u64);
-        crate::suite::push_run_row(&mut runs_csv, &prefix, run as u64, sc.seed, &r.metrics);
+    for (i, r) in records.iter().enumerate() {
+        let run = first_run + i as u64;
+        aggregate.add(&r.metrics, run);
+        crate::suite::push_run_row(&mut runs_csv, &prefix, run, sc.seed, &r.metrics);
     }
     // An agent's run is not reproduced by `run --run N`: no repro line.
     aggregate.worst = None;
@@ -1059,7 +1070,7 @@ fn report_set(reports: Reports, records: Vec<RunRecord>, set: FolderWriter) -> R
             set.write(&format!("mcp/{name}"), lines.as_bytes())?;
         }
     }
-    set.write("exec.json", &exec_json(args, upstream, sc, &records, &checklist, rep.passed()))?;
+    set.write("exec.json", &exec_json(args, upstream, sc, (&records, first_run), &checklist, rep.passed()))?;
 
     for (i, k, r) in every() {
         println!(
@@ -1282,7 +1293,7 @@ fn exec_json(
     args: &ExecArgs,
     upstream: Option<&Upstream>,
     sc: &crate::scenario::Scenario,
-    records: &[RunRecord],
+    (records, first_run): (&[RunRecord], u64),
     checklist: &Checklist,
     passed: bool,
 ) -> Vec<u8> {
@@ -1313,8 +1324,13 @@ fn exec_json(
     };
     let runs: Vec<_> = records
         .iter()
-        .map(|r| match r.agents.as_slice() {
-            [one] if !fleet => describe(one),
+        .zip(first_run..)
+        .map(|(r, run)| match r.agents.as_slice() {
+            [one] if !fleet => {
+                let mut d = describe(one);
+                d["run"] = json!(run);
+                d
+            }
             agents => {
                 let each: Vec<_> = agents
                     .iter()
@@ -1325,7 +1341,7 @@ fn exec_json(
                         d
                     })
                     .collect();
-                json!({"agents": each, "agents_succeeded": r.metrics.agents_succeeded,
+                json!({"run": run, "agents": each, "agents_succeeded": r.metrics.agents_succeeded,
                     "makespan_ms": r.metrics.virtual_ms, "peak_in_flight": r.metrics.peak_in_flight,
                     "peak_in_flight_by_tool": r.peaks, "load_rejections": r.metrics.load_rejections})
             }

@@ -108,12 +108,7 @@ fn rewrite_list(
         let call = calls_by_id.get(id.as_str()).copied();
         // The tool: from the call in the request, else the result's own name, else the call as
         // recorded (a Responses request that continues an earlier response holds no calls).
-        let recorded = || {
-            w.trace.events.iter().rev().find_map(|e| match e {
-                TraceEvent::ToolCall { call_id, name, .. } if *call_id == id => Some(name.clone()),
-                _ => None,
-            })
-        };
+        let recorded = || w.recorded_call(&id).map(|(name, _)| name.to_owned());
         let Some(tool) = call.map(|c| c.name.clone()).or(name.map(str::to_owned)).or_else(recorded) else { continue };
         let tool = tool.as_str();
         let Some(target) = w.scenario.task.tools.iter().position(|t| t == tool) else { continue };

@@ -493,10 +493,10 @@ fn admit(
     let c = conversation(w, prefix, format, &items);
     // Results the scenario's tool faults fail are rewritten before the model reads them (and
     // recorded as it reads them); the body goes as the agent sent it otherwise, byte for byte.
-    let rewritten = upstream.rewrite.as_ref().and_then(|strategy| {
-        let root = root(&items);
-        rewrite(w, c, format, strategy, (body, &items), |n| positional(root, n))
-    });
+    let rewritten = upstream
+        .rewrite
+        .as_ref()
+        .and_then(|strategy| rewrite(w, c, format, strategy, (body, &items), |n| positional(c, n)));
     record_history(w, c, &items);
     w.conversation(c).requests += 1;
     let seq = w.conversation(c).requests;
@@ -534,7 +534,7 @@ fn admit(
             _ => 0,
         })
         .sum();
-    let asked = Asked { c, turn, seq, format, unnamed, root: root(&items) };
+    let asked = Asked { c, turn, seq, format, unnamed };
     Ok(Place { asked, started_ms: now, epoch: m.epoch, usd, broken, rewritten })
 }
 
@@ -551,9 +551,8 @@ struct Place {
     rewritten: Option<Vec<u8>>,
 }
 
-/// What its answer is recorded against: the request's conversation and turn, its format, the
-/// calls without an id in its history (its answer's are numbered on from there) and its
-/// conversation's name for them.
+/// What its answer is recorded against: the request's conversation and turn, its format and
+/// the calls without an id in its history (its answer's are numbered on from there).
 #[derive(Clone, Copy)]
 struct Asked {
     c: usize,
@@ -562,7 +561,6 @@ struct Asked {
     seq: u32,
     format: Format,
     unnamed: usize,
-    root: u32,
 }
 
 /// A `stream_*` fault request `n` met, a stall lasting `stall` in real time.
@@ -588,17 +586,13 @@ impl Drop for Unsettled {
     }
 }
 
-/// The id the `n`th call without one in a conversation is recorded under (Gemini's calls often
-/// have none); the `n`th result without one sent back in it gets the same (results come back in
-/// the calls' order). The conversation is named by its first message ([`root`]): calls without
-/// ids give no other way to tell two conversations apart.
-fn positional(root: u32, n: usize) -> String {
-    format!("tracefault-{root:08x}-{n}")
-}
-
-/// A conversation's name for [`positional`]: a hash of its request's first item.
-fn root(items: &[Item]) -> u32 {
-    items.first().map_or(0, |i| crate::engine::rng::fnv1a64(format!("{i:?}").as_bytes()) as u32)
+/// The id the `n`th call without one in conversation `c` is recorded under (Gemini's calls
+/// often have none); the `n`th result without one sent back in it gets the same (results come
+/// back in the calls' order). Named by the conversation's index, which the world never gives
+/// twice: two conversations that open alike (an agent run again behind one proxy) keep their
+/// calls apart.
+fn positional(c: usize, n: usize) -> String {
+    format!("tracefault-{c}-{n}")
 }
 
 /// The headers a message's `Connection` field names: the connection's own, never forwarded
@@ -650,7 +644,6 @@ fn conversation(w: &mut World, prefix: Option<u32>, format: Format, items: &[Ite
 /// results, in the order the agent sends them.
 fn record_history(w: &mut World, c: usize, items: &[Item]) {
     let turn = w.conversation(c).turns;
-    let root = root(items);
     let mut seen: BTreeSet<String> = BTreeSet::new();
     // Calls and results without an id so far (the nth of each paired).
     let (mut calls_unnamed, mut results_unnamed) = (0, 0);
@@ -662,7 +655,7 @@ fn record_history(w: &mut World, c: usize, items: &[Item]) {
                 for call in calls {
                     let id = call.id.clone().unwrap_or_else(|| {
                         calls_unnamed += 1;
-                        positional(root, calls_unnamed - 1)
+                        positional(c, calls_unnamed - 1)
                     });
                     called.insert(id.clone(), (call.name.as_str(), &call.args));
                     if w.owner.contains_key(&id) {
@@ -680,7 +673,7 @@ fn record_history(w: &mut World, c: usize, items: &[Item]) {
             Item::Result { id, content, flag, .. } => {
                 let id = id.clone().unwrap_or_else(|| {
                     results_unnamed += 1;
-                    positional(root, results_unnamed - 1)
+                    positional(c, results_unnamed - 1)
                 });
                 let key = format!("result:{id}");
                 if w.owner.contains_key(&key) || !seen.insert(key.clone()) {
@@ -747,7 +740,7 @@ struct Answered<'a> {
 /// the usage it reports, as billed.
 fn answered(w: &mut World, a: Answered<'_>) -> Usage {
     let Answered { asked, status, is_sse, kept, latency_ms, broken, agent_left, injected } = a;
-    let Asked { c, turn, seq, format, unnamed, root } = asked;
+    let Asked { c, turn, seq, format, unnamed } = asked;
     w.model_calls += 1;
     let text = String::from_utf8_lossy(kept);
     let read = if is_sse { read_stream(&text) } else { read_json(format, &text) };
@@ -811,7 +804,7 @@ fn answered(w: &mut World, a: Answered<'_>) -> Usage {
     for (id, name, args) in calls {
         let id = id.unwrap_or_else(|| {
             n += 1;
-            positional(root, n - 1)
+            positional(c, n - 1)
         });
         // The agent's next request may have been read first (it acted on the stream's last
         // event): a call recorded from its history is not recorded again.

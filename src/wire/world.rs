@@ -131,6 +131,11 @@ pub struct World {
     pub trace: Trace,
     /// What the trace has kept of arguments, results and MCP messages so far (capped).
     recorded: super::recorded::Recorded,
+    /// The tool calls recorded, by id: the latest call of each id, as the trace keeps it, and
+    /// its place in `recorded_order` (at most [`MAX_MEMORY`]; the oldest go first), so a result
+    /// finds its call without reading the trace back.
+    recorded_calls: BTreeMap<String, (u64, String, crate::exchange::Args)>,
+    recorded_order: std::collections::VecDeque<(u64, String)>,
     /// Problems for the checklist: (item, detail).
     pub findings: Vec<Finding>,
     pub model_calls: u64,
@@ -216,6 +221,8 @@ impl World {
             response_order: std::collections::VecDeque::new(),
             stored_bytes: 0,
             recorded: super::recorded::Recorded::default(),
+            recorded_calls: BTreeMap::new(),
+            recorded_order: std::collections::VecDeque::new(),
             next_id: 1,
             trace: Trace { header, events: Vec::new() },
             findings: Vec::new(),
@@ -337,14 +344,9 @@ impl World {
         }
     }
 
-    /// The call `id` as recorded: its tool and arguments.
+    /// The call `id` as recorded (the latest of that id): its tool and arguments.
     pub fn recorded_call(&self, id: &str) -> Option<(&str, &crate::exchange::Args)> {
-        self.trace.events.iter().rev().find_map(|e| match e {
-            crate::trace::TraceEvent::ToolCall { call_id, name, args, .. } if call_id == id => {
-                Some((name.as_str(), args))
-            }
-            _ => None,
-        })
+        self.recorded_calls.get(id).map(|(_, name, args)| (name.as_str(), args))
     }
 
     /// Takes back a success counted for `target` (a real tool failed the call after all).
@@ -364,7 +366,24 @@ impl World {
     pub fn record(&mut self, ev: crate::trace::TraceEvent) {
         if self.record_trace {
             let ev = self.recorded.keep(ev);
+            if let crate::trace::TraceEvent::ToolCall { call_id, name, args, .. } = &ev {
+                self.index_call(call_id, name, args);
+            }
             self.trace.events.push(ev);
+        }
+    }
+
+    /// Files a recorded call under its id for [`World::recorded_call`].
+    fn index_call(&mut self, id: &str, name: &str, args: &crate::exchange::Args) {
+        let seq = self.recorded_order.back().map_or(0, |(s, _)| s + 1);
+        self.recorded_calls.insert(id.to_owned(), (seq, name.to_owned(), args.clone()));
+        self.recorded_order.push_back((seq, id.to_owned()));
+        while self.recorded_order.len() > MAX_MEMORY {
+            let Some((old, id)) = self.recorded_order.pop_front() else { break };
+            // Gone unless the id was recorded again since.
+            if self.recorded_calls.get(&id).is_some_and(|(s, ..)| *s == old) {
+                self.recorded_calls.remove(&id);
+            }
         }
     }
 
@@ -510,6 +529,36 @@ impl World {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_result_finds_the_latest_call_of_its_id_within_the_memory_bound() {
+        let src = "name = \"w\"\n[task]\n[[task.steps]]\ntool = \"search\"\nargs = { q = 1 }\nresult = { r = 1 }\n";
+        let sc = crate::scenario::load::load_str(src, std::path::Path::new("w.toml")).unwrap().scenario;
+        let mut w = World::new(sc, 0, 0, Clock::new(1.0));
+        let call = |id: &str, q: u64| crate::trace::TraceEvent::ToolCall {
+            turn: 1,
+            call_id: id.to_owned(),
+            name: "search".to_owned(),
+            args: crate::exchange::Args::new(&serde_json::json!({ "q": q })),
+        };
+        let args = |w: &World, id: &str| w.recorded_call(id).map(|(t, a)| format!("{t} {}", a.as_json()));
+        w.record(call("a", 1));
+        w.record(call("b", 2));
+        w.record(call("a", 3));
+        assert_eq!(args(&w, "a").as_deref(), Some(r#"search {"q":3}"#), "the latest call of an id");
+        assert_eq!(args(&w, "b").as_deref(), Some(r#"search {"q":2}"#));
+        assert_eq!(args(&w, "c"), None);
+        // MAX_MEMORY more calls: "b" (recorded once, long ago) is forgotten; "a" went with its
+        // old place, not with its latest one, until that one is the oldest too.
+        for i in 0..MAX_MEMORY - 1 {
+            w.record(call(&format!("x{i}"), i as u64));
+        }
+        assert_eq!(args(&w, "b"), None);
+        assert_eq!(args(&w, "a").as_deref(), Some(r#"search {"q":3}"#));
+        w.record(call("y", 0));
+        assert_eq!(args(&w, "a"), None);
+        assert_eq!(w.trace.events.len(), MAX_MEMORY + 3, "the trace keeps every call");
+    }
 
     #[test]
     fn a_live_failure_stands_until_its_call_or_a_corrected_call_succeeds() {

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 
 use serde_json::{Value, json};
-use wiremock::matchers::{header, method, path};
+use wiremock::matchers::{body_string_contains, header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::root;
@@ -159,10 +159,11 @@ fn an_answer_passes_byte_for_byte_with_the_agents_key_which_no_trace_keeps() {
 }
 
 /// A proxy stopped before any traffic reports the one agent as never having called, and fails
-/// that check: no silent pass with nothing scored.
+/// that check: no silent pass with nothing scored. The run is reported as the one its `--run`
+/// served (its draws), not as run 0.
 #[test]
 fn a_proxy_that_saw_no_traffic_says_so() {
-    let p = Proxy::start("tests/fixtures/wire/plain.toml", &["--upstream", "openai=http://127.0.0.1:9"]);
+    let p = Proxy::start("tests/fixtures/wire/plain.toml", &["--upstream", "openai=http://127.0.0.1:9", "--run", "7"]);
     let (_, events, out) = p.stop();
     assert!(model_calls(&events).is_empty(), "{events:?}");
     let report: Value =
@@ -170,8 +171,9 @@ fn a_proxy_that_saw_no_traffic_says_so() {
     assert_eq!(report["runs"][0]["ended"], "never_called", "{report}");
     assert_eq!(report["passed"], false, "{report}");
     assert!(report["outcome"].as_str().unwrap().contains("crashed 0"), "not crashed: it is no child: {report}");
+    assert_eq!(report["runs"][0]["run"], 7, "{report}");
     let rows = crate::support::csv::Table::read(&out.path().join("set/runs.csv")).rows;
-    assert_eq!((rows.len(), &rows[0]["model_calls"][..]), (1, "0"));
+    assert_eq!((rows.len(), &rows[0]["model_calls"][..], &rows[0]["run"][..]), (1, "0", "7"));
 }
 
 /// A stream is forwarded as it arrives: the provider (a raw HTTP server here) sends its first
@@ -319,6 +321,61 @@ fn gemini_calls_without_ids_are_recorded_from_the_stream_and_paired_with_their_r
     assert_ne!(called[0].0, called[1].0);
     let texts: Vec<&Value> = model_calls(&events).iter().map(|e| &e["text"]).collect();
     assert_eq!(texts, [&Value::Null, &json!("Oslo 3 C, Rome 18 C.")]);
+    rt.block_on(upstream.verify());
+}
+
+/// An agent run twice behind one proxy opens both conversations alike, and Gemini's calls carry
+/// no ids: each conversation's call and result are recorded under ids of their own (by hand: 2
+/// calls, 2 results, each result paired with its own conversation's call), never taken for the
+/// first conversation's and dropped as already recorded.
+#[test]
+fn two_gemini_conversations_that_open_alike_keep_their_calls_apart() {
+    let call = json!({"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "search", "args": {"query": "Oslo"}}}]},
+        "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 9, "candidatesTokenCount": 6}});
+    let answer = json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Oslo 3 C."}]}, "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": 20, "candidatesTokenCount": 4}});
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let upstream = rt.block_on(MockServer::start());
+    rt.block_on(async {
+        Mock::given(method("POST"))
+            .and(body_string_contains("functionResponse"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(answer))
+            .with_priority(1)
+            .expect(2)
+            .mount(&upstream)
+            .await;
+        Mock::given(method("POST"))
+            .and(path("/v1beta/models/gemini-x:generateContent"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(call))
+            .with_priority(2)
+            .expect(2)
+            .mount(&upstream)
+            .await;
+    });
+    let p = Proxy::start("tests/fixtures/wire/plain.toml", &["--upstream", &format!("gemini={}", upstream.uri())]);
+    let user = json!({"role": "user", "parts": [{"text": "Weather in Oslo?"}]});
+    let called = json!({"role": "model", "parts": [{"functionCall": {"name": "search", "args": {"query": "Oslo"}}}]});
+    for temp in [3, 4] {
+        let (status, _, _) = p.post("/v1beta/models/gemini-x:generateContent", &json!({"contents": [user]}));
+        assert_eq!(status, 200);
+        let result =
+            json!({"role": "user", "parts": [{"functionResponse": {"name": "search", "response": {"temp_c": temp}}}]});
+        let (status, _, _) =
+            p.post("/v1beta/models/gemini-x:generateContent", &json!({"contents": [user, called, result]}));
+        assert_eq!(status, 200);
+    }
+    let (_, events, _) = p.stop();
+    let ids = |ty: &str| -> Vec<String> {
+        events.iter().filter(|e| e["type"] == ty).map(|e| e["call_id"].as_str().unwrap().to_owned()).collect()
+    };
+    let (calls, results) = (ids("tool_call"), ids("tool_result"));
+    assert_eq!(calls.len(), 2, "{events:?}");
+    assert_ne!(calls[0], calls[1], "{events:?}");
+    assert_eq!(results, calls, "each result paired with its own conversation's call: {events:?}");
+    let contents: Vec<String> =
+        events.iter().filter(|e| e["type"] == "tool_result").map(|e| e["content"].to_string()).collect();
+    assert!(contents[0].contains('3') && contents[1].contains('4'), "{contents:?}");
+    assert_eq!(model_calls(&events).len(), 4);
     rt.block_on(upstream.verify());
 }
 
