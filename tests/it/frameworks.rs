@@ -202,10 +202,11 @@ fn expect(scenario: &str, a: &Agent) -> Expect {
         "01-worked-example" | "06-parallel-one-failing" => {
             Expect { endings: &["answer", "gave_up"], failing: plain_failure(a), agent_exit: 0 }
         }
-        // At real speed the quote API allows one call per 2 s: the third quote meets a 429.
-        // No framework retries a tool on its own, so the mock model sees the 429, re-issues
-        // it a model turn later — before the retry-after is over — is refused again, and gives
-        // up; check 6 flags the identical calls with identical results.
+        // At real speed the quote API (in the test's copy, one call per 10 s: see
+        // `with_slower_limiter`) refuses the third quote with a 429. No framework retries a
+        // tool on its own, so the mock model sees the 429, re-issues it a model turn later —
+        // before the retry-after is over — is refused again, and gives up; check 6 flags the
+        // identical calls with identical results.
         "03-rate-limit-storm" => {
             let mut failing = plain_failure(a);
             failing.insert(6);
@@ -290,20 +291,49 @@ fn checks_as_expected(report: &Value, want: &Expect, wrong: &mut Vec<String>) ->
     if want.failing.is_empty() { 0 } else { 1 }
 }
 
-/// The scenario `scenarios/NAME.toml` without its provider faults, written into `dir`: what
-/// the upstream provider serves in live mode (the faults are the live proxy's to answer).
-fn without_provider_faults(name: &str, dir: &std::path::Path) -> std::path::PathBuf {
+/// `scenarios/NAME.toml` changed by `edit`, written into `dir` as `file`.
+fn scenario_copy(
+    name: &str,
+    dir: &std::path::Path,
+    file: &str,
+    edit: impl FnOnce(&mut toml::Table),
+) -> std::path::PathBuf {
     let text = std::fs::read_to_string(root().join(format!("scenarios/{name}.toml"))).unwrap();
     let mut doc: toml::Table = toml::from_str(&text).unwrap();
     assert!(!doc.contains_key("trace"), "a scenario with a trace path would need it rebased");
-    if let Some(toml::Value::Array(faults)) = doc.get_mut("faults") {
-        let before = faults.len();
-        faults.retain(|f| f.get("target").and_then(toml::Value::as_str) != Some("provider"));
-        assert!(faults.len() < before, "{name} has provider faults for the live proxy to answer");
-    }
-    let path = dir.join("upstream.toml");
+    edit(&mut doc);
+    let path = dir.join(file);
     std::fs::write(&path, toml::to_string(&doc).unwrap()).unwrap();
     path
+}
+
+/// The scenario `scenarios/NAME.toml` without its provider faults, written into `dir`: what
+/// the upstream provider serves in live mode (the faults are the live proxy's to answer).
+fn without_provider_faults(name: &str, dir: &std::path::Path) -> std::path::PathBuf {
+    scenario_copy(name, dir, "upstream.toml", |doc| {
+        if let Some(toml::Value::Array(faults)) = doc.get_mut("faults") {
+            let before = faults.len();
+            faults.retain(|f| f.get("target").and_then(toml::Value::as_str) != Some("provider"));
+            assert!(faults.len() < before, "{name} has provider faults for the live proxy to answer");
+        }
+    })
+}
+
+/// The rate-limit storm with its quote API refilling one call per 10 s instead of 2 s, written
+/// into `dir`: run in real time, the window in which a re-issue is refused must outlast an
+/// agent's turn, and at 2 s a turn slowed by a busy machine (a framework's Python on a loaded
+/// CPU) let the bucket refill, so the run answered. Burst, faults and task are the scenario's.
+fn with_slower_limiter(name: &str, dir: &std::path::Path) -> std::path::PathBuf {
+    scenario_copy(name, dir, &format!("{name}.toml"), |doc| {
+        let mut slowed = 0;
+        for fault in doc["faults"].as_array_mut().unwrap() {
+            if let Some(limit) = fault.get_mut("rate_limit").and_then(toml::Value::as_table_mut) {
+                limit.insert("per_s".into(), toml::Value::Float(0.1));
+                slowed += 1;
+            }
+        }
+        assert_eq!(slowed, 1, "{name} has one rate limiter");
+    })
 }
 
 /// Runs `agent` on `scenario` (through live mode to an upstream provider when `live`) and
@@ -311,17 +341,22 @@ fn without_provider_faults(name: &str, dir: &std::path::Path) -> std::path::Path
 fn check(scenario: &str, agent: &Agent, live: bool) -> Vec<String> {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("out");
-    // Real time for the rate limiter (its 2 s must outlast an agent's turn on a slow machine);
-    // a hundredth elsewhere, so outages and retry-after waits pass quickly.
-    let time_scale = if scenario == "03-rate-limit-storm" { "1" } else { "0.01" };
+    // Real time for the rate limiter (its window must outlast an agent's turn); a hundredth
+    // elsewhere, so outages and retry-after waits pass quickly.
+    let storm = scenario == "03-rate-limit-storm";
+    let time_scale = if storm { "1" } else { "0.01" };
+    let file = if storm {
+        with_slower_limiter(scenario, tmp.path())
+    } else {
+        std::path::PathBuf::from(format!("scenarios/{scenario}.toml"))
+    };
     // Three runs for the fast subset's combinations, one for the rest of the matrix: every
     // combination meets every scenario, and the runs' varying draws are the fast subset's to
     // cover (an agent's run is seconds of CPU: the whole matrix at three runs each took half
     // of CI's time).
     let runs = if fast(agent) { "3" } else { "1" };
     let mut exec = tracefault();
-    exec.args(["exec", &format!("scenarios/{scenario}.toml"), "--runs", runs, "--time-scale", time_scale, "--out"])
-        .arg(&dir);
+    exec.arg("exec").arg(&file).args(["--runs", runs, "--time-scale", time_scale, "--out"]).arg(&dir);
     let upstream = live.then(|| {
         let sc = without_provider_faults(scenario, tmp.path());
         crate::wire::Served::start_with(sc.to_str().unwrap(), &["--time-scale", time_scale])
