@@ -414,6 +414,9 @@ pub fn proxy(args: ProxyArgs) -> Result<i32> {
         let mut m = shared.lock();
         // Every agent whose traffic passed (agent 0, which never called, when none did), ended
         // where it stood.
+        for w in m.worlds_mut() {
+            w.unspill();
+        }
         let ended = |w: &World| Ran { exit: None, timed_out: false, ended_ms: w.clock.now_ms(), proxied: true };
         let mut records: Vec<AgentRecord> = m
             .worlds()
@@ -945,6 +948,7 @@ async fn exec_run(args: &ExecArgs, server: &WireServer, run: u64, logs: &Path) -
     for (k, r) in ran.into_iter().enumerate() {
         let r = r.expect("every agent's task reported");
         let world = m.world(k as u32).expect("an agent of the fleet");
+        world.unspill();
         records.push(record(world, r, args.timeout_s, args.live.live));
     }
     Ok(run_record(&m, records))

@@ -140,4 +140,9 @@ impl Mocks {
     pub fn worlds(&self) -> impl Iterator<Item = &World> {
         self.worlds.values()
     }
+
+    /// [`Mocks::worlds`], to change.
+    pub fn worlds_mut(&mut self) -> impl Iterator<Item = &mut World> {
+        self.worlds.values_mut()
+    }
 }

@@ -11,7 +11,8 @@
 //! and argument matching; [`mcp`] the tools over the Model Context Protocol, [`jsonrpc`] its
 //! messages checked, and [`stdio`] its transport over stdin and stdout; [`checks`] the
 //! checklist `exec` holds an agent to; [`plain`] tool results handed back as ordinary
-//! messages; [`recorded`] what a run's trace keeps of the traffic; [`upstream`] the real
+//! messages; [`recorded`] what a run's trace keeps of the traffic, and [`spill`] where a long
+//! run's oldest events wait on disk; [`upstream`] the real
 //! providers behind the provider endpoints in live mode, and [`spending`] its USD limit;
 //! [`mcp_upstream`] a real MCP server behind the MCP mocks (`mcp-proxy`); [`stream_break`] a
 //! provider's event stream broken on its way to the agent (the `stream_*` faults); [`rewrite`]
@@ -34,6 +35,7 @@ pub mod rewrite;
 pub mod schema;
 pub mod server;
 pub mod spending;
+pub mod spill;
 pub mod stdio;
 pub mod stream_break;
 pub mod tools;

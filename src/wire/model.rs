@@ -111,7 +111,8 @@ pub fn next_turn(world: &mut World, c: usize, items: &[Item], ask: &Ask) -> Turn
     turn
 }
 
-/// Takes back conversation `c`'s answer, recorded since trace event `mark`, and the ending it
+/// Takes back conversation `c`'s answer, recorded since trace event `mark` (a place in the
+/// whole trace, [`World::trace_len`]), and the ending it
 /// made: its stream broke on the way, so the agent did not get it whole. The model call is
 /// recorded failed (502, its `tokens_in` billed; counted now unless the answer `counted` it);
 /// the answer is recorded, and its ending made, when the agent asks again.
@@ -120,14 +121,18 @@ pub fn undelivered(world: &mut World, c: usize, mark: usize, tokens_in: u64, cou
         world.model_calls += 1;
     }
     let turn = world.conversation(c).turns;
-    let held = if world.record_trace {
-        let at = world.trace.events[mark.min(world.trace.events.len())..]
-            .iter()
-            .position(|e| matches!(e, TraceEvent::ModelCall { .. }))
-            .map_or(world.trace.events.len(), |p| mark + p);
-        world.trace.events.split_off(at)
-    } else {
-        Vec::new()
+    // The mark as a place in memory; the answer is never on disk (events go out past thousands
+    // recorded, not within one answer), but if it were, nothing is held back.
+    let held = match mark.checked_sub(world.spilled()).filter(|_| world.record_trace) {
+        Some(mark) => {
+            let events = &mut world.trace.events;
+            let at = events[mark.min(events.len())..]
+                .iter()
+                .position(|e| matches!(e, TraceEvent::ModelCall { .. }))
+                .map_or(events.len(), |p| mark + p);
+            events.split_off(at)
+        }
+        None => Vec::new(),
     };
     world.record(TraceEvent::ModelCall {
         turn,

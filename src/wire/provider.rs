@@ -80,7 +80,7 @@ pub fn respond(
     let prov = world.provider_target();
     world.succeeded(prov);
     let ask = Ask { tools: declared_tools(format, &body), choice: p.tool_choice(&body), tokens_in };
-    let (mark, calls_before) = (world.trace.events.len(), world.model_calls);
+    let (mark, calls_before) = (world.trace_len(), world.model_calls);
     let turn = next_turn(world, c, &conversation, &ask);
     let tokens_out = match &turn {
         Turn::Calls(calls) => calls.iter().map(|(_, _, a)| a.to_string().len() as u64 / 4 + 8).sum(),

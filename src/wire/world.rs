@@ -136,6 +136,11 @@ pub struct World {
     /// finds its call without reading the trace back.
     recorded_calls: BTreeMap<String, (u64, String, crate::exchange::Args)>,
     recorded_order: std::collections::VecDeque<(u64, String)>,
+    /// The trace's oldest events, on disk once it grows long ([`super::spill`]), and whether
+    /// moving them failed once (a temporary file could not be made or written: later events
+    /// then stay in memory).
+    spill: Option<super::spill::Spill>,
+    spill_failed: bool,
     /// Problems for the checklist: (item, detail).
     pub findings: Vec<Finding>,
     pub model_calls: u64,
@@ -223,6 +228,8 @@ impl World {
             recorded: super::recorded::Recorded::default(),
             recorded_calls: BTreeMap::new(),
             recorded_order: std::collections::VecDeque::new(),
+            spill: None,
+            spill_failed: false,
             next_id: 1,
             trace: Trace { header, events: Vec::new() },
             findings: Vec::new(),
@@ -370,6 +377,64 @@ impl World {
                 self.index_call(call_id, name, args);
             }
             self.trace.events.push(ev);
+            if self.trace.events.len() >= 2 * super::spill::KEEP_EVENTS {
+                self.spill_oldest();
+            }
+        }
+    }
+
+    /// The trace's events recorded so far, those on disk included: a place in the trace that
+    /// stays put when the oldest events go to disk.
+    pub fn trace_len(&self) -> usize {
+        self.spilled() + self.trace.events.len()
+    }
+
+    /// The events on disk, before `trace.events`.
+    pub fn spilled(&self) -> usize {
+        self.spill.as_ref().map_or(0, super::spill::Spill::events)
+    }
+
+    /// Moves the oldest [`super::spill::KEEP_EVENTS`] events to disk; when that fails, says
+    /// so and keeps every later event in memory (those already out stay there).
+    fn spill_oldest(&mut self) {
+        use super::spill::{KEEP_EVENTS, Spill};
+        if self.spill_failed {
+            return;
+        }
+        if self.spill.is_none() {
+            match Spill::new() {
+                Ok(spill) => self.spill = Some(spill),
+                Err(e) => {
+                    self.spill_failed = true;
+                    self.note(format!("the trace stayed in memory: no temporary file for its oldest events ({e})"));
+                    return;
+                }
+            }
+        }
+        let Some(spill) = &mut self.spill else { return };
+        match spill.write(&self.trace.events[..KEEP_EVENTS]) {
+            Ok(()) => drop(self.trace.events.drain(..KEEP_EVENTS)),
+            Err(e) => {
+                let out = spill.events();
+                self.spill_failed = true;
+                self.note(format!(
+                    "the trace's events after the first {out} stayed in memory: writing them out failed ({e})"
+                ));
+            }
+        }
+    }
+
+    /// The whole trace in memory again, the events on disk in front, to score and write the
+    /// run. Events that cannot be read back are said in a note (the trace then lacks them).
+    pub fn unspill(&mut self) {
+        let Some(spill) = self.spill.take() else { return };
+        let n = spill.events();
+        match spill.read_back() {
+            Ok(mut back) => {
+                back.append(&mut self.trace.events);
+                self.trace.events = back;
+            }
+            Err(e) => self.note(format!("the trace's first {n} events could not be read back from disk: {e}")),
         }
     }
 
@@ -558,6 +623,33 @@ mod tests {
         w.record(call("y", 0));
         assert_eq!(args(&w, "a"), None);
         assert_eq!(w.trace.events.len(), MAX_MEMORY + 3, "the trace keeps every call");
+    }
+
+    /// A long run holds at most twice KEEP_EVENTS events in memory; the trace read back is
+    /// every event in the order recorded.
+    #[test]
+    fn a_long_trace_waits_on_disk_and_comes_back_whole() {
+        use super::super::spill::KEEP_EVENTS;
+        let src = "name = \"w\"\n[task]\n[[task.steps]]\ntool = \"search\"\nargs = { q = 1 }\nresult = { r = 1 }\n";
+        let sc = crate::scenario::load::load_str(src, std::path::Path::new("w.toml")).unwrap().scenario;
+        let mut w = World::new(sc, 0, 0, Clock::new(1.0));
+        let call = |i: usize| crate::trace::TraceEvent::ToolCall {
+            turn: 1,
+            call_id: format!("c{i}"),
+            name: "search".to_owned(),
+            args: crate::exchange::Args::new(&serde_json::json!({ "q": i })),
+        };
+        let total = 3 * KEEP_EVENTS + 5;
+        for i in 0..total {
+            w.record(call(i));
+            assert!(w.trace.events.len() < 2 * KEEP_EVENTS, "at most this many in memory");
+            assert_eq!(w.trace_len(), i + 1);
+        }
+        assert_eq!((w.spilled(), w.trace.events.len()), (2 * KEEP_EVENTS, KEEP_EVENTS + 5));
+        w.unspill();
+        assert_eq!((w.spilled(), w.trace.events.len()), (0, total));
+        assert!(w.trace.events.iter().enumerate().all(|(i, e)| *e == call(i)), "every event, in order");
+        assert!(w.findings.is_empty(), "{:?}", w.findings.iter().map(|f| &f.detail).collect::<Vec<_>>());
     }
 
     #[test]
