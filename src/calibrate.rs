@@ -33,7 +33,8 @@ pub struct Fit {
     /// that ended with an answer, of those that ended with an answer or a give-up.
     pub claims: (u64, u64),
     /// As recorded: the latency of each answered model call and of each successful tool
-    /// result, and the input tokens of each conversation's first answered model call.
+    /// result, and the input tokens of each trace's first answered model call (when it
+    /// records usage).
     pub model_ms: Vec<u64>,
     pub tool_ms: Vec<u64>,
     pub first_prompt: Vec<u64>,
@@ -267,22 +268,40 @@ impl Fit {
         for l in &lines {
             let _ = writeln!(toml, "{l}");
         }
-        let mut median = |key: &str, observed: &[u64], default: u64, what: &str| -> u64 {
+        // A median past what a profile may hold (a day of virtual time; a u32 of tokens) is
+        // written at that bound, and the comment says so.
+        let mut median = |key: &str, observed: &[u64], (default, most): (u64, u64), what: &str| -> u64 {
             let n = observed.len() as u64;
             let Some([q1, mid, q3]) = quartiles(observed).filter(|_| n >= min_obs) else {
                 let _ = writeln!(toml, "{key} = {default} # default kept: {n} {what} recorded (need {min_obs})");
                 return default;
             };
-            let _ = writeln!(toml, "{key} = {mid} # the median of {n} {what} recorded (middle half: {q1}–{q3})");
-            mid
+            let value = mid.min(most);
+            let bound = if value < mid { format!("; {mid} is past the most a profile holds") } else { String::new() };
+            let _ =
+                writeln!(toml, "{key} = {value} # the median of {n} {what} recorded (middle half: {q1}–{q3}){bound}");
+            value
         };
-        p.model_latency_ms =
-            median("model_latency_ms", &self.model_ms, p.model_latency_ms, "answered model calls' latencies (ms)");
-        p.tool_latency_ms =
-            median("tool_latency_ms", &self.tool_ms, p.tool_latency_ms, "successful tool results' latencies (ms)");
-        let prompt =
-            median("prompt_tokens", &self.first_prompt, u64::from(p.prompt_tokens), "first model calls' input tokens");
-        p.prompt_tokens = u32::try_from(prompt).unwrap_or(u32::MAX);
+        let ms = crate::engine::scenario::MAX_MS;
+        p.model_latency_ms = median(
+            "model_latency_ms",
+            &self.model_ms,
+            (p.model_latency_ms, ms),
+            "answered model calls' latencies (ms)",
+        );
+        p.tool_latency_ms = median(
+            "tool_latency_ms",
+            &self.tool_ms,
+            (p.tool_latency_ms, ms),
+            "successful tool results' latencies (ms)",
+        );
+        let prompt = median(
+            "prompt_tokens",
+            &self.first_prompt,
+            (u64::from(p.prompt_tokens), u64::from(u32::MAX)),
+            "traces' first answered model calls' input tokens",
+        );
+        p.prompt_tokens = u32::try_from(prompt).expect("bounded to a u32 above");
         let _ = writeln!(toml, "\n[perception] # not observable in traces: defaults kept, with their plausible ranges");
         for key in ["envelope", "flag", "object", "prefix", "raw", "unmarked"] {
             let full = format!("perception.{key}");
@@ -406,6 +425,11 @@ mod tests {
         assert!(toml.contains("(middle half: 100–300)"), "{toml}");
         assert!(toml.contains("tool_latency_ms = 30 # the median of 3 "), "{toml}");
         assert!(toml.contains("prompt_tokens = 600 # default kept: 2 "), "{toml}");
+        // A median past a day of virtual time is written at the day, and said.
+        let slow = Fit { model_ms: vec![90_000_000; 3], ..Fit::default() };
+        let (p, toml) = slow.profile(3, None);
+        assert_eq!(p.model_latency_ms, 86_400_000, "{toml}");
+        assert!(toml.contains("; 90000000 is past the most a profile holds"), "{toml}");
         assert_eq!(fit.profile(2, None).0.prompt_tokens, 50, "of 50 and 70, the lower median");
     }
 

@@ -4,6 +4,10 @@
 
 use std::path::PathBuf;
 
+/// Any duration a scenario names (latencies, timeouts, waits, windows) is at most a day of
+/// virtual time, so virtual-time arithmetic cannot overflow.
+pub const MAX_MS: u64 = 86_400_000;
+
 use super::fault_plan::FaultPlan;
 use super::fleet::Fleet;
 use super::limits::{ProviderLoad, ToolLoad};

@@ -31,9 +31,7 @@ use crate::trace::Trace;
 pub const DEFAULT_SEED: u64 = 1;
 pub const DEFAULT_RUNS: u64 = 200;
 pub const MAX_RUNS: u64 = 100_000_000;
-/// Any duration a scenario names (latencies, timeouts, waits, windows) is at most a day of
-/// virtual time, so virtual-time arithmetic cannot overflow.
-pub const MAX_MS: u64 = 86_400_000;
+pub use crate::engine::scenario::MAX_MS;
 
 /// `[pricing]`: the billed model (named, the only one listed, or the trace's) and its prices.
 fn pricing_from_dto(

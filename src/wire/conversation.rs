@@ -68,6 +68,9 @@ pub struct Conversation {
     pub ids: Vec<String>,
     /// The `/agents/K/` prefix its requests came under.
     pub agent: Option<u32>,
+    /// Live mode: a digest of the first message its first request sent, which every later
+    /// request of it repeats (how a request without call ids finds it among others).
+    pub opening: u64,
 }
 
 impl Conversation {
@@ -93,6 +96,7 @@ impl Conversation {
             claimed: false,
             ids: Vec::new(),
             agent,
+            opening: 0,
         }
     }
 

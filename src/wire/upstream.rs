@@ -621,8 +621,10 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 }
 
 /// The conversation a live request belongs to: the one that gave out (or saw) one of its
-/// call ids; else, when it carries calls or results, the latest of its agent prefix; else (a
-/// first request) a new one.
+/// call ids; else, when it carries calls or results, the latest of its agent prefix that opened
+/// with the same first message (a sub-agent's conversation, begun in the middle of its
+/// parent's, does not take the parent's next request), or failing that the latest of its
+/// prefix; else (a first request) a new one.
 fn conversation(w: &mut World, prefix: Option<u32>, format: Format, items: &[Item]) -> usize {
     let ids = call_ids(items);
     if let Some(c) = ids.iter().rev().find_map(|id| w.owner.get(id).copied())
@@ -630,13 +632,25 @@ fn conversation(w: &mut World, prefix: Option<u32>, format: Format, items: &[Ite
     {
         return c;
     }
+    let opening = opening(items);
     let continues = items.iter().any(|i| matches!(i, Item::Result { .. } | Item::Model { .. }));
-    if continues && let Some((&c, _)) = w.conversations.iter().rev().find(|(_, conv)| conv.agent == prefix) {
-        return c;
+    if continues {
+        let mut latest = w.conversations.iter().rev().filter(|(_, conv)| conv.agent == prefix);
+        let alike = latest.clone().find(|(_, conv)| conv.opening == opening);
+        if let Some((&c, _)) = alike.or_else(|| latest.next()) {
+            return c;
+        }
     }
     w.add_conversation(|w, index| {
-        super::conversation::Conversation::new(w.conversation_key(index), index, prefix, format)
+        let mut conv = super::conversation::Conversation::new(w.conversation_key(index), index, prefix, format);
+        conv.opening = opening;
+        conv
     })
+}
+
+/// A digest of a request's first message, which every request of its conversation repeats.
+fn opening(items: &[Item]) -> u64 {
+    items.first().map_or(0, |i| crate::engine::rng::fnv1a64(format!("{i:?}").as_bytes()))
 }
 
 /// What a request's history shows that the trace has not yet: the model's calls (when the

@@ -205,8 +205,8 @@ fn expect(scenario: &str, a: &Agent) -> Expect {
         // At real speed the quote API (in the test's copy, one call per 10 s: see
         // `with_slower_limiter`) refuses the third quote with a 429. No framework retries a
         // tool on its own, so the mock model sees the 429, re-issues it a model turn later —
-        // before the retry-after is over — is refused again, and gives up; check 6 flags the
-        // identical calls with identical results.
+        // before the retry-after is over — is refused again (up to its 3 re-issues, each drawn),
+        // and gives up; check 6 flags the identical calls with identical results.
         "03-rate-limit-storm" => {
             let mut failing = plain_failure(a);
             failing.insert(6);
@@ -320,9 +320,10 @@ fn without_provider_faults(name: &str, dir: &std::path::Path) -> std::path::Path
 }
 
 /// The rate-limit storm with its quote API refilling one call per 10 s instead of 2 s, written
-/// into `dir`: run in real time, the window in which a re-issue is refused must outlast an
-/// agent's turn, and at 2 s a turn slowed by a busy machine (a framework's Python on a loaded
-/// CPU) let the bucket refill, so the run answered. Burst, faults and task are the scenario's.
+/// into `dir`: run in real time, the window in which a re-issue is refused must outlast the
+/// agent's turns until the mock model gives up (up to its 3 re-issues), and at 2 s turns slowed
+/// by a busy machine (a framework's Python on a loaded CPU) let the bucket refill, so the run
+/// answered. Burst, faults and task are the scenario's.
 fn with_slower_limiter(name: &str, dir: &std::path::Path) -> std::path::PathBuf {
     scenario_copy(name, dir, &format!("{name}.toml"), |doc| {
         let mut slowed = 0;

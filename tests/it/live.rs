@@ -379,6 +379,66 @@ fn two_gemini_conversations_that_open_alike_keep_their_calls_apart() {
     rt.block_on(upstream.verify());
 }
 
+/// A sub-agent's conversation begun in the middle of its parent's (a tool that runs another
+/// agent, as ADK's AgentTool does), Gemini's calls without ids: the parent's next request is
+/// its own, not the sub-agent's, so by hand 2 calls (the parent's `research`, the sub-agent's
+/// `search`) and 2 results, each paired with its own conversation's call.
+#[test]
+fn a_sub_agents_gemini_conversation_does_not_take_its_parents_results() {
+    let part = |p: Value| {
+        json!({"candidates": [{"content": {"role": "model", "parts": [p]}, "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": 9, "candidatesTokenCount": 6}})
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let upstream = rt.block_on(MockServer::start());
+    rt.block_on(async {
+        for (priority, matcher, answer) in [
+            (1, "functionResponse", part(json!({"text": "Done."}))),
+            (2, "Plan the trip", part(json!({"functionCall": {"name": "research", "args": {"topic": "flights"}}}))),
+            (3, "Find flights", part(json!({"functionCall": {"name": "search", "args": {"query": "CDG"}}}))),
+        ] {
+            Mock::given(method("POST"))
+                .and(body_string_contains(matcher))
+                .respond_with(ResponseTemplate::new(200).set_body_json(answer))
+                .with_priority(priority)
+                .expect(if priority == 1 { 2 } else { 1 })
+                .mount(&upstream)
+                .await;
+        }
+    });
+    let p = Proxy::start("tests/fixtures/wire/plain.toml", &["--upstream", &format!("gemini={}", upstream.uri())]);
+    let url = "/v1beta/models/gemini-x:generateContent";
+    let user = |text: &str| json!({"role": "user", "parts": [{"text": text}]});
+    let model =
+        |name: &str, args: Value| json!({"role": "model", "parts": [{"functionCall": {"name": name, "args": args}}]});
+    let result =
+        |name: &str, r: Value| json!({"role": "user", "parts": [{"functionResponse": {"name": name, "response": r}}]});
+    let (parent, sub) = (user("Plan the trip"), user("Find flights"));
+    assert_eq!(p.post(url, &json!({"contents": [parent]})).0, 200);
+    // The parent's `research` tool runs the sub-agent, to its end.
+    assert_eq!(p.post(url, &json!({"contents": [sub]})).0, 200);
+    let searched =
+        json!({"contents": [sub, model("search", json!({"query": "CDG"})), result("search", json!({"price": 410}))]});
+    assert_eq!(p.post(url, &searched).0, 200);
+    let researched = json!({"contents": [parent, model("research", json!({"topic": "flights"})), result("research", json!({"found": "AF 410"}))]});
+    assert_eq!(p.post(url, &researched).0, 200);
+    let (_, events, _) = p.stop();
+    let of = |ty: &str| -> Vec<(String, String)> {
+        events
+            .iter()
+            .filter(|e| e["type"] == ty)
+            .map(|e| (e["call_id"].as_str().unwrap().to_owned(), e["name"].to_string() + &e["content"].to_string()))
+            .collect()
+    };
+    let (calls, results) = (of("tool_call"), of("tool_result"));
+    assert_eq!(calls.len(), 2, "{events:?}");
+    assert!(calls[0].1.contains("research") && calls[1].1.contains("search"), "{calls:?}");
+    assert_eq!(results.len(), 2, "{events:?}");
+    assert_eq!((&results[0].0, &results[1].0), (&calls[1].0, &calls[0].0), "each result its own call's: {events:?}");
+    assert!(results[0].1.contains("410") && results[1].1.contains("AF 410"), "{results:?}");
+    rt.block_on(upstream.verify());
+}
+
 /// The scenario's provider fault is answered here, in the provider's dialect, and never sent;
 /// the spending limit refuses what would pass it; the upstream sees exactly what was allowed.
 #[test]
