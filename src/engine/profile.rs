@@ -363,8 +363,8 @@ impl Profile {
             return Err(("max_fix_attempts / max_model_retries".into(), "at most 16 / 64".into()));
         }
         for (k, v) in [("model_latency_ms", self.model_latency_ms), ("tool_latency_ms", self.tool_latency_ms)] {
-            if v > 86_400_000 {
-                return Err((k.into(), format!("at most 86400000 ms (a day), got {v}")));
+            if v > super::scenario::MAX_MS {
+                return Err((k.into(), format!("at most {} ms (a day), got {v}", super::scenario::MAX_MS)));
             }
         }
         Ok(())

@@ -1,6 +1,7 @@
 //! A long run's trace in flat memory: once a world holds twice [`KEEP_EVENTS`] events, the
-//! oldest [`KEEP_EVENTS`] go to an unnamed temporary file (no path another process could open;
-//! gone when the process ends), and come back once, in order, when the run is scored.
+//! oldest [`KEEP_EVENTS`] go to an unnamed temporary file in `$TMPDIR` (no path another process
+//! could open; gone when the process ends), and come back once, in order, when the run is
+//! scored.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Seek, SeekFrom, Write};
@@ -41,7 +42,9 @@ impl Spill {
     /// The events written whole, in the order they went out.
     pub fn read_back(self) -> std::io::Result<Vec<TraceEvent>> {
         let n = self.events;
-        let mut file = self.file.into_inner().map_err(std::io::IntoInnerError::into_error)?;
+        // What the buffer still holds belongs to a batch whose write failed, never counted:
+        // dropped, not written again (it could fail again and take the counted events with it).
+        let (mut file, _) = self.file.into_parts();
         file.seek(SeekFrom::Start(0))?;
         let mut out = Vec::with_capacity(n);
         for line in BufReader::new(file).lines().take(n) {

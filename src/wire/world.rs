@@ -406,7 +406,9 @@ impl World {
                 Ok(spill) => self.spill = Some(spill),
                 Err(e) => {
                     self.spill_failed = true;
-                    self.note(format!("the trace stayed in memory: no temporary file for its oldest events ({e})"));
+                    self.spill_note(format!(
+                        "the trace stayed in memory: no temporary file for its oldest events ({e})"
+                    ));
                     return;
                 }
             }
@@ -417,7 +419,7 @@ impl World {
             Err(e) => {
                 let out = spill.events();
                 self.spill_failed = true;
-                self.note(format!(
+                self.spill_note(format!(
                     "the trace's events after the first {out} stayed in memory: writing them out failed ({e})"
                 ));
             }
@@ -434,8 +436,14 @@ impl World {
                 back.append(&mut self.trace.events);
                 self.trace.events = back;
             }
-            Err(e) => self.note(format!("the trace's first {n} events could not be read back from disk: {e}")),
+            Err(e) => self.spill_note(format!("the trace's first {n} events could not be read back from disk: {e}")),
         }
+    }
+
+    /// A note on where the trace's events went, past the bound on notes (at most two a run):
+    /// a trace that lacks events never says nothing.
+    fn spill_note(&mut self, detail: String) {
+        self.findings.push(Finding { check: None, detail });
     }
 
     /// Files a recorded call under its id for [`World::recorded_call`].
