@@ -9,9 +9,14 @@ Like a hand-written loop, it stops after `--max-turns` model calls (default 10).
 """
 
 import json
+import os
 import sys
 
-import litellm
+# LiteLLM fetches its model price list from GitHub when imported, retrying for seconds where
+# the network is closed; the copy it ships is enough here, and nothing leaves the machine.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import litellm  # noqa: E402
 
 import tf_tools
 

@@ -1,11 +1,19 @@
 //! The agent frameworks people build on — pydantic-ai, the OpenAI Agents SDK, LangChain
 //! `create_agent`, LiteLLM, the Vercel AI SDK, smolagents, AutoGen AgentChat, Agno, Haystack,
 //! LlamaIndex, Strands Agents and Google ADK — run by `exec` over every API each supports,
-//! streaming and not (where a provider of the framework always streams, streaming only), on five
-//! bundled scenarios (`--runs 3` for the fast subset's combinations, 1 for the others). Each
-//! combination must end with
-//! the verdict the scenario implies; where a framework's own documented behaviour decides the
-//! verdict (its turn limit, a provider it does not retry), that is listed below as an expectation.
+//! streaming and not (where a provider of the framework always streams, streaming only), on
+//! bundled scenarios. Each combination must end with the verdict the scenario implies; where a
+//! framework's own documented behaviour decides the verdict (its turn limit, a provider it does
+//! not retry), that is listed below as an expectation.
+//!
+//! Which combinations meet which scenario (see [`breadth`]): every combination meets the
+//! scenarios whose verdict turns on the provider's dialect and streaming (the worked example,
+//! parallel calls, provider overload, directly and through live mode); the scenarios whose
+//! verdict the framework alone decides (its turn limit on the ambiguous loop, what it does with a
+//! tool's repeated 429 in the storm: the expectations name no API but Anthropic's check 3, which
+//! the worked example covers) and the proxy's life cycle (its banner, Ctrl-C, the traffic scored
+//! as a run: the same live path the matrix meets through live mode) meet one combination per
+//! framework, the fast subset, which covers every provider format, streaming and chaining.
 //!
 //! The same agents also run through live mode (`exec --live`) on the provider-overload
 //! scenario: their model requests go through tracefault, which answers the scenario's
@@ -19,8 +27,8 @@
 //! score the traffic as the run the agent had (its ending and its checks), since the proxy
 //! never sees the agent's exit status.
 //!
-//! `scripts/test.sh` runs a fast subset (one combination per framework); `.ci/run` sets
-//! `TRACEFAULT_FRAMEWORKS=all` for the whole matrix.
+//! `scripts/test.sh` runs the fast subset alone; `.ci/run` sets `TRACEFAULT_FRAMEWORKS=all` for
+//! the whole matrix.
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -184,6 +192,30 @@ fn fast(a: &Agent) -> bool {
     )
 }
 
+/// How many runs `agent` has on `scenario`: three for the fast subset's combinations where the
+/// runs' draws decide the ending (an answer, giving up or a loop), one elsewhere (an agent's run
+/// is seconds of CPU: the whole matrix at three runs each took half of CI's time).
+fn runs(scenario: &str, agent: &Agent) -> u32 {
+    let drawn = matches!(scenario, "01-worked-example" | "02-ambiguous-loop" | "06-parallel-one-failing");
+    if fast(agent) && drawn { 3 } else { 1 }
+}
+
+/// How much of the matrix meets a scenario (with `TRACEFAULT_FRAMEWORKS=all`).
+#[derive(Clone, Copy, PartialEq)]
+enum Breadth {
+    /// Every combination: the verdict turns on the provider's dialect and streaming.
+    Matrix,
+    /// The fast subset: the framework alone decides the verdict.
+    PerFramework,
+}
+
+fn breadth(scenario: &str, through: Through) -> Breadth {
+    match (scenario, through) {
+        (_, Through::Proxy) | ("02-ambiguous-loop" | "03-rate-limit-storm", _) => Breadth::PerFramework,
+        _ => Breadth::Matrix,
+    }
+}
+
 /// What a run of `agent` on `scenario` must show: the endings each run may have, the checks
 /// that must fail (all others pass), and the agent's own exit status.
 struct Expect {
@@ -259,7 +291,7 @@ fn expect(scenario: &str, a: &Agent) -> Expect {
             if no_retry {
                 Expect { endings: &["cut_off"], failing: checks(&[1, 6, 7]), agent_exit: 1 }
             } else {
-                // (The refund tool's 10 % 503 does not fire in these three runs.)
+                // (The refund tool's 10 % 503 does not fire in these runs.)
                 Expect { endings: &["answer"], failing: checks(&[]), agent_exit: 0 }
             }
         }
@@ -351,13 +383,9 @@ fn check(scenario: &str, agent: &Agent, live: bool) -> Vec<String> {
     } else {
         std::path::PathBuf::from(format!("scenarios/{scenario}.toml"))
     };
-    // Three runs for the fast subset's combinations, one for the rest of the matrix: every
-    // combination meets every scenario, and the runs' varying draws are the fast subset's to
-    // cover (an agent's run is seconds of CPU: the whole matrix at three runs each took half
-    // of CI's time).
-    let runs = if fast(agent) { "3" } else { "1" };
+    let runs = runs(scenario, agent).to_string();
     let mut exec = tracefault();
-    exec.arg("exec").arg(&file).args(["--runs", runs, "--time-scale", time_scale, "--out"]).arg(&dir);
+    exec.arg("exec").arg(&file).args(["--runs", &runs, "--time-scale", time_scale, "--out"]).arg(&dir);
     let upstream = live.then(|| {
         let sc = without_provider_faults(scenario, tmp.path());
         crate::wire::Served::start_with(sc.to_str().unwrap(), &["--time-scale", time_scale])
@@ -527,7 +555,8 @@ fn run_matrix(scenario: &str, through: Through) {
     if !crate::wire::frameworks_installed() {
         return;
     }
-    let all = std::env::var("TRACEFAULT_FRAMEWORKS").is_ok_and(|v| v == "all");
+    let all = std::env::var("TRACEFAULT_FRAMEWORKS").is_ok_and(|v| v == "all")
+        && breadth(scenario, through) == Breadth::Matrix;
     let agents: Vec<Agent> = matrix().into_iter().filter(|a| all || fast(a)).collect();
     let next = Mutex::new(agents.iter());
     let wrong = Mutex::new(Vec::new());
