@@ -10,7 +10,11 @@ use rand_chacha::rand_core::{Rng, SeedableRng};
 
 /// FNV-1a, 64 bit.
 pub const fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    fnv1a64_more(0xcbf2_9ce4_8422_2325, bytes)
+}
+
+/// FNV-1a, 64 bit, of `bytes` after what gave `hash`.
+const fn fnv1a64_more(mut hash: u64, bytes: &[u8]) -> u64 {
     let mut i = 0;
     while i < bytes.len() {
         hash ^= bytes[i] as u64;
@@ -18,6 +22,23 @@ pub const fn fnv1a64(bytes: &[u8]) -> u64 {
         i += 1;
     }
     hash
+}
+
+/// [`fnv1a64`] of the text written into it, so a value's `Debug` text is hashed without being
+/// built: `write!(h, "{v:?}")`, then `h.0`.
+pub struct Fnv1a64(pub u64);
+
+impl Default for Fnv1a64 {
+    fn default() -> Self {
+        Fnv1a64(fnv1a64(b""))
+    }
+}
+
+impl std::fmt::Write for Fnv1a64 {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0 = fnv1a64_more(self.0, s.as_bytes());
+        Ok(())
+    }
 }
 
 /// SplitMix64 finaliser: a bijective mix of one 64-bit word.
@@ -165,6 +186,15 @@ mod tests {
         assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn fnv1a64_of_written_text_is_of_its_bytes() {
+        use std::fmt::Write;
+        let mut h = Fnv1a64::default();
+        assert_eq!(h.0, fnv1a64(b""));
+        write!(h, "foo{:?}", "bar").unwrap();
+        assert_eq!(h.0, fnv1a64(br#"foo"bar""#));
     }
 
     #[test]

@@ -650,7 +650,13 @@ fn conversation(w: &mut World, prefix: Option<u32>, format: Format, items: &[Ite
 
 /// A digest of a request's first message, which every request of its conversation repeats.
 fn opening(items: &[Item]) -> u64 {
-    items.first().map_or(0, |i| crate::engine::rng::fnv1a64(format!("{i:?}").as_bytes()))
+    use std::fmt::Write;
+    items.first().map_or(0, |i| {
+        let mut h = crate::engine::rng::Fnv1a64::default();
+        // Writing into a hash cannot fail.
+        let _ = write!(h, "{i:?}");
+        h.0
+    })
 }
 
 /// What a request's history shows that the trace has not yet: the model's calls (when the

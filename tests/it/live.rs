@@ -265,6 +265,37 @@ fn a_stream_passes_byte_for_byte_and_is_read_for_its_usage() {
     rt.block_on(upstream.verify());
 }
 
+/// A fake Gemini upstream: each request gets the answer of the first rule, by priority, whose
+/// text its body contains; each rule must match exactly its count of requests.
+fn gemini_upstream<const N: usize>(rt: &tokio::runtime::Runtime, rules: [(u8, &str, Value, u64); N]) -> MockServer {
+    rt.block_on(async {
+        let upstream = MockServer::start().await;
+        for (priority, text, answer, times) in rules {
+            Mock::given(method("POST"))
+                .and(body_string_contains(text))
+                .respond_with(ResponseTemplate::new(200).set_body_json(answer))
+                .with_priority(priority)
+                .expect(times)
+                .mount(&upstream)
+                .await;
+        }
+        upstream
+    })
+}
+
+/// The trace's `tool_call` or `tool_result` events as (call id, their name, arguments and
+/// content as text).
+fn tool_events(events: &[Value], ty: &str) -> Vec<(String, String)> {
+    events
+        .iter()
+        .filter(|e| e["type"] == ty)
+        .map(|e| {
+            let id = e["call_id"].as_str().unwrap().to_owned();
+            (id, format!("{} {} {}", e["name"], e["args"], e["content"]))
+        })
+        .collect()
+}
+
 /// Gemini's calls often carry no id: a streamed answer with two such calls is recorded at once
 /// (its calls from the stream), under ids of tracefault's own, and the results the agent sends
 /// back without ids are paired with them in order, each recorded once, however the agent splits
@@ -304,17 +335,10 @@ fn gemini_calls_without_ids_are_recorded_from_the_stream_and_paired_with_their_r
     let (status, _, _) = p.post("/v1beta/models/gemini-x:generateContent", &history);
     assert_eq!(status, 200);
     let (_, events, _) = p.stop();
-    let of = |ty: &str| -> Vec<(String, String)> {
-        events
-            .iter()
-            .filter(|e| e["type"] == ty)
-            .map(|e| (e["call_id"].as_str().unwrap().to_owned(), e["args"].to_string() + &e["content"].to_string()))
-            .collect()
-    };
-    let called = of("tool_call");
+    let called = tool_events(&events, "tool_call");
     assert_eq!(called.len(), 2, "{events:?}");
     assert!(called[0].1.contains("Oslo") && called[1].1.contains("Rome"), "{called:?}");
-    let answered = of("tool_result");
+    let answered = tool_events(&events, "tool_result");
     assert_eq!(answered.len(), 2, "{events:?}");
     assert_eq!((&answered[0].0, &answered[1].0), (&called[0].0, &called[1].0), "paired in order");
     assert!(answered[0].1.contains('3') && answered[1].1.contains("18"), "{answered:?}");
@@ -335,23 +359,7 @@ fn two_gemini_conversations_that_open_alike_keep_their_calls_apart() {
     let answer = json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Oslo 3 C."}]}, "finishReason": "STOP"}],
         "usageMetadata": {"promptTokenCount": 20, "candidatesTokenCount": 4}});
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let upstream = rt.block_on(MockServer::start());
-    rt.block_on(async {
-        Mock::given(method("POST"))
-            .and(body_string_contains("functionResponse"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(answer))
-            .with_priority(1)
-            .expect(2)
-            .mount(&upstream)
-            .await;
-        Mock::given(method("POST"))
-            .and(path("/v1beta/models/gemini-x:generateContent"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(call))
-            .with_priority(2)
-            .expect(2)
-            .mount(&upstream)
-            .await;
-    });
+    let upstream = gemini_upstream(&rt, [(1, "functionResponse", answer, 2), (2, "Weather in Oslo", call, 2)]);
     let p = Proxy::start("tests/fixtures/wire/plain.toml", &["--upstream", &format!("gemini={}", upstream.uri())]);
     let user = json!({"role": "user", "parts": [{"text": "Weather in Oslo?"}]});
     let called = json!({"role": "model", "parts": [{"functionCall": {"name": "search", "args": {"query": "Oslo"}}}]});
@@ -365,16 +373,12 @@ fn two_gemini_conversations_that_open_alike_keep_their_calls_apart() {
         assert_eq!(status, 200);
     }
     let (_, events, _) = p.stop();
-    let ids = |ty: &str| -> Vec<String> {
-        events.iter().filter(|e| e["type"] == ty).map(|e| e["call_id"].as_str().unwrap().to_owned()).collect()
-    };
-    let (calls, results) = (ids("tool_call"), ids("tool_result"));
+    let (calls, results) = (tool_events(&events, "tool_call"), tool_events(&events, "tool_result"));
     assert_eq!(calls.len(), 2, "{events:?}");
-    assert_ne!(calls[0], calls[1], "{events:?}");
-    assert_eq!(results, calls, "each result paired with its own conversation's call: {events:?}");
-    let contents: Vec<String> =
-        events.iter().filter(|e| e["type"] == "tool_result").map(|e| e["content"].to_string()).collect();
-    assert!(contents[0].contains('3') && contents[1].contains('4'), "{contents:?}");
+    assert_ne!(calls[0].0, calls[1].0, "{events:?}");
+    let ids = |v: &[(String, String)]| v.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&results), ids(&calls), "each result paired with its own conversation's call: {events:?}");
+    assert!(results[0].1.contains('3') && results[1].1.contains('4'), "{results:?}");
     assert_eq!(model_calls(&events).len(), 4);
     rt.block_on(upstream.verify());
 }
@@ -390,22 +394,14 @@ fn a_sub_agents_gemini_conversation_does_not_take_its_parents_results() {
         "usageMetadata": {"promptTokenCount": 9, "candidatesTokenCount": 6}})
     };
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let upstream = rt.block_on(MockServer::start());
-    rt.block_on(async {
-        for (priority, matcher, answer) in [
-            (1, "functionResponse", part(json!({"text": "Done."}))),
-            (2, "Plan the trip", part(json!({"functionCall": {"name": "research", "args": {"topic": "flights"}}}))),
-            (3, "Find flights", part(json!({"functionCall": {"name": "search", "args": {"query": "CDG"}}}))),
-        ] {
-            Mock::given(method("POST"))
-                .and(body_string_contains(matcher))
-                .respond_with(ResponseTemplate::new(200).set_body_json(answer))
-                .with_priority(priority)
-                .expect(if priority == 1 { 2 } else { 1 })
-                .mount(&upstream)
-                .await;
-        }
-    });
+    let upstream = gemini_upstream(
+        &rt,
+        [
+            (1, "functionResponse", part(json!({"text": "Done."})), 2),
+            (2, "Plan the trip", part(json!({"functionCall": {"name": "research", "args": {"topic": "flights"}}})), 1),
+            (3, "Find flights", part(json!({"functionCall": {"name": "search", "args": {"query": "CDG"}}})), 1),
+        ],
+    );
     let p = Proxy::start("tests/fixtures/wire/plain.toml", &["--upstream", &format!("gemini={}", upstream.uri())]);
     let url = "/v1beta/models/gemini-x:generateContent";
     let user = |text: &str| json!({"role": "user", "parts": [{"text": text}]});
@@ -423,14 +419,7 @@ fn a_sub_agents_gemini_conversation_does_not_take_its_parents_results() {
     let researched = json!({"contents": [parent, model("research", json!({"topic": "flights"})), result("research", json!({"found": "AF 410"}))]});
     assert_eq!(p.post(url, &researched).0, 200);
     let (_, events, _) = p.stop();
-    let of = |ty: &str| -> Vec<(String, String)> {
-        events
-            .iter()
-            .filter(|e| e["type"] == ty)
-            .map(|e| (e["call_id"].as_str().unwrap().to_owned(), e["name"].to_string() + &e["content"].to_string()))
-            .collect()
-    };
-    let (calls, results) = (of("tool_call"), of("tool_result"));
+    let (calls, results) = (tool_events(&events, "tool_call"), tool_events(&events, "tool_result"));
     assert_eq!(calls.len(), 2, "{events:?}");
     assert!(calls[0].1.contains("research") && calls[1].1.contains("search"), "{calls:?}");
     assert_eq!(results.len(), 2, "{events:?}");
