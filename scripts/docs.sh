@@ -9,7 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 version=0.5.4
 if ! .tools/bin/mdbook --version 2>/dev/null | grep -q "v$version"; then
-  cargo install mdbook --locked --version "$version" --no-default-features --features search --root .tools
+  # In a temporary folder of its own, never a CARGO_TARGET_DIR shared with the tests' build.
+  env -u CARGO_TARGET_DIR cargo install mdbook --locked --version "$version" --no-default-features --features search --root .tools
 fi
 [ "${1:-}" = "--install-only" ] && exit 0
 .tools/bin/mdbook build docs

@@ -6,21 +6,24 @@
 //! framework's own documented behaviour decides the verdict (its turn limit, a provider it does
 //! not retry), that is listed below as an expectation.
 //!
-//! Which combinations meet which scenario (see [`breadth`]): every combination meets the
-//! scenarios whose verdict turns on the provider's dialect and streaming (the worked example,
-//! parallel calls, provider overload, directly and through live mode); the scenarios whose
-//! verdict the framework alone decides (its turn limit on the ambiguous loop, what it does with a
-//! tool's repeated 429 in the storm: the expectations name no API but Anthropic's check 3, which
-//! the worked example covers) and the proxy's life cycle (its banner, Ctrl-C, the traffic scored
-//! as a run: the same live path the matrix meets through live mode) meet one combination per
-//! framework, the fast subset, which covers every provider format, streaming and chaining.
+//! Which combinations meet which scenario (see [`breadth`]), with `TRACEFAULT_FRAMEWORKS=all`:
+//! every combination meets the scenarios whose verdict or history turns on the provider's
+//! dialect and streaming (the worked example, the ambiguous loop's 20-odd turns of history in
+//! each dialect, parallel calls, provider overload directly and through live mode). One
+//! combination per framework (the fast subset, which covers every provider format, streaming and
+//! chaining between them) meets the storm, whose verdict the framework alone decides (what it does
+//! with a tool's repeated 429: the expectation names no API but Anthropic's check 3, which the
+//! worked example covers), and the proxy's life cycle (its banner, built as exec builds an
+//! agent's environment, Ctrl-C, the traffic scored as a run), whose live path the whole matrix
+//! meets through live mode.
 //!
 //! The same agents also run through live mode (`exec --live`) on the provider-overload
 //! scenario: their model requests go through tracefault, which answers the scenario's
 //! provider faults in each provider's dialect, to an upstream provider (a `tracefault serve` of
 //! the scenario without those faults, on another port, playing the real model), so each
-//! framework's own client meets the live proxy over every API, streaming and not, chained
-//! where it chains, and must end with the verdicts it ends with against the mocks.
+//! framework's own client meets the live proxy (over every API, streaming and not, chained
+//! where it chains, with `TRACEFAULT_FRAMEWORKS=all`), and must end with the verdicts it ends
+//! with against the mocks.
 //!
 //! And through `tracefault proxy`: the proxy started on its own, the agent run once with the
 //! proxy's banner as its environment, the proxy stopped with Ctrl-C; its report set must
@@ -193,25 +196,28 @@ fn fast(a: &Agent) -> bool {
 }
 
 /// How many runs `agent` has on `scenario`: three for the fast subset's combinations where the
-/// runs' draws decide the ending (an answer, giving up or a loop), one elsewhere (an agent's run
-/// is seconds of CPU: the whole matrix at three runs each took half of CI's time).
+/// runs' draws decide the ending or its path (an answer, giving up or a loop; the storm's
+/// re-issues), one elsewhere (an agent's run is seconds of CPU: the whole matrix at three runs
+/// each took half of CI's time).
 fn runs(scenario: &str, agent: &Agent) -> u32 {
-    let drawn = matches!(scenario, "01-worked-example" | "02-ambiguous-loop" | "06-parallel-one-failing");
+    let drawn = scenario != "09-provider-overload";
     if fast(agent) && drawn { 3 } else { 1 }
 }
 
 /// How much of the matrix meets a scenario (with `TRACEFAULT_FRAMEWORKS=all`).
 #[derive(Clone, Copy, PartialEq)]
 enum Breadth {
-    /// Every combination: the verdict turns on the provider's dialect and streaming.
+    /// Every combination: the verdict or the history turns on the provider's dialect and
+    /// streaming.
     Matrix,
-    /// The fast subset: the framework alone decides the verdict.
+    /// The fast subset: the framework alone decides the verdict (the storm), or the whole
+    /// matrix meets the same path elsewhere (the proxy's, through live mode).
     PerFramework,
 }
 
 fn breadth(scenario: &str, through: Through) -> Breadth {
     match (scenario, through) {
-        (_, Through::Proxy) | ("02-ambiguous-loop" | "03-rate-limit-storm", _) => Breadth::PerFramework,
+        (_, Through::Proxy) | ("03-rate-limit-storm", _) => Breadth::PerFramework,
         _ => Breadth::Matrix,
     }
 }

@@ -265,13 +265,15 @@ fn a_stream_passes_byte_for_byte_and_is_read_for_its_usage() {
     rt.block_on(upstream.verify());
 }
 
-/// A fake Gemini upstream: each request gets the answer of the first rule, by priority, whose
-/// text its body contains; each rule must match exactly its count of requests.
+/// A fake Gemini upstream of `generateContent` for model `gemini-x`: each request gets the
+/// answer of the first rule, by priority, whose text its body contains; each rule must match
+/// exactly its count of requests.
 fn gemini_upstream<const N: usize>(rt: &tokio::runtime::Runtime, rules: [(u8, &str, Value, u64); N]) -> MockServer {
     rt.block_on(async {
         let upstream = MockServer::start().await;
         for (priority, text, answer, times) in rules {
             Mock::given(method("POST"))
+                .and(path("/v1beta/models/gemini-x:generateContent"))
                 .and(body_string_contains(text))
                 .respond_with(ResponseTemplate::new(200).set_body_json(answer))
                 .with_priority(priority)
