@@ -38,13 +38,18 @@ pub struct PredictArgs {
     pub out: Option<PathBuf>,
 }
 
-/// Simulated runs at most (draws × live runs): past it the command would seem to hang.
+/// Most agents a live run may have (`exec --agents`).
+const MAX_AGENTS: usize = 1000;
+
+/// Simulated agents' runs at most (draws × live runs × agents): past it the command would seem
+/// to hang.
 const MAX_SIMULATED_RUNS: u64 = 50_000_000;
 
 pub fn execute(args: PredictArgs) -> Result<i32> {
     let mut sc = crate::scenario::load::load_file(&args.scenario)?;
     sc.profile = crate::scenario::files::load_profile(&args.profile)?;
     let (mut runs, mut rewrite, mut left_out) = (Vec::new(), None::<Option<String>>, 0);
+    let mut agents = None;
     for dir in &args.live {
         let live = live_runs(dir, &sc.name)?;
         if rewrite.as_ref().is_some_and(|r| *r != live.rewrite) {
@@ -55,6 +60,17 @@ pub fn execute(args: PredictArgs) -> Result<i32> {
                 rewrite.flatten()
             )));
         }
+        if let (Some(before), Some(here)) = (agents, live.agents)
+            && before != here
+        {
+            return Err(Error::Usage(format!(
+                "--live {}: its runs are of {}, the other folders' of {}: predict one fleet size at a time",
+                dir.display(),
+                agents_text(here),
+                agents_text(before)
+            )));
+        }
+        agents = agents.or(live.agents);
         rewrite = Some(live.rewrite);
         left_out += live.left_out;
         runs.extend(live.runs);
@@ -93,27 +109,77 @@ pub fn execute(args: PredictArgs) -> Result<i32> {
             ))
         })?,
     };
-    if args.draws.saturating_mul(runs.len() as u64) > MAX_SIMULATED_RUNS {
+    let agents = agents.unwrap_or(1);
+    if args.draws.saturating_mul(runs.len() as u64).saturating_mul(u64::from(agents)) > MAX_SIMULATED_RUNS {
         return Err(Error::Usage(format!(
-            "--draws {} × {} live runs is past {MAX_SIMULATED_RUNS} simulated runs: give fewer --draws",
+            "--draws {} × {} live runs × {} is past {MAX_SIMULATED_RUNS} simulated agents' runs: give fewer --draws",
             args.draws,
-            runs.len()
+            runs.len(),
+            agents_text(agents)
         )));
     }
+    if agents > 1 {
+        fleet_as_exec_ran_it(&sc, strategy, &args.scenario)?;
+    }
+    // The simulated runs are the live ones': `exec --agents N` starts N copies at once (the
+    // scenario's own `[fleet]` is `run`'s, not exec's).
+    let live_fleet = crate::engine::fleet::Fleet { agents, start: crate::engine::fleet::Start::Together };
+    if sc.fleet != live_fleet {
+        use crate::engine::fleet::Start;
+        let start = match sc.fleet.start {
+            Start::Together => "at once".to_owned(),
+            Start::Every { ms } => format!("every {ms} ms"),
+            Start::Poisson { per_s } => format!("at {per_s} a second (Poisson)"),
+        };
+        eprintln!(
+            "predict: simulating {} a run started at once, as the live runs had, not the scenario's [fleet] ({} \
+             started {start})",
+            agents_text(agents),
+            agents_text(sc.fleet.agents),
+        );
+    }
+    sc.fleet = live_fleet;
     let observed = figures(&runs);
     let seed = args.seed.unwrap_or(sc.seed);
     let p = predict(&sc, strategy, runs.len() as u64, args.draws as usize, seed);
     let strategy_name = &sc.strategies[strategy].name;
-    let md = markdown(&sc.name, strategy_name, &args.profile, &p, &observed);
+    let md = markdown(&sc.name, strategy_name, &args.profile, agents, &p, &observed);
     print!("{md}");
     if let Some(out) = &args.out {
         let set = crate::output::FolderWriter::begin(out)?;
-        set.write("predict.csv", csv(&sc.name, strategy_name, &p, &observed).as_bytes())?;
+        set.write("predict.csv", csv(&sc.name, strategy_name, agents, &p, &observed).as_bytes())?;
         set.write("predict.md", md.as_bytes())?;
         set.commit()?;
         println!("wrote predict.csv and predict.md to {}", out.display());
     }
     Ok(if outside(&p, &observed).is_empty() { exit::OK } else { exit::FAILED })
+}
+
+/// Refuses a fleet whose simulated runs would share what exec's live agents do not: a fault
+/// rule counted fleet-wide (`scope = "fleet"`; exec's mocks count each agent's attempts), a
+/// breaker or a retry budget the strategy shares across the fleet (the live agents are separate
+/// processes, each with its own).
+fn fleet_as_exec_ran_it(sc: &crate::engine::Scenario, strategy: usize, file: &Path) -> Result<()> {
+    let strat = &sc.strategies[strategy];
+    let retry = strat.retry.as_ref().unwrap_or(&sc.policy.retry);
+    let shared = if sc.faults.has_fleet_rules() {
+        Some("a fault rule with scope = \"fleet\" (exec's mocks count each agent's attempts)".to_owned())
+    } else if strat.breaker && (strat.fleet_breaker || sc.policy.breaker.fleet) {
+        Some(format!("strategy {:?} shares one breaker across the fleet", printable(&strat.name)))
+    } else if retry.budget_ratio.is_some() {
+        Some(format!("strategy {:?} shares one retry budget across the fleet (budget_ratio)", printable(&strat.name)))
+    } else {
+        None
+    };
+    match shared {
+        Some(what) => Err(Error::Usage(format!(
+            "{}: {what}, which the live agents, each its own process, did not share: predict cannot set this \
+             fleet's live runs beside the simulator (name a strategy with --strategy that shares nothing, or a \
+             scenario without fleet-wide rules)",
+            file.display()
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// What an `exec --live` folder holds for predict.
@@ -124,10 +190,13 @@ struct LiveRuns {
     left_out: usize,
     /// The strategy its tool results were rewritten under (`--rewrite`), if any.
     rewrite: Option<String>,
+    /// The agents of each run (`exec --agents`), when it holds a run.
+    agents: Option<u32>,
 }
 
 /// The runs an `exec --live` folder holds: its runs.csv's rows of scenario `name`, less those
-/// exec.json says the model did not end.
+/// exec.json says the model did not end (in a fleet's run, any of its agents'). Every run holds
+/// as many agents.
 fn live_runs(dir: &Path, name: &str) -> Result<LiveRuns> {
     let bad = |file: &Path, message: String| Error::Parse { file: file.display().to_string(), message };
     let exec_json = dir.join("exec.json");
@@ -151,12 +220,47 @@ fn live_runs(dir: &Path, name: &str) -> Result<LiveRuns> {
         ));
     }
     let described = report["runs"].as_array().cloned().unwrap_or_default();
-    if described.iter().any(|r| r.get("agents").is_some()) {
-        return Err(bad(
-            &exec_json,
-            "/runs: runs of a fleet (--agents): predict compares one agent's runs with the simulator".into(),
-        ));
+    // `proxy` scores the traffic of however many agents passed as one run, and knows neither
+    // when each started nor the order they ended in.
+    let proxied = report["agent"].as_array().is_some_and(|a| a.len() == 1 && a[0] == "tracefault proxy");
+    // Each run's agents as exec.json describes them: a fleet's run lists them under `agents`.
+    let mut each = Vec::with_capacity(described.len());
+    for (i, r) in described.iter().enumerate() {
+        let agents: Vec<&serde_json::Value> = match r.get("agents") {
+            None => vec![r],
+            Some(serde_json::Value::Array(a)) if (1..=MAX_AGENTS).contains(&a.len()) => a.iter().collect(),
+            Some(_) => {
+                return Err(bad(
+                    &exec_json,
+                    format!("/runs/{i}/agents: expected the run's agents, a list of 1 to {MAX_AGENTS} (exec --agents)"),
+                ));
+            }
+        };
+        if proxied && agents.len() > 1 {
+            return Err(bad(
+                &exec_json,
+                format!(
+                    "/runs/{i}/agents: the traffic of {} through `proxy`, which knows neither when each started nor \
+                     the order they ended in: predict sets a fleet's runs of `exec --live --agents N` beside the \
+                     simulator",
+                    agents_text(agents.len() as u32)
+                ),
+            ));
+        }
+        if let Some(first) = each.first().map(Vec::len)
+            && first != agents.len()
+        {
+            return Err(bad(
+                &exec_json,
+                format!(
+                    "/runs/{i}: {}, where run 0 has {first}: predict simulates one fleet size",
+                    agents_text(agents.len() as u32)
+                ),
+            ));
+        }
+        each.push(agents);
     }
+    let agents = each.first().map(|a| a.len() as u32);
     let rewrite = report["model"]["rewrite"].as_str().map(str::to_owned);
     let path = dir.join("runs.csv");
     let text = crate::input::read_text(&path, crate::input::Input::Trace)?;
@@ -177,8 +281,9 @@ fn live_runs(dir: &Path, name: &str) -> Result<LiveRuns> {
                 format!("line {line}: a run of scenario {:?}, not of {:?}", printable(cell(scenario)), printable(name)),
             ));
         }
-        let ended_by = described.get(i).and_then(|r| r["ended"].as_str());
-        if matches!(ended_by, Some("cut_off" | "timeout" | "never_called")) {
+        let not_the_models =
+            |a: &&serde_json::Value| matches!(a["ended"].as_str(), Some("cut_off" | "timeout" | "never_called"));
+        if each.get(i).is_some_and(|agents| agents.iter().any(not_the_models)) {
             left_out += 1;
             continue;
         }
@@ -204,7 +309,12 @@ fn live_runs(dir: &Path, name: &str) -> Result<LiveRuns> {
             ),
         ));
     }
-    Ok(LiveRuns { runs, left_out, rewrite })
+    Ok(LiveRuns { runs, left_out, rewrite, agents })
+}
+
+/// "1 agent", "2 agents".
+fn agents_text(n: u32) -> String {
+    format!("{n} agent{}", if n == 1 { "" } else { "s" })
 }
 
 fn fixed(v: f64) -> String {
@@ -212,7 +322,14 @@ fn fixed(v: f64) -> String {
 }
 
 /// predict.md: the table and the verdict.
-fn markdown(scenario: &str, strategy: &str, profile: &Path, p: &Prediction, observed: &[f64; 4]) -> String {
+fn markdown(
+    scenario: &str,
+    strategy: &str,
+    profile: &Path,
+    agents: u32,
+    p: &Prediction,
+    observed: &[f64; 4],
+) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Prediction against live runs: {}\n", md_text(scenario));
     let _ = writeln!(
@@ -225,6 +342,14 @@ fn markdown(scenario: &str, strategy: &str, profile: &Path, p: &Prediction, obse
         p.draws,
         p.runs
     );
+    if agents > 1 {
+        let _ = writeln!(
+            s,
+            "Each run is a fleet of {agents} agents started at once, as `exec --agents {agents}` ran them live; a run's \
+             ending is that of the first of its agents to end without an answer (an answer when every agent \
+             answered), its calls all its agents' calls.\n"
+        );
+    }
     let _ = writeln!(s, "| figure | observed | predicted | interval | inside |");
     let _ = writeln!(s, "|---|---|---|---|---|");
     for k in 0..FIGURES.len() {
@@ -248,13 +373,13 @@ fn markdown(scenario: &str, strategy: &str, profile: &Path, p: &Prediction, obse
 }
 
 /// predict.csv: one row per figure.
-fn csv(scenario: &str, strategy: &str, p: &Prediction, observed: &[f64; 4]) -> String {
-    let mut s = String::from("scenario,strategy,figure,live_runs,observed,predicted,lo,hi,inside\n");
+fn csv(scenario: &str, strategy: &str, agents: u32, p: &Prediction, observed: &[f64; 4]) -> String {
+    let mut s = String::from("scenario,strategy,figure,live_runs,observed,predicted,lo,hi,inside,agents\n");
     let names = String::from_utf8_lossy(&crate::escape::csv_names(&[scenario, strategy])).into_owned();
     for k in 0..FIGURES.len() {
         let _ = writeln!(
             s,
-            "{names}{},{},{},{},{},{},{}",
+            "{names}{},{},{},{},{},{},{},{agents}",
             FIGURES[k],
             p.runs,
             fixed(observed[k]),

@@ -82,6 +82,16 @@ fn predict(scenario: &Path, profile: &Path, live: &Path, out: &Path) -> (i32, St
     (o.status.code().unwrap_or(-1), stdout, Table::read(&out.join("predict.csv")))
 }
 
+/// `tracefault predict SCENARIO --profile PROFILE --live DIR… EXTRA…`.
+fn predict_with(scenario: &Path, profile: &Path, live: &[&Path], extra: &[&str]) -> std::process::Output {
+    let mut cmd = tracefault();
+    cmd.arg("predict").arg(scenario).arg("--profile").arg(profile);
+    for dir in live {
+        cmd.arg("--live").arg(dir);
+    }
+    cmd.args(extra).output().unwrap()
+}
+
 /// Each figure of runs.csv by its definition, by hand: answers, loops, give-ups, mean calls.
 fn observed(t: &Table) -> [f64; 4] {
     let n = t.rows.len() as f64;
@@ -179,16 +189,7 @@ fn predict_refuses_folders_that_are_no_live_runs_and_unknown_strategies() {
     let sc = scenario(dir.path(), "a.toml", 1);
     let profile = crate::root().join("profiles/default.toml");
     let run = |extra: &[&str], live: &Path| {
-        let o = tracefault()
-            .arg("predict")
-            .arg(&sc)
-            .arg("--profile")
-            .arg(&profile)
-            .arg("--live")
-            .arg(live)
-            .args(extra)
-            .output()
-            .unwrap();
+        let o = predict_with(&sc, &profile, &[live], extra);
         (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
     };
     let (code, err) = run(&[], dir.path());
@@ -237,7 +238,15 @@ fn predict_refuses_folders_that_are_no_live_runs_and_unknown_strategies() {
     write(&live, "exec.json", &exec_json(r#"[{"agents": [], "ended": "answer"}]"#));
     let (code, err) = run(&[], &live);
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("runs of a fleet"), "{err}");
+    assert!(err.contains("/runs/0/agents: expected the run's agents"), "{err}");
+    write(
+        &live,
+        "exec.json",
+        &exec_json(r#"[{"agents": [{"ended": "answer"}, {"ended": "answer"}]}, {"agents": [{"ended": "answer"}]}]"#),
+    );
+    let (code, err) = run(&[], &live);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("/runs/1: 1 agent, where run 0 has 2: predict simulates one fleet size"), "{err}");
     // The two files of one exec describe the same runs.
     write(&live, "exec.json", &exec_json(r#"[{"ended": "answer"}]"#));
     write(
@@ -248,4 +257,105 @@ fn predict_refuses_folders_that_are_no_live_runs_and_unknown_strategies() {
     let (code, err) = run(&[], &live);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("2 runs, where") && err.contains("describes 1"), "{err}");
+}
+
+/// A fleet's live runs (`exec --agents 2`) are set beside a simulated fleet of as many agents
+/// started at once, whatever the scenario's own `[fleet]` says; a lone agent's beside a lone
+/// agent. By hand, a scenario without faults: each agent calls the model, the tool, the model
+/// again and answers, 3 calls, so a run of two agents answers with 6 calls in every draw and a
+/// lone agent's with 3; a fleet's run with one agent cut off is left out.
+#[test]
+fn predict_simulates_the_live_runs_fleet() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "name = \"calm\"\nseed = 4\nstrategies = [\"error-string\"]\n[task]\n[[task.steps]]\ntool = \"search\"\n\
+                args = { query = \"Paris\" }\nresult = { temp_c = 18 }\n";
+    let sc = write(dir.path(), "calm.toml", &format!("{body}[fleet]\nagents = 4\nstart = \"together\"\n"));
+    let profile = crate::root().join("profiles/default.toml");
+    let exec_json =
+        |runs: &str| format!("{{\"model\": {{\"answered_by\": \"the providers (live)\"}}, \"runs\": {runs}}}");
+    let predicted = |live: &Path| {
+        let out = live.join("predicted");
+        let o = predict_with(&sc, &profile, &[live], &["--draws", "200", "--out", out.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+        (o.status.code(), stderr, Table::read(&out.join("predict.csv")))
+    };
+    let fleet = dir.path().join("fleet");
+    std::fs::create_dir(&fleet).unwrap();
+    write(
+        &fleet,
+        "exec.json",
+        &exec_json(
+            r#"[{"agents": [{"ended": "answer"}, {"ended": "answer"}]}, {"agents": [{"ended": "answer"}, {"ended": "cut_off"}]},
+                {"agents": [{"ended": "answer"}, {"ended": "answer"}]}]"#,
+        ),
+    );
+    write(
+        &fleet,
+        "runs.csv",
+        "scenario,strategy,run,seed,terminated_by,calls\ncalm,agent,0,4,answer,6\ncalm,agent,1,4,answer,4\n\
+         calm,agent,2,4,answer,6\n",
+    );
+    let (code, err, t) = predicted(&fleet);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("1 live runs left out"), "{err}");
+    assert!(
+        err.contains("simulating 2 agents a run started at once, as the live runs had, not the scenario's [fleet] (4 agents started at once)"),
+        "{err}"
+    );
+    let row = |t: &Table, figure: &str| t.rows.iter().find(|r| r["figure"] == figure).unwrap().clone();
+    for (figure, value) in [("success_rate", "1.0000"), ("loop_rate", "0.0000"), ("calls_mean", "6.0000")] {
+        let r = row(&t, figure);
+        assert_eq!((&r["observed"][..], &r["predicted"][..], &r["lo"][..], &r["hi"][..]), (value, value, value, value));
+        assert_eq!((&r["live_runs"][..], &r["agents"][..]), ("2", "2"), "{r:?}");
+    }
+    let lone = dir.path().join("lone");
+    std::fs::create_dir(&lone).unwrap();
+    write(&lone, "exec.json", &exec_json(r#"[{"ended": "answer"}, {"ended": "answer"}]"#));
+    write(
+        &lone,
+        "runs.csv",
+        "scenario,strategy,run,seed,terminated_by,calls\ncalm,agent,0,4,answer,3\ncalm,agent,1,4,answer,3\n",
+    );
+    let (code, err, t) = predicted(&lone);
+    assert_eq!(code, Some(0), "{err}");
+    let r = row(&t, "calls_mean");
+    assert_eq!(
+        (&r["predicted"][..], &r["lo"][..], &r["hi"][..], &r["agents"][..]),
+        ("3.0000", "3.0000", "3.0000", "1")
+    );
+    // Folders of other fleet sizes are not predicted together.
+    let o = predict_with(&sc, &profile, &[&fleet, &lone], &[]);
+    let (code, err) = (o.status.code(), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("its runs are of 1 agent, the other folders' of 2 agents"), "{err}");
+    let refused = |scenario: &Path, live: &Path| {
+        let o = predict_with(scenario, &profile, &[live], &[]);
+        assert_eq!(o.status.code(), Some(2), "{o:?}");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    // A fault rule counted fleet-wide: exec's mocks counted each agent's attempts.
+    let fleetwide = write(
+        dir.path(),
+        "fleetwide.toml",
+        &format!("{body}[[faults]]\ntarget = \"search\"\nat = [3]\nhttp = 503\nscope = \"fleet\"\n"),
+    );
+    let err = refused(&fleetwide, &fleet);
+    assert!(err.contains("fleetwide.toml: a fault rule with scope = \"fleet\""), "{err}");
+    // A fleet's traffic through `proxy`, scored as one run: no start times, no order of endings.
+    let proxied = dir.path().join("proxied");
+    std::fs::create_dir(&proxied).unwrap();
+    write(
+        &proxied,
+        "exec.json",
+        r#"{"agent": ["tracefault proxy"], "model": {"answered_by": "the providers (live)"},
+            "runs": [{"agents": [{"ended": "answer"}, {"ended": "answer"}]}]}"#,
+    );
+    write(&proxied, "runs.csv", "scenario,strategy,run,seed,terminated_by,calls\ncalm,agent,0,4,answer,6\n");
+    let err = refused(&sc, &proxied);
+    assert!(err.contains("/runs/0/agents: the traffic of 2 agents through `proxy`"), "{err}");
+    // More agents than exec runs.
+    let many = vec![r#"{"ended": "answer"}"#; 1001].join(",");
+    write(&proxied, "exec.json", &exec_json(&format!("[{{\"agents\": [{many}]}}]")));
+    let err = refused(&sc, &proxied);
+    assert!(err.contains("/runs/0/agents: expected the run's agents, a list of 1 to 1000"), "{err}");
 }
