@@ -155,16 +155,14 @@ pub fn execute(args: PredictArgs) -> Result<i32> {
     Ok(if outside(&p, &observed).is_empty() { exit::OK } else { exit::FAILED })
 }
 
-/// Refuses a fleet whose simulated runs would share what exec's live agents do not: a fault
-/// rule counted fleet-wide (`scope = "fleet"`; exec's mocks count each agent's attempts), a
-/// breaker or a retry budget the strategy shares across the fleet (the live agents are separate
-/// processes, each with its own).
+/// Refuses a fleet whose simulated runs would share what exec's live agents do not: a breaker
+/// or a retry budget the strategy shares across the fleet (the live agents are separate
+/// processes, each with its own). Fault rules with `scope = "fleet"` count the fleet's attempts
+/// in exec's mocks as in the simulator.
 fn fleet_as_exec_ran_it(sc: &crate::engine::Scenario, strategy: usize, file: &Path) -> Result<()> {
     let strat = &sc.strategies[strategy];
     let retry = strat.retry.as_ref().unwrap_or(&sc.policy.retry);
-    let shared = if sc.faults.has_fleet_rules() {
-        Some("a fault rule with scope = \"fleet\" (exec's mocks count each agent's attempts)".to_owned())
-    } else if strat.breaker && (strat.fleet_breaker || sc.policy.breaker.fleet) {
+    let shared = if strat.breaker && (strat.fleet_breaker || sc.policy.breaker.fleet) {
         Some(format!("strategy {:?} shares one breaker across the fleet", printable(&strat.name)))
     } else if retry.budget_ratio.is_some() {
         Some(format!("strategy {:?} shares one retry budget across the fleet (budget_ratio)", printable(&strat.name)))
@@ -175,7 +173,7 @@ fn fleet_as_exec_ran_it(sc: &crate::engine::Scenario, strategy: usize, file: &Pa
         Some(what) => Err(Error::Usage(format!(
             "{}: {what}, which the live agents, each its own process, did not share: predict cannot set this \
              fleet's live runs beside the simulator (name a strategy with --strategy that shares nothing, or a \
-             scenario without fleet-wide rules)",
+             scenario whose [policy] shares nothing)",
             file.display()
         ))),
         None => Ok(()),

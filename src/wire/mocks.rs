@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::oneshot;
 
-use super::world::{Clock, World};
+use super::world::{Clock, FleetFaults, SharedFaults, World};
 use crate::engine::Scenario;
 use crate::engine::limits::{Admission, LoadFault, ProviderState, ToolState, Waiter};
 
@@ -75,6 +75,8 @@ pub struct Mocks {
     agents: u32,
     /// Each agent's world, made at its first request.
     worlds: BTreeMap<u32, World>,
+    /// What the fleet's `scope = "fleet"` fault rules count, shared by the worlds.
+    fleet_faults: Option<SharedFaults>,
     /// Whether traffic is recorded as traces (`exec`, whose runs end; not `serve`).
     record_trace: bool,
     pub limits: Limits,
@@ -90,6 +92,7 @@ impl Mocks {
         }
         let mut provider = ProviderState::default();
         provider.reset(&scenario.provider_load);
+        let fleet_faults = FleetFaults::for_run(&scenario, run, agents.max(1));
         static EPOCHS: AtomicU64 = AtomicU64::new(0);
         Mocks {
             epoch: EPOCHS.fetch_add(1, Ordering::Relaxed),
@@ -98,6 +101,7 @@ impl Mocks {
             clock: Clock::new(time_scale),
             agents: agents.max(1),
             worlds: BTreeMap::new(),
+            fleet_faults,
             record_trace,
             limits: Limits { tools, provider, ..Limits::default() },
         }
@@ -118,8 +122,9 @@ impl Mocks {
         }
         let (sc, run, clock, fleet, record) =
             (&self.scenario, self.run, self.clock, self.agents > 1, self.record_trace);
+        let faults = &self.fleet_faults;
         let world = self.worlds.entry(agent).or_insert_with(|| {
-            let mut w = World::new(sc.clone(), run, agent, clock);
+            let mut w = World::new(sc.clone(), run, agent, clock, faults.clone());
             w.record_trace = record;
             if fleet {
                 // Named as the engine names a fleet's agents.

@@ -5,6 +5,7 @@
 
 use crate::wire::checks::{Check, Finding};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use crate::engine::Scenario;
@@ -75,6 +76,39 @@ pub struct Decision {
     pub refused: bool,
 }
 
+/// What a fleet's fault rules with `scope = "fleet"` count, shared by its agents' worlds: their
+/// injector (keyed as agent 0, as the engine keys it) and the fleet's attempts and successes on
+/// each target.
+#[derive(Default)]
+pub struct FleetFaults {
+    injector: Injector,
+    attempts: Vec<u32>,
+    successes: Vec<u32>,
+}
+
+/// [`FleetFaults`] as a fleet's worlds hold it (read under the mocks' lock, so never contended).
+pub type SharedFaults = Arc<Mutex<FleetFaults>>;
+
+impl FleetFaults {
+    /// The state for run `run` of `scenario` when its fleet counts attempts fleet-wide: several
+    /// agents, or tools with limits (as the engine decides), and a rule with `scope = "fleet"`.
+    pub fn for_run(scenario: &Scenario, run: u64, agents: u32) -> Option<SharedFaults> {
+        if !(scenario.faults.has_fleet_rules() && (agents > 1 || scenario.loaded)) {
+            return None;
+        }
+        let mut injector = Injector::default();
+        let sc = scenario;
+        sc.faults.reset(&mut injector, sc.seed, sc.name_hash, run, 0, &sc.target_hashes);
+        let targets = sc.task.tools.len() + 1;
+        let state = FleetFaults { injector, attempts: vec![0; targets], successes: vec![0; targets] };
+        Some(Arc::new(Mutex::new(state)))
+    }
+}
+
+fn lock(faults: &SharedFaults) -> MutexGuard<'_, FleetFaults> {
+    faults.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 pub struct World {
     pub scenario: Scenario,
     pub run: u64,
@@ -83,6 +117,8 @@ pub struct World {
     pub agent: u32,
     pub clock: Clock,
     injector: Injector,
+    /// The fleet's count of its `scope = "fleet"` rules, when those count fleet-wide.
+    fleet: Option<SharedFaults>,
     /// Per target (tools, then the provider): attempts, successes, a sticky terminal fault, an
     /// announced wait.
     attempts: Vec<u32>,
@@ -188,8 +224,9 @@ pub struct World {
 }
 
 impl World {
-    /// Agent `agent`'s world in run `run`, on the fleet's `clock`.
-    pub fn new(scenario: Scenario, run: u64, agent: u32, clock: Clock) -> World {
+    /// Agent `agent`'s world in run `run`, on the fleet's `clock`; `fleet` counts the fleet's
+    /// attempts for its `scope = "fleet"` rules ([`FleetFaults::for_run`]).
+    pub fn new(scenario: Scenario, run: u64, agent: u32, clock: Clock, fleet: Option<SharedFaults>) -> World {
         let targets = scenario.task.tools.len() + 1;
         let mut injector = Injector::default();
         scenario.faults.reset(&mut injector, scenario.seed, scenario.name_hash, run, agent, &scenario.target_hashes);
@@ -203,6 +240,7 @@ impl World {
             agent,
             clock,
             injector,
+            fleet,
             attempts: vec![0; targets],
             rule_fired: vec![0; scenario.faults.rules.len()],
             successes: vec![0; targets],
@@ -267,9 +305,13 @@ impl World {
     }
 
     /// Decides the next attempt on `target` now: a refusal while an announced wait runs, the
-    /// target's sticky terminal fault, or the injector's draw.
+    /// target's sticky terminal fault, or the injector's draw. In a fleet that counts them, the
+    /// rules with `scope = "fleet"` are decided first, on the fleet's counts (as in the engine).
     pub fn decide(&mut self, target: usize) -> Option<Decision> {
         self.attempts[target] += 1;
+        if let Some(fleet) = &self.fleet {
+            lock(fleet).attempts[target] += 1;
+        }
         let now = self.clock.now_ms();
         let refusal = self.refusals[target];
         if now < refusal.until_ms {
@@ -279,8 +321,18 @@ impl World {
             return Some(Decision { rule: r, retry_after_ms: self.fault(r).retry_after_ms(), refused: false });
         }
         let attempt = self.attempts[target];
-        let fired: Option<Fired> =
-            self.scenario.faults.decide(&mut self.injector, target, attempt, now, self.successes[target]);
+        let plan = &self.scenario.faults;
+        let fired: Option<Fired> = match &self.fleet {
+            None => plan.decide(&mut self.injector, target, attempt, now, self.successes[target]),
+            Some(fleet) => {
+                let f = &mut *lock(fleet);
+                // Both are decided (every matching rate limit counts the request); a fleet rule wins.
+                let shared =
+                    plan.decide_scoped(true, &mut f.injector, target, f.attempts[target], now, f.successes[target]);
+                let own = plan.decide_scoped(false, &mut self.injector, target, attempt, now, self.successes[target]);
+                shared.or(own)
+            }
+        };
         let d = fired.map(|f| Decision { rule: f.rule, retry_after_ms: f.retry_after_ms, refused: false })?;
         self.rule_fired[usize::from(d.rule)] += 1;
         if self.fault(d.rule).class() == ErrorClass::Terminal {
@@ -321,6 +373,9 @@ impl World {
     /// Records a success on `target`.
     pub fn succeeded(&mut self, target: usize) {
         self.successes[target] += 1;
+        if let Some(fleet) = &self.fleet {
+            lock(fleet).successes[target] += 1;
+        }
     }
 
     /// Notes that `key` (a call id, or `result:` and one) was seen in conversation `c` (live
@@ -359,6 +414,10 @@ impl World {
     /// Takes back a success counted for `target` (a real tool failed the call after all).
     pub fn unsucceeded(&mut self, target: usize) {
         self.successes[target] = self.successes[target].saturating_sub(1);
+        if let Some(fleet) = &self.fleet {
+            let n = &mut lock(fleet).successes[target];
+            *n = n.saturating_sub(1);
+        }
         self.returned_ok[target] = self.returned_ok[target].saturating_sub(1);
     }
 
@@ -607,7 +666,7 @@ mod tests {
     fn a_result_finds_the_latest_call_of_its_id_within_the_memory_bound() {
         let src = "name = \"w\"\n[task]\n[[task.steps]]\ntool = \"search\"\nargs = { q = 1 }\nresult = { r = 1 }\n";
         let sc = crate::scenario::load::load_str(src, std::path::Path::new("w.toml")).unwrap().scenario;
-        let mut w = World::new(sc, 0, 0, Clock::new(1.0));
+        let mut w = World::new(sc, 0, 0, Clock::new(1.0), None);
         let call = |id: &str, q: u64| crate::trace::TraceEvent::ToolCall {
             turn: 1,
             call_id: id.to_owned(),
@@ -640,7 +699,7 @@ mod tests {
         use super::super::spill::KEEP_EVENTS;
         let src = "name = \"w\"\n[task]\n[[task.steps]]\ntool = \"search\"\nargs = { q = 1 }\nresult = { r = 1 }\n";
         let sc = crate::scenario::load::load_str(src, std::path::Path::new("w.toml")).unwrap().scenario;
-        let mut w = World::new(sc, 0, 0, Clock::new(1.0));
+        let mut w = World::new(sc, 0, 0, Clock::new(1.0), None);
         let call = |i: usize| crate::trace::TraceEvent::ToolCall {
             turn: 1,
             call_id: format!("c{i}"),
@@ -664,7 +723,7 @@ mod tests {
     fn a_live_failure_stands_until_its_call_or_a_corrected_call_succeeds() {
         let src = "name = \"w\"\n[task]\n[[task.steps]]\ntool = \"search\"\nargs = { q = 1 }\nresult = { r = 1 }\n";
         let sc = crate::scenario::load::load_str(src, std::path::Path::new("w.toml")).unwrap().scenario;
-        let mut w = World::new(sc, 0, 0, Clock::new(1.0));
+        let mut w = World::new(sc, 0, 0, Clock::new(1.0), None);
         w.conversations.insert(0, Conversation::new(0, 0, None, crate::provider::Format::OpenAiChat));
         let failing = |w: &World| w.conversations[&0].failing.keys().cloned().collect::<Vec<_>>();
         w.result_read(0, ("search", 1), true, Some(ErrorClass::BadArgs));

@@ -333,14 +333,21 @@ fn predict_simulates_the_live_runs_fleet() {
         assert_eq!(o.status.code(), Some(2), "{o:?}");
         String::from_utf8_lossy(&o.stderr).into_owned()
     };
-    // A fault rule counted fleet-wide: exec's mocks counted each agent's attempts.
-    let fleetwide = write(
-        dir.path(),
-        "fleetwide.toml",
-        &format!("{body}[[faults]]\ntarget = \"search\"\nat = [3]\nhttp = 503\nscope = \"fleet\"\n"),
-    );
-    let err = refused(&fleetwide, &fleet);
-    assert!(err.contains("fleetwide.toml: a fault rule with scope = \"fleet\""), "{err}");
+    // A fault rule counted fleet-wide, as exec's mocks count it: the fleet's second search fails
+    // with 503, whichever agent makes it. That agent's model gives up (3 calls, 6 for the run) or
+    // calls again, the fleet's third search, which succeeds (5 calls, 8 for the run). Scoped to
+    // each agent, the rule never fires: 6 in every draw.
+    for (scope, lo, hi) in [("fleet", "6.0000", "8.0000"), ("agent", "6.0000", "6.0000")] {
+        let rule = format!("[[faults]]\ntarget = \"search\"\nat = [2]\nhttp = 503\nscope = \"{scope}\"\n");
+        let scoped = write(dir.path(), &format!("{scope}.toml"), &format!("{body}{rule}"));
+        let out = dir.path().join(format!("{scope}-predicted"));
+        let o = predict_with(&scoped, &profile, &[&fleet], &["--draws", "200", "--out", out.to_str().unwrap()]);
+        assert_ne!(o.status.code(), Some(2), "{o:?}");
+        let r = row(&Table::read(&out.join("predict.csv")), "calls_mean");
+        assert_eq!((&r["lo"][..], &r["hi"][..]), (lo, hi), "scope = {scope}: {r:?}");
+        let mean: f64 = r["predicted"].parse().unwrap();
+        assert!((6.0..=8.0).contains(&mean) && (scope == "agent") == (mean == 6.0), "scope = {scope}: {r:?}");
+    }
     // A fleet's traffic through `proxy`, scored as one run: no start times, no order of endings.
     let proxied = dir.path().join("proxied");
     std::fs::create_dir(&proxied).unwrap();

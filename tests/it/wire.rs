@@ -682,6 +682,40 @@ pub fn runs_row(out: &Path) -> std::collections::BTreeMap<String, u64> {
     head.into_iter().zip(rec.iter()).filter_map(|(h, v)| Some((h, v.parse().ok()?))).collect()
 }
 
+/// A rule with `scope = "fleet"` counts the fleet's attempts in wire mode as in the engine:
+/// `at = [2]` fires on the fleet's second call of the tool, whichever agent makes it, and a
+/// fleet-wide bucket of 2 refuses the third call of anyone. Scoped to the agent, the same rules
+/// fire on each agent's own second (third) call.
+#[test]
+fn a_fleet_scoped_rule_counts_the_fleets_calls_on_the_wire() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = |scope: &str, trigger: &str| {
+        let p = dir.path().join(format!("{scope}-{}.toml", trigger.len()));
+        let text = format!(
+            "name = \"fleet-scope\"\nruns = 1\n[task]\n[[task.steps]]\ntool = \"search\"\n\
+             args = {{ query = \"Paris\" }}\nresult = {{ temp_c = 18 }}\n\
+             [[faults]]\ntarget = \"search\"\n{trigger}\nhttp = 503\nscope = \"{scope}\"\n"
+        );
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let calls = |s: &Served, agents: &[u32]| -> Vec<u16> {
+        let call = |k: &u32| s.post(&format!("/agents/{k}/tools/search"), json!({"query": "Paris"})).0;
+        agents.iter().map(call).collect()
+    };
+    // Agents 0, 1, 2, then 0 again: the fleet's calls 1 to 4, agent 0's first and second.
+    let order = [0, 1, 2, 0];
+    for (trigger, fleet, agent) in [
+        ("at = [2]", [200, 503, 200, 200], [200, 200, 200, 503]),
+        ("rate_limit = { per_s = 0.001, burst = 2 }", [200, 200, 503, 503], [200, 200, 200, 200]),
+    ] {
+        let s = Served::start_with(scenario("fleet", trigger).to_str().unwrap(), &["--agents", "4"]);
+        assert_eq!(calls(&s, &order), fleet, "scope = \"fleet\", {trigger}");
+        let s = Served::start_with(scenario("agent", trigger).to_str().unwrap(), &["--agents", "4"]);
+        assert_eq!(calls(&s, &order), agent, "scope = \"agent\", {trigger}");
+    }
+}
+
 #[test]
 fn serve_names_the_agents_it_serves() {
     let s = Served::start("tests/fixtures/wire/plain.toml");
