@@ -43,7 +43,8 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 1.0, value_parser = time_scale)]
     pub time_scale: f64,
     /// Agents served at once, each under its own prefix `/agents/K/` (K from 0) with its own
-    /// fault draws and conversations; the plain paths are agent 0. 1 to 10000.
+    /// fault draws and conversations (rules with `scope = "fleet"` count every agent's calls);
+    /// the plain paths are agent 0. 1 to 10000.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub agents: u32,
     /// How the MCP endpoint hands a failed tool call back: mcp-text (isError and a sentence),

@@ -55,7 +55,7 @@ pub async fn tool_call(
     // The request travels to the tool for the tool's network delay (`network_ms`), if any.
     // The call's number at this agent keys its draws (service time, network legs), whatever
     // calls of the same agent arrive while it travels or waits.
-    let (tool, epoch, args, n, request_ms, answer_ms) = {
+    let (tool, epoch, args, n, at, request_ms, answer_ms) = {
         let mut m = shared.lock();
         let epoch = m.epoch;
         let (w, _) = m.agent(agent).expect("an agent of the fleet, checked above");
@@ -63,11 +63,14 @@ pub async fn tool_call(
         let Some(tool) = tools::index(w, name) else { return Err(tools::unknown(w, name)) };
         tools::arrive(w, tool);
         let args = args?;
+        // The attempt is numbered as it is sent, as the engine numbers it: before it travels,
+        // meets the fleet's limits or waits in a queue.
+        let at = w.attempt(tool);
         let load = w.scenario.loads[tool];
         let n = w.tool_calls;
         let request_ms = load.network_ms(tool, n, Leg::Request, |k| w.service.unit(k));
         let answer_ms = load.network_ms(tool, n, Leg::Answer, |k| w.service.unit(k));
-        (tool, epoch, args, n, request_ms, answer_ms)
+        (tool, epoch, args, n, at, request_ms, answer_ms)
     };
     if request_ms > 0 {
         let real_ms = shared.lock().clock.real_ms(request_ms).min(tools::MAX_DELAY_MS);
@@ -103,7 +106,7 @@ pub async fn tool_call(
             let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
             let read = limits.tools[tool].start();
             held.serving = true;
-            let mut called = tools::invoke(w, name, &args);
+            let mut called = tools::invoke(w, name, &args, at);
             // A write tool's answer hands back the key its call carried.
             if w.scenario.effects[tool].write {
                 called.idempotency_key = idempotency_key.map(str::to_owned);
@@ -189,6 +192,9 @@ pub async fn tool_call(
             limits.hand_on(tool);
         }
         if !committed {
+            // The write lost its conflict: no success after all, and the call failed.
+            w.unsucceeded(tool);
+            w.outcome_of(tool, true);
             return Err(tools::refused(w, name, LoadFault::Conflict, None, called.idempotency_key.as_deref()));
         }
         if w.scenario.effects[tool].write && tools::committed(&called) {

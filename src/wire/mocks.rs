@@ -1,6 +1,7 @@
 //! The mocks of one run in wire mode: each agent's own world (its fault and model draws, its
 //! conversations, its trace) and what the fleet shares — the tools' and the provider's limits
-//! (`[tools.NAME]`, `provider = { rpm, tpm }`) — on one clock.
+//! (`[tools.NAME]`, `provider = { rpm, tpm }`) and the counts of its `scope = "fleet"` fault
+//! rules — on one clock.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};

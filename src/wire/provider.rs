@@ -203,6 +203,8 @@ pub(super) fn refusal(
     tokens_in: u64,
 ) -> Result<Option<StreamFault>, Reply> {
     let prov = world.provider_target();
+    // Numbered before the fleet's limits answer it, as the engine numbers it.
+    let at = world.attempt(prov);
     let now = world.clock.now_ms();
     if now < world.load_until[prov] {
         world.wasted_retries += 1;
@@ -217,7 +219,7 @@ pub(super) fn refusal(
             (429, wait)
         }
         Ok(()) => {
-            let Some(d) = world.decide(prov) else { return Ok(None) };
+            let Some(d) = world.decide_at(prov, at) else { return Ok(None) };
             // (A stream fault counts once it fired: [`World::stream_fault`].)
             if let Fault::Stream { after_events, how } = *world.fault(d.rule) {
                 return Ok(Some(StreamFault { after_events, how, rule: d.rule }));

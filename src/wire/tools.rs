@@ -7,7 +7,7 @@ use crate::wire::checks::Check;
 use serde_json::{Value, json};
 
 use super::schema::{args_key, canonical_args, tool_list};
-use super::world::World;
+use super::world::{AttemptNo, World};
 use crate::engine::limits::LoadFault;
 use crate::envelope::render::{partial_text, sentence, truncated};
 use crate::envelope::{ErrorKind, ToolError};
@@ -101,12 +101,13 @@ pub fn unknown(world: &World, tool: &str) -> Reply {
 
 /// `POST /tools/{tool}` with the raw request body: the reply, and whether a fault shaped it.
 pub fn call(world: &mut World, tool: &str, body: &[u8]) -> (Reply, bool) {
-    if index(world, tool).is_none() {
+    let Some(target) = index(world, tool) else {
         return (unknown(world, tool), true);
-    }
+    };
     match arguments(body) {
         Ok(args) => {
-            let called = invoke(world, tool, &args);
+            let at = world.attempt(target);
+            let called = invoke(world, tool, &args, at);
             (http_reply(world, &called), called.fault.is_some() || called.taint.is_some())
         }
         Err(reply) => (reply, true),
@@ -114,7 +115,7 @@ pub fn call(world: &mut World, tool: &str, body: &[u8]) -> (Reply, bool) {
 }
 
 /// The answer of a known tool to `args`, with the faults' memory and the findings kept.
-pub fn invoke(world: &mut World, tool: &str, args: &Value) -> Called {
+pub fn invoke(world: &mut World, tool: &str, args: &Value, at: AttemptNo) -> Called {
     let Some(tool_idx) = index(world, tool) else {
         return Called { tool: tool.to_owned(), ..Called::default() };
     };
@@ -139,7 +140,7 @@ pub fn invoke(world: &mut World, tool: &str, args: &Value) -> Called {
         world.drift[tool_idx].or_else(|| world.bad_args.get(&key).or_else(|| world.partial.get(&key)).copied());
     let decision = match remembered {
         Some(rule) => Some(super::world::Decision { rule, retry_after_ms: None, refused: false }),
-        None => world.decide(tool_idx),
+        None => world.decide_at(tool_idx, at),
     };
     // A tainting fault changes a result that succeeds (wrong, large, injected): no failure.
     let taint = decision.filter(|d| world.fault(d.rule).taints());
@@ -218,6 +219,11 @@ pub fn invoke(world: &mut World, tool: &str, args: &Value) -> Called {
         }
         Some(d) => {
             world.faults_injected += 1;
+            // A result that is no failure (a partial one) is a success to the triggers, as in
+            // the engine.
+            if !class.is_some_and(ErrorClass::is_failure) {
+                world.succeeded(tool_idx);
+            }
             let rule = &world.scenario.faults.rules[usize::from(d.rule)];
             let transport = rule.transport || matches!(rule.fault, Fault::SessionExpired | Fault::StreamDropped);
             // A refusal repeating an announced wait wrote nothing.

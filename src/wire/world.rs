@@ -66,6 +66,14 @@ pub struct Refusal {
     pub rule: u16,
 }
 
+/// An attempt's number on its target: the agent's own, and the fleet's (0 where the fleet
+/// counts none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttemptNo {
+    pub own: u32,
+    pub fleet: u32,
+}
+
 /// What the world decided for one attempt on a target.
 #[derive(Clone, Copy, Debug)]
 pub struct Decision {
@@ -304,14 +312,30 @@ impl World {
         &self.scenario.faults.rules[usize::from(rule)].fault
     }
 
-    /// Decides the next attempt on `target` now: a refusal while an announced wait runs, the
+    /// Counts an attempt on `target` as it is sent (before the fleet's limits, a queue or a
+    /// remembered fault answer it, as the engine counts it): its number at this agent and, where
+    /// the fleet counts them, in the fleet.
+    pub fn attempt(&mut self, target: usize) -> AttemptNo {
+        self.attempts[target] += 1;
+        let fleet = self.fleet.as_ref().map_or(0, |f| {
+            let n = &mut lock(f).attempts[target];
+            *n += 1;
+            *n
+        });
+        AttemptNo { own: self.attempts[target], fleet }
+    }
+
+    /// Counts the next attempt on `target` and decides it now ([`World::attempt`],
+    /// [`World::decide_at`]).
+    pub fn decide(&mut self, target: usize) -> Option<Decision> {
+        let at = self.attempt(target);
+        self.decide_at(target, at)
+    }
+
+    /// Decides attempt `at` on `target` now: a refusal while an announced wait runs, the
     /// target's sticky terminal fault, or the injector's draw. In a fleet that counts them, the
     /// rules with `scope = "fleet"` are decided first, on the fleet's counts (as in the engine).
-    pub fn decide(&mut self, target: usize) -> Option<Decision> {
-        self.attempts[target] += 1;
-        if let Some(fleet) = &self.fleet {
-            lock(fleet).attempts[target] += 1;
-        }
+    pub fn decide_at(&mut self, target: usize, at: AttemptNo) -> Option<Decision> {
         let now = self.clock.now_ms();
         let refusal = self.refusals[target];
         if now < refusal.until_ms {
@@ -320,15 +344,14 @@ impl World {
         if let Some(r) = self.terminal[target] {
             return Some(Decision { rule: r, retry_after_ms: self.fault(r).retry_after_ms(), refused: false });
         }
-        let attempt = self.attempts[target];
+        let attempt = at.own;
         let plan = &self.scenario.faults;
         let fired: Option<Fired> = match &self.fleet {
             None => plan.decide(&mut self.injector, target, attempt, now, self.successes[target]),
             Some(fleet) => {
                 let f = &mut *lock(fleet);
                 // Both are decided (every matching rate limit counts the request); a fleet rule wins.
-                let shared =
-                    plan.decide_scoped(true, &mut f.injector, target, f.attempts[target], now, f.successes[target]);
+                let shared = plan.decide_scoped(true, &mut f.injector, target, at.fleet, now, f.successes[target]);
                 let own = plan.decide_scoped(false, &mut self.injector, target, attempt, now, self.successes[target]);
                 shared.or(own)
             }

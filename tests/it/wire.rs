@@ -716,6 +716,42 @@ fn a_fleet_scoped_rule_counts_the_fleets_calls_on_the_wire() {
     }
 }
 
+/// The mock tools number and count a call as the engine does: an attempt is numbered when it
+/// is sent, so a call the tool's rate limit refuses and a call a remembered bad-arguments fault
+/// answers each take a number; a partial result is a success to `after_successes`.
+#[test]
+fn the_mock_tools_count_attempts_and_successes_as_the_engine_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = |name: &str, rest: &str| {
+        let p = dir.path().join(format!("{name}.toml"));
+        let text = format!(
+            "name = \"{name}\"\nruns = 1\n[task]\n[[task.steps]]\ntool = \"search\"\n\
+             args = {{ query = \"Paris\" }}\nresult = {{ temp_c = 18 }}\n{rest}"
+        );
+        std::fs::write(&p, text).unwrap();
+        Served::start_with(p.to_str().unwrap(), &[])
+    };
+    let rule = |trigger: &str, fault: &str| format!("[[faults]]\ntarget = \"search\"\n{trigger}\n{fault}\n");
+    let search = |s: &Served, q: &str| s.post("/tools/search", json!({"query": q})).0;
+    // Attempt 1 fails for its arguments; attempt 2 repeats them (remembered: 400 again);
+    // attempt 3, corrected, meets `at = [3]`.
+    let s = scenario("remembered", &(rule("at = [1]", "http = 400") + &rule("at = [3]", "http = 503")));
+    assert_eq!([search(&s, "Paris"), search(&s, "Paris"), search(&s, "Lyon")], [400, 400, 503]);
+    // Attempt 1 is served; attempt 2, at once, finds the bucket empty (429); attempt 3, after
+    // the wait, meets `at = [3]`.
+    let s = scenario(
+        "limited",
+        &("[tools.search]\nrate = { per_s = 2, burst = 1 }\n".to_owned() + &rule("at = [3]", "http = 503")),
+    );
+    assert_eq!([search(&s, "Paris"), search(&s, "Paris")], [200, 429]);
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    assert_eq!(search(&s, "Paris"), 503);
+    // A partial result is the tool's first success: the next call meets `after_successes = 1`.
+    let s =
+        scenario("partial", &(rule("at = [1]", "fault = \"ambiguous\"") + &rule("after_successes = 1", "http = 503")));
+    assert_eq!([search(&s, "Paris"), search(&s, "Lyon")], [200, 503]);
+}
+
 #[test]
 fn serve_names_the_agents_it_serves() {
     let s = Served::start("tests/fixtures/wire/plain.toml");
