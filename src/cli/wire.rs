@@ -74,7 +74,8 @@ pub struct ExecArgs {
     #[arg(long, default_value_t = 1.0, value_parser = time_scale)]
     pub time_scale: f64,
     /// Copies of the agent started at once against one set of mocks, agent K at base URLs under
-    /// `/agents/K/`, sharing the tools' and the provider's limits. 1 to 1000.
+    /// `/agents/K/`, sharing the tools' and the provider's limits and the counts of fault rules
+    /// with `scope = "fleet"`. 1 to 1000.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub agents: u32,
     /// How the MCP endpoint hands a failed tool call back: mcp-text (isError and a sentence),

@@ -85,7 +85,7 @@ pub async fn tool_call(
             let now = m.clock.now_ms();
             let (w, limits) = m.agent(agent).expect("an agent of the fleet, checked above");
             match limits.admit(agent, tool, now) {
-                Door::Refused(load, wait) => return Err(tools::refused(w, name, load, wait, None)),
+                Door::Refused(load, wait) => return Err(tools::refused(w, (name, &args), load, wait, None)),
                 door => door,
             }
         };
@@ -164,7 +164,7 @@ pub async fn tool_call(
                     w.note(format!("the real tool behind {name} failed: {}", fault_line(fault)));
                     // Its `retry-after`, on the run's clock.
                     called.retry_after_ms = fault.retry_after_ms().map(|ms| (ms as f64 / w.clock.scale()) as u64);
-                    tools::failed_for_real(w, name, &args, fault);
+                    tools::failed_after_all(w, name, &args, fault);
                 }
             }
             match answer {
@@ -192,10 +192,8 @@ pub async fn tool_call(
             limits.hand_on(tool);
         }
         if !committed {
-            // The write lost its conflict: no success after all, and the call failed.
-            w.unsucceeded(tool);
-            w.outcome_of(tool, true);
-            return Err(tools::refused(w, name, LoadFault::Conflict, None, called.idempotency_key.as_deref()));
+            let key = called.idempotency_key.as_deref();
+            return Err(tools::refused(w, (name, &args), LoadFault::Conflict, None, key));
         }
         if w.scenario.effects[tool].write && tools::committed(&called) {
             w.wrote(tool, called.args_key, idempotency_key);

@@ -255,7 +255,7 @@ async fn forwarded(
         let mut m = shared.lock();
         if let Some(w) = m.world(agent) {
             w.real_tool_failures += 1;
-            tools::failed_for_real(w, &name, args, &Fault::http(500));
+            tools::failed_after_all(w, &name, args, &Fault::http(500));
         }
     }
     response

@@ -113,7 +113,7 @@ fn rewrite_list(
         let tool = tool.as_str();
         let Some(target) = w.scenario.task.tools.iter().position(|t| t == tool) else { continue };
         // A tool the agent calls through the mock tools meets its faults there.
-        if w.last_outcome.contains_key(tool) {
+        if w.arrived[target] {
             continue;
         }
         let Some(decision) = w.decide(target) else {
@@ -123,6 +123,11 @@ fn rewrite_list(
         w.faults_injected += 1;
         let fault = w.fault(decision.rule).clone();
         let class = fault.class();
+        // A result that is no failure (partial, or changed by a taint) is a success to the
+        // triggers, as in the engine.
+        if !class.is_failure() || fault.taints() {
+            w.succeeded(target);
+        }
         // The tool's own answer, as JSON, for the encodings that show it.
         let json = if serde_json::from_str::<Value>(content).is_ok() {
             content.to_owned()

@@ -31,8 +31,20 @@ pub fn index(world: &World, tool: &str) -> Option<usize> {
 /// A call the fleet's shared limits refused at the tool's door: 429 with the bucket's wait,
 /// 503 past the concurrency limit, 409 for a write that conflicted. A call sent before the
 /// wait this agent was last told is a wasted retry. A write's conflict names the key its call
-/// carried (`key`; a refusal at the door never reached the tool).
-pub fn refused(world: &mut World, tool: &str, load: LoadFault, wait_ms: Option<u64>, key: Option<&str>) -> Reply {
+/// carried (`key`; a refusal at the door never reached the tool). The call's outcome is the
+/// refusal (a conflict's success, counted when it was served, is taken back).
+pub fn refused(
+    world: &mut World,
+    (tool, args): (&str, &Value),
+    load: LoadFault,
+    wait_ms: Option<u64>,
+    key: Option<&str>,
+) -> Reply {
+    if load == LoadFault::Conflict {
+        failed_after_all(world, tool, args, load.fault());
+    } else {
+        failed(world, tool, args, load.fault());
+    }
     world.load_rejections += 1;
     let reply = with_key(fault_reply(world, tool, load.fault(), wait_ms, &Value::Null, key), key);
     if let (Some(i), Some(w)) = (index(world, tool), wait_ms) {
@@ -41,10 +53,12 @@ pub fn refused(world: &mut World, tool: &str, load: LoadFault, wait_ms: Option<u
     reply
 }
 
-/// Counts a call to `tool` that comes before the wait its shared rate limit announced to
-/// this agent (refused again by construction: a wasted retry).
+/// Counts a call that reached `tool` through the mock tools, and as a wasted retry one that
+/// comes before the wait its shared rate limit announced to this agent (refused again by
+/// construction).
 pub fn arrive(world: &mut World, tool: usize) {
     world.tool_calls += 1;
+    world.arrived[tool] = true;
     if world.clock.now_ms() < world.load_until[tool] {
         world.wasted_retries += 1;
     }
@@ -265,18 +279,25 @@ pub fn committed(called: &Called) -> bool {
     }
 }
 
-/// A call the mocks let through that the user's real tool then failed (live mode): the world
-/// remembers the failure as it would the mock's own (the success [`invoke`] counted taken back,
-/// the call's outcome its class), though no fault was injected.
-pub fn failed_for_real(world: &mut World, tool: &str, args: &Value, fault: &Fault) {
+/// A call [`invoke`] let through that failed after all: the user's real tool failed it (live
+/// mode), or a write lost its conflict. The world remembers the failure as it would a fault
+/// of its own (the success [`invoke`] counted taken back, the call's outcome its class).
+pub fn failed_after_all(world: &mut World, tool: &str, args: &Value, fault: &Fault) {
+    if let Some(tool_idx) = index(world, tool) {
+        world.unsucceeded(tool_idx);
+        failed(world, tool, args, fault);
+    }
+}
+
+/// Records how call `tool` with `args` failed (or ended) without a fault of the scenario's
+/// decided for it: its outcome, the failure the mock model and the checks read, no taint.
+fn failed(world: &mut World, tool: &str, args: &Value, fault: &Fault) {
     let Some(tool_idx) = index(world, tool) else { return };
     let call_key = (tool.to_owned(), args_key(&canonical_args(args)));
-    world.unsucceeded(tool_idx);
     // What failed holds no wrong value and carries no instruction.
     world.tainted.remove(&(tool_idx, call_key.1));
     let class = fault.class();
     world.outcome_of(tool_idx, class.is_failure());
-    // (`unsucceeded` took back the result invoke counted as returned.)
     if class.is_failure() {
         world.last_failure.insert(call_key.clone(), (class, false));
     }
@@ -388,5 +409,34 @@ fn fault_reply(
         Fault::WrongContent | Fault::LargeResponse { .. } | Fault::InjectedInstruction { .. } => {
             Reply::json(200, result)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call refused at the door, after a success, is the tool's latest outcome: the goal is
+    /// no longer reached and the call reads as failed; a write that lost its conflict takes its
+    /// success back.
+    #[test]
+    fn a_refusal_is_the_calls_outcome() {
+        let mut w = crate::wire::world::one_search();
+        let args = json!({"q": 1});
+        let at = w.attempt(0);
+        let called = invoke(&mut w, "search", &args, at);
+        assert!(called.fault.is_none() && w.goal_reached(false));
+        let key = ("search".to_owned(), args_key(&canonical_args(&args)));
+        assert_eq!(w.outcomes.get(&key), Some(&None));
+        let _ = refused(&mut w, ("search", &args), LoadFault::RateLimited, Some(1000), None);
+        assert!(!w.goal_reached(false), "the latest call was refused");
+        assert_eq!(w.outcomes.get(&key), Some(&Some(ErrorClass::RateLimited)));
+        // Served again, then its write lost the conflict: no success is left of it.
+        let at = w.attempt(0);
+        invoke(&mut w, "search", &args, at);
+        assert!(w.goal_reached(false));
+        let _ = refused(&mut w, ("search", &args), LoadFault::Conflict, None, None);
+        assert!(!w.goal_reached(false), "a lost conflict is a failure");
+        assert_eq!(w.outcomes.get(&key), Some(&Some(ErrorClass::Transient)));
     }
 }

@@ -130,6 +130,9 @@ pub struct World {
     /// Per target (tools, then the provider): attempts, successes, a sticky terminal fault, an
     /// announced wait.
     attempts: Vec<u32>,
+    /// Per tool: whether a call of it came through the mock tools (its faults are met there;
+    /// live mode's rewriting leaves its results alone).
+    pub arrived: Vec<bool>,
     /// Times each fault rule's trigger fired (a refusal during an announced wait and a sticky
     /// terminal fault repeat a fire; they are not new ones), as the engine counts them.
     pub rule_fired: Vec<u64>,
@@ -250,6 +253,7 @@ impl World {
             injector,
             fleet,
             attempts: vec![0; targets],
+            arrived: vec![false; targets - 1],
             rule_fired: vec![0; scenario.faults.rules.len()],
             successes: vec![0; targets],
             returned_ok: vec![0; targets],
@@ -434,14 +438,18 @@ impl World {
         self.recorded_calls.get(id).map(|(_, name, args)| (name.as_str(), args))
     }
 
-    /// Takes back a success counted for `target` (a real tool failed the call after all).
+    /// Takes back a success counted for `target` (a real tool failed the call after all, or a
+    /// write lost its conflict), and the result it counted as returned (none when the latest
+    /// call's outcome was already a failure, as a wrong value's is).
     pub fn unsucceeded(&mut self, target: usize) {
         self.successes[target] = self.successes[target].saturating_sub(1);
         if let Some(fleet) = &self.fleet {
             let n = &mut lock(fleet).successes[target];
             *n = n.saturating_sub(1);
         }
-        self.returned_ok[target] = self.returned_ok[target].saturating_sub(1);
+        if !self.last_failed[target] {
+            self.returned_ok[target] = self.returned_ok[target].saturating_sub(1);
+        }
     }
 
     /// Notes how a call of `target` ended for the task's goal: failed or not (a partial result
@@ -681,15 +689,21 @@ impl World {
     }
 }
 
+/// A lone agent's world for a task of one `search` call (unit tests).
+#[cfg(test)]
+pub(crate) fn one_search() -> World {
+    let src = "name = \"w\"\n[task]\n[[task.steps]]\ntool = \"search\"\nargs = { q = 1 }\nresult = { r = 1 }\n";
+    let sc = crate::scenario::load::load_str(src, std::path::Path::new("w.toml")).unwrap().scenario;
+    World::new(sc, 0, 0, Clock::new(1.0), None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn a_result_finds_the_latest_call_of_its_id_within_the_memory_bound() {
-        let src = "name = \"w\"\n[task]\n[[task.steps]]\ntool = \"search\"\nargs = { q = 1 }\nresult = { r = 1 }\n";
-        let sc = crate::scenario::load::load_str(src, std::path::Path::new("w.toml")).unwrap().scenario;
-        let mut w = World::new(sc, 0, 0, Clock::new(1.0), None);
+        let mut w = one_search();
         let call = |id: &str, q: u64| crate::trace::TraceEvent::ToolCall {
             turn: 1,
             call_id: id.to_owned(),
@@ -720,9 +734,7 @@ mod tests {
     #[test]
     fn a_long_trace_waits_on_disk_and_comes_back_whole() {
         use super::super::spill::KEEP_EVENTS;
-        let src = "name = \"w\"\n[task]\n[[task.steps]]\ntool = \"search\"\nargs = { q = 1 }\nresult = { r = 1 }\n";
-        let sc = crate::scenario::load::load_str(src, std::path::Path::new("w.toml")).unwrap().scenario;
-        let mut w = World::new(sc, 0, 0, Clock::new(1.0), None);
+        let mut w = one_search();
         let call = |i: usize| crate::trace::TraceEvent::ToolCall {
             turn: 1,
             call_id: format!("c{i}"),
@@ -744,9 +756,7 @@ mod tests {
 
     #[test]
     fn a_live_failure_stands_until_its_call_or_a_corrected_call_succeeds() {
-        let src = "name = \"w\"\n[task]\n[[task.steps]]\ntool = \"search\"\nargs = { q = 1 }\nresult = { r = 1 }\n";
-        let sc = crate::scenario::load::load_str(src, std::path::Path::new("w.toml")).unwrap().scenario;
-        let mut w = World::new(sc, 0, 0, Clock::new(1.0), None);
+        let mut w = one_search();
         w.conversations.insert(0, Conversation::new(0, 0, None, crate::provider::Format::OpenAiChat));
         let failing = |w: &World| w.conversations[&0].failing.keys().cloned().collect::<Vec<_>>();
         w.result_read(0, ("search", 1), true, Some(ErrorClass::BadArgs));

@@ -718,7 +718,8 @@ fn a_fleet_scoped_rule_counts_the_fleets_calls_on_the_wire() {
 
 /// The mock tools number and count a call as the engine does: an attempt is numbered when it
 /// is sent, so a call the tool's rate limit refuses and a call a remembered bad-arguments fault
-/// answers each take a number; a partial result is a success to `after_successes`.
+/// answers each take a number; a partial result is a success to `after_successes`; a call
+/// refused at the door is the tool's latest outcome, a failure.
 #[test]
 fn the_mock_tools_count_attempts_and_successes_as_the_engine_does() {
     let dir = tempfile::tempdir().unwrap();
@@ -737,14 +738,14 @@ fn the_mock_tools_count_attempts_and_successes_as_the_engine_does() {
     // attempt 3, corrected, meets `at = [3]`.
     let s = scenario("remembered", &(rule("at = [1]", "http = 400") + &rule("at = [3]", "http = 503")));
     assert_eq!([search(&s, "Paris"), search(&s, "Paris"), search(&s, "Lyon")], [400, 400, 503]);
-    // Attempt 1 is served; attempt 2, at once, finds the bucket empty (429); attempt 3, after
-    // the wait, meets `at = [3]`.
+    // Attempt 1 is served; attempt 2, at once (within the bucket's 2 s), finds it empty (429);
+    // attempt 3, after the wait, meets `at = [3]`.
     let s = scenario(
         "limited",
-        &("[tools.search]\nrate = { per_s = 2, burst = 1 }\n".to_owned() + &rule("at = [3]", "http = 503")),
+        &("[tools.search]\nrate = { per_s = 0.5, burst = 1 }\n".to_owned() + &rule("at = [3]", "http = 503")),
     );
     assert_eq!([search(&s, "Paris"), search(&s, "Paris")], [200, 429]);
-    std::thread::sleep(std::time::Duration::from_millis(700));
+    std::thread::sleep(std::time::Duration::from_millis(2300));
     assert_eq!(search(&s, "Paris"), 503);
     // A partial result is the tool's first success: the next call meets `after_successes = 1`.
     let s =
