@@ -118,16 +118,19 @@ fn rewrite_list(
         }
         let Some(decision) = w.decide(target) else {
             w.succeeded(target);
+            w.outcome_of(target, false);
             continue;
         };
         w.faults_injected += 1;
         let fault = w.fault(decision.rule).clone();
         let class = fault.class();
         // A result that is no failure (partial, or changed by a taint) is a success to the
-        // triggers, as in the engine.
+        // triggers, as in the engine; the task's goal reads it as the mock tools' results are
+        // read (a wrong value is no result).
         if !class.is_failure() || fault.taints() {
             w.succeeded(target);
         }
+        w.outcome_of(target, class.is_failure() || fault == Fault::WrongContent);
         // The tool's own answer, as JSON, for the encodings that show it.
         let json = if serde_json::from_str::<Value>(content).is_ok() {
             content.to_owned()
@@ -231,6 +234,29 @@ mod tests {
             Format::Gemini => json!({"contents": [{"role": "user", "parts": [{"text": "x"}]},
                 {"role": "model", "parts": [{"functionCall": {"id": "c1", "name": "search", "args": {}}}]},
                 {"role": "user", "parts": [{"functionResponse": {"id": "c1", "name": "search", "response": {"output": "18 C"}}}]}]}),
+        }
+    }
+
+    /// A result rewritten (or decided and left as it was) is the tool's outcome for the task's
+    /// goal, as a mock tool's result is: kept, it reaches the goal; failed, or a wrong value,
+    /// it does not.
+    #[test]
+    fn a_rewritten_result_is_the_tools_outcome() {
+        for (faults, reached) in [
+            ("", true),
+            ("[[faults]]\ntarget = \"search\"\nat = [1]\nhttp = 503\n", false),
+            ("[[faults]]\ntarget = \"search\"\nat = [1]\nfault = \"wrong_content\"\n", false),
+            ("[[faults]]\ntarget = \"search\"\nat = [1]\nfault = \"ambiguous\"\n", true),
+        ] {
+            let mut w = crate::wire::world::search_with(faults);
+            let format = Format::OpenAiChat;
+            w.conversations.insert(0, crate::wire::conversation::Conversation::new(0, 0, None, format));
+            let body = request(format);
+            let items = format.request_items(&body);
+            let bytes = serde_json::to_vec(&body).unwrap();
+            let strategy = w.scenario.strategies[0].clone();
+            rewrite(&mut w, 0, format, &strategy, (&bytes, &items), |n| format!("u{n}"));
+            assert_eq!(w.goal_reached(true), reached, "{faults}");
         }
     }
 

@@ -43,7 +43,14 @@ pub fn refused(
     if load == LoadFault::Conflict {
         failed_after_all(world, tool, args, load.fault());
     } else {
+        // The call never reached the tool: a failure retrying cannot fix still stands for it
+        // (the check for blind retries reads it when the call comes back).
+        let key = (tool.to_owned(), args_key(&canonical_args(args)));
+        let standing = world.last_failure.get(&key).copied().filter(|(c, _)| !c.retryable());
         failed(world, tool, args, load.fault());
+        if let Some(s) = standing {
+            world.last_failure.insert(key, s);
+        }
     }
     world.load_rejections += 1;
     let reply = with_key(fault_reply(world, tool, load.fault(), wait_ms, &Value::Null, key), key);
@@ -438,5 +445,21 @@ mod tests {
         let _ = refused(&mut w, ("search", &args), LoadFault::Conflict, None, None);
         assert!(!w.goal_reached(false), "a lost conflict is a failure");
         assert_eq!(w.outcomes.get(&key), Some(&Some(ErrorClass::Transient)));
+    }
+
+    /// A call that failed for its arguments, sent again unchanged and refused at the door, is
+    /// still a blind retry when it comes back: the refusal hides no failure retrying cannot fix.
+    #[test]
+    fn a_refusal_at_the_door_hides_no_blind_retry() {
+        let mut w = crate::wire::world::search_with("[[faults]]\ntarget = \"search\"\nat = [1]\nhttp = 400\n");
+        let args = json!({"q": 2});
+        let blind = |w: &World| w.findings.iter().filter(|f| f.check == Some(Check::NoBlindRetry)).count();
+        let at = w.attempt(0);
+        assert_eq!(invoke(&mut w, "search", &args, at).fault.map(|f| f.class()), Some(ErrorClass::BadArgs));
+        let _ = refused(&mut w, ("search", &args), LoadFault::RateLimited, Some(10), None);
+        assert_eq!(blind(&w), 0);
+        let at = w.attempt(0);
+        invoke(&mut w, "search", &args, at);
+        assert_eq!(blind(&w), 1, "the same arguments again, with no model turn between");
     }
 }

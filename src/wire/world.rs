@@ -692,8 +692,16 @@ impl World {
 /// A lone agent's world for a task of one `search` call (unit tests).
 #[cfg(test)]
 pub(crate) fn one_search() -> World {
-    let src = "name = \"w\"\n[task]\n[[task.steps]]\ntool = \"search\"\nargs = { q = 1 }\nresult = { r = 1 }\n";
-    let sc = crate::scenario::load::load_str(src, std::path::Path::new("w.toml")).unwrap().scenario;
+    search_with("")
+}
+
+/// [`one_search`] with `faults`, TOML `[[faults]]` tables (unit tests).
+#[cfg(test)]
+pub(crate) fn search_with(faults: &str) -> World {
+    let src = format!(
+        "name = \"w\"\n[task]\n[[task.steps]]\ntool = \"search\"\nargs = {{ q = 1 }}\nresult = {{ r = 1 }}\n{faults}"
+    );
+    let sc = crate::scenario::load::load_str(&src, std::path::Path::new("w.toml")).unwrap().scenario;
     World::new(sc, 0, 0, Clock::new(1.0), None)
 }
 
