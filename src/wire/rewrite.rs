@@ -116,21 +116,13 @@ fn rewrite_list(
         if w.arrived[target] {
             continue;
         }
-        let Some(decision) = w.decide(target) else {
-            w.succeeded(target);
-            w.outcome_of(target, false);
-            continue;
-        };
+        // What it returned counts as a mock tool's result does.
+        let decision = w.decide(target);
+        w.returned(target, decision.map(|d| d.rule));
+        let Some(decision) = decision else { continue };
         w.faults_injected += 1;
         let fault = w.fault(decision.rule).clone();
         let class = fault.class();
-        // A result that is no failure (partial, or changed by a taint) is a success to the
-        // triggers, as in the engine; the task's goal reads it as the mock tools' results are
-        // read (a wrong value is no result).
-        if !class.is_failure() || fault.taints() {
-            w.succeeded(target);
-        }
-        w.outcome_of(target, class.is_failure() || fault == Fault::WrongContent);
         // The tool's own answer, as JSON, for the encodings that show it.
         let json = if serde_json::from_str::<Value>(content).is_ok() {
             content.to_owned()

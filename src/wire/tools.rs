@@ -40,24 +40,18 @@ pub fn refused(
     wait_ms: Option<u64>,
     key: Option<&str>,
 ) -> Reply {
-    if load == LoadFault::Conflict {
-        failed_after_all(world, tool, args, load.fault());
-    } else {
-        // The call never reached the tool: a failure retrying cannot fix still stands for it
-        // (the check for blind retries reads it when the call comes back).
-        let key = (tool.to_owned(), args_key(&canonical_args(args)));
-        let standing = world.last_failure.get(&key).copied().filter(|(c, _)| !c.retryable());
-        failed(world, tool, args, load.fault());
-        if let Some(s) = standing {
-            world.last_failure.insert(key, s);
+    let conflict = load == LoadFault::Conflict;
+    if let Some(i) = index(world, tool) {
+        if conflict {
+            world.unsucceeded(i);
+        }
+        failed(world, (i, tool), args, load.fault(), conflict);
+        if let Some(w) = wait_ms {
+            world.load_until[i] = world.clock.now_ms().saturating_add(w);
         }
     }
     world.load_rejections += 1;
-    let reply = with_key(fault_reply(world, tool, load.fault(), wait_ms, &Value::Null, key), key);
-    if let (Some(i), Some(w)) = (index(world, tool), wait_ms) {
-        world.load_until[i] = world.clock.now_ms().saturating_add(w);
-    }
-    reply
+    with_key(fault_reply(world, tool, load.fault(), wait_ms, &Value::Null, key), key)
 }
 
 /// Counts a call that reached `tool` through the mock tools, and as a wasted retry one that
@@ -118,21 +112,6 @@ pub fn unknown(world: &World, tool: &str) -> Reply {
     let body =
         json!({"error": {"code": 404, "message": format!("no tool named {tool:?} in this scenario (it has {known})")}});
     Reply::json(404, &body)
-}
-
-/// `POST /tools/{tool}` with the raw request body: the reply, and whether a fault shaped it.
-pub fn call(world: &mut World, tool: &str, body: &[u8]) -> (Reply, bool) {
-    let Some(target) = index(world, tool) else {
-        return (unknown(world, tool), true);
-    };
-    match arguments(body) {
-        Ok(args) => {
-            let at = world.attempt(target);
-            let called = invoke(world, tool, &args, at);
-            (http_reply(world, &called), called.fault.is_some() || called.taint.is_some())
-        }
-        Err(reply) => (reply, true),
-    }
 }
 
 /// The answer of a known tool to `args`, with the faults' memory and the findings kept.
@@ -211,7 +190,6 @@ pub fn invoke(world: &mut World, tool: &str, args: &Value, at: AttemptNo) -> Cal
     }
     let mut result: Value =
         spec.map_or_else(|| json!({"result": "ok"}), |c| serde_json::from_str(&c.result_json).unwrap_or(Value::Null));
-    let mut wrong = false;
     // The latest result of each call: a wrong value asked for again no longer stands.
     match taint {
         Some(d) => world.tainted.insert((tool_idx, call_key.1), d.rule),
@@ -221,30 +199,18 @@ pub fn invoke(world: &mut World, tool: &str, args: &Value, at: AttemptNo) -> Cal
         world.faults_injected += 1;
         let fault = world.fault(d.rule).clone();
         result = crate::taint::tainted(&fault, &result).unwrap_or(result);
-        match fault {
-            Fault::WrongContent => wrong = true,
-            Fault::InjectedInstruction { tool, .. } => {
-                if let Some(t) = index(world, &tool) {
-                    world.injections_pending.push(t);
-                }
-            }
-            _ => {}
+        if let Fault::InjectedInstruction { tool, .. } = fault
+            && let Some(t) = index(world, &tool)
+        {
+            world.injections_pending.push(t);
         }
     }
     let class = decision.map(|d| world.fault(d.rule).class());
-    world.outcome_of(tool_idx, class.is_some_and(ErrorClass::is_failure) || wrong);
+    world.returned(tool_idx, decision.or(taint).map(|d| d.rule));
     let (fault, retry_after_ms, transport, commits) = match decision {
-        None => {
-            world.succeeded(tool_idx);
-            (None, None, false, false)
-        }
+        None => (None, None, false, false),
         Some(d) => {
             world.faults_injected += 1;
-            // A result that is no failure (a partial one) is a success to the triggers, as in
-            // the engine.
-            if !class.is_some_and(ErrorClass::is_failure) {
-                world.succeeded(tool_idx);
-            }
             let rule = &world.scenario.faults.rules[usize::from(d.rule)];
             let transport = rule.transport || matches!(rule.fault, Fault::SessionExpired | Fault::StreamDropped);
             // A refusal repeating an announced wait wrote nothing.
@@ -292,20 +258,22 @@ pub fn committed(called: &Called) -> bool {
 pub fn failed_after_all(world: &mut World, tool: &str, args: &Value, fault: &Fault) {
     if let Some(tool_idx) = index(world, tool) {
         world.unsucceeded(tool_idx);
-        failed(world, tool, args, fault);
+        failed(world, (tool_idx, tool), args, fault, true);
     }
 }
 
 /// Records how call `tool` with `args` failed (or ended) without a fault of the scenario's
 /// decided for it: its outcome, the failure the mock model and the checks read, no taint.
-fn failed(world: &mut World, tool: &str, args: &Value, fault: &Fault) {
-    let Some(tool_idx) = index(world, tool) else { return };
+/// A call that never `reached` the tool (refused at its door) leaves a failure retrying cannot
+/// fix standing for its arguments (the check for blind retries reads it when they come back).
+fn failed(world: &mut World, (tool_idx, tool): (usize, &str), args: &Value, fault: &Fault, reached: bool) {
     let call_key = (tool.to_owned(), args_key(&canonical_args(args)));
     // What failed holds no wrong value and carries no instruction.
     world.tainted.remove(&(tool_idx, call_key.1));
     let class = fault.class();
     world.outcome_of(tool_idx, class.is_failure());
-    if class.is_failure() {
+    let standing = world.last_failure.get(&call_key).is_some_and(|(c, _)| !c.retryable());
+    if class.is_failure() && (reached || !standing) {
         world.last_failure.insert(call_key.clone(), (class, false));
     }
     world.outcomes.insert(call_key, Some(class));

@@ -452,6 +452,19 @@ impl World {
         }
     }
 
+    /// Notes what a call of `target` returned, shaped by fault `rule` if one fired: a success
+    /// to the triggers unless it failed (a partial or tainted result is one, as in the engine),
+    /// and for the task's goal a result unless it failed or is a wrong value.
+    pub fn returned(&mut self, target: usize, rule: Option<u16>) {
+        let fault = rule.map(|r| self.fault(r));
+        let failed = fault.is_some_and(|f| f.class().is_failure());
+        let wrong = fault == Some(&Fault::WrongContent);
+        if !failed {
+            self.succeeded(target);
+        }
+        self.outcome_of(target, failed || wrong);
+    }
+
     /// Notes how a call of `target` ended for the task's goal: failed or not (a partial result
     /// is no failure).
     pub fn outcome_of(&mut self, target: usize, failed: bool) {
