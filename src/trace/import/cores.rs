@@ -13,6 +13,21 @@ pub fn available() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// The lines in windows of about `size` bytes, as ranges of line numbers (a line longer than
+/// `size` is a window of its own).
+pub fn windows(lines: &[&str], size: usize) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let (mut from, mut bytes) = (0, 0);
+    for (n, line) in lines.iter().enumerate() {
+        bytes += line.len();
+        if bytes >= size || n + 1 == lines.len() {
+            out.push(from..n + 1);
+            (from, bytes) = (n + 1, 0);
+        }
+    }
+    out
+}
+
 /// `f` of each item (with its index), in input order, on up to `cores` threads; each item is
 /// dropped on the thread that used it. A panic in `f` is a panic here.
 pub fn map_in_order<T: Send, R: Send>(items: Vec<T>, cores: usize, f: impl Fn(usize, T) -> R + Sync) -> Vec<R> {

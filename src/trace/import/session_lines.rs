@@ -139,22 +139,37 @@ fn otel_first(first: &Value) -> bool {
 /// interleave, and a batch body holds several); the second reads one trace at a time from its
 /// lines, deserialized into what the reader reads (strings borrowed from the text, a model
 /// call's `input` — the whole conversation so far, in every generation span — skipped
-/// unbuilt), so memory follows the largest trace. A line that does not fit sends the file to
-/// the whole reading, which says why.
+/// unbuilt), so memory follows the largest traces being read. Both passes are shared over the
+/// cores (the first in windows of lines, the second a trace at a time), their results kept in
+/// order. A line that does not fit sends the file to the whole reading, which says why.
 fn export_lines(text: &str, id: &str) -> Option<Vec<Conversation>> {
+    export_lines_on(text, id, cores::available(), EXPORT_WINDOW)
+}
+
+/// The bytes of lines whose trace ids one core reads at a time in the first pass.
+const EXPORT_WINDOW: usize = 64 << 10;
+
+fn export_lines_on(text: &str, id: &str, cores: usize, window: usize) -> Option<Vec<Conversation>> {
     let all: Vec<&str> = lines(text).collect();
+    let ids_of_windows = cores::map_in_order(cores::windows(&all, window), cores, |_, range| {
+        let mut found: Vec<(usize, &str)> = Vec::new();
+        let mut ids = Vec::new();
+        for n in range {
+            ids.clear();
+            agents_sdk::line_traces(all[n], &mut ids)?;
+            // Every item of a line that fits has its trace's id (each line is checked whole
+            // when its trace is read): a line with none does not fit.
+            if ids.is_empty() {
+                return None;
+            }
+            found.extend(ids.iter().map(|&tid| (n, tid)));
+        }
+        Some(found)
+    });
     let mut order: Vec<&str> = Vec::new();
     let mut lines_of: rustc_hash::FxHashMap<&str, Vec<usize>> = rustc_hash::FxHashMap::default();
-    let mut ids = Vec::new();
-    for (n, line) in all.iter().enumerate() {
-        ids.clear();
-        agents_sdk::line_traces(line, &mut ids)?;
-        // Every item of a line that fits has its trace's id (each line is checked whole when
-        // its trace is read): a line with none does not fit.
-        if ids.is_empty() {
-            return None;
-        }
-        for tid in ids.drain(..) {
+    for found in ids_of_windows {
+        for (n, tid) in found? {
             match lines_of.get_mut(tid) {
                 Some(at) if at.last() == Some(&n) => {}
                 Some(at) => at.push(n),
@@ -166,22 +181,21 @@ fn export_lines(text: &str, id: &str) -> Option<Vec<Conversation>> {
         }
     }
     let total = order.len();
-    let mut entries = Vec::new();
-    order
-        .iter()
-        .enumerate()
-        .map(|(k, &tid)| {
-            entries.clear();
-            for &n in &lines_of[tid] {
-                entries.push(agents_sdk::Entry::parse(all.get(n)?).filter(agents_sdk::Entry::fits)?);
-            }
-            let mut items = Vec::new();
-            entries.iter().for_each(|e| e.items(&mut items));
-            items.retain(|i| i.trace_id() == Some(tid));
-            let cid = if total == 1 { id.to_owned() } else { format!("{id}#{}", k + 1) };
-            Some(agents_sdk::trace_conversation(&items, cid))
-        })
-        .collect()
+    let traces: Vec<(&str, Vec<usize>)> =
+        order.into_iter().map(|tid| (tid, lines_of.remove(tid).unwrap_or_default())).collect();
+    cores::map_in_order(traces, cores, |k, (tid, at)| {
+        let entries: Vec<agents_sdk::Entry> = at
+            .iter()
+            .map(|&n| agents_sdk::Entry::parse(all[n]).filter(agents_sdk::Entry::fits))
+            .collect::<Option<_>>()?;
+        let mut items = Vec::new();
+        entries.iter().for_each(|e| e.items(&mut items));
+        items.retain(|i| i.trace_id() == Some(tid));
+        let cid = if total == 1 { id.to_owned() } else { format!("{id}#{}", k + 1) };
+        Some(agents_sdk::trace_conversation(&items, cid))
+    })
+    .into_iter()
+    .collect()
 }
 
 /// OpenHands eval output (`output.jsonl`): one instance a line, each line parsed, read and
@@ -480,6 +494,45 @@ mod tests {
         let broken = format!("{text}{{\"history\": 3}}\n");
         assert!(import(&broken, &path, &ImportOptions::default()).is_none());
         assert!(import_parsed(&broken, &path, &ImportOptions::default()).is_err());
+    }
+
+    /// An Agents SDK export reads the same on one core or several, in one window or a line a
+    /// window, with its traces' lines interleaved (each fixture's items under three trace ids,
+    /// taken in turn), and as the whole reading does; a line that does not fit, in any window,
+    /// sends the file to the whole reading.
+    #[test]
+    fn export_reading_is_the_same_on_any_cores_and_windows() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agents-sdk");
+        let mut items = Vec::new();
+        for name in ["agents-sdk-spans.jsonl", "agents-sdk-v0.2.11-spans-redacted.jsonl"] {
+            for k in 0..3 {
+                for line in std::fs::read_to_string(root.join(name)).unwrap().lines() {
+                    let mut v: Value = serde_json::from_str(line).unwrap();
+                    for key in ["trace_id", "id"] {
+                        if let Some(Value::String(t)) = v.get_mut(key)
+                            && (key == "trace_id" || t.starts_with("trace_"))
+                        {
+                            t.push_str(&format!("-{k}"));
+                        }
+                    }
+                    items.push(v);
+                }
+            }
+        }
+        let text = jsonl(round_robin(&items));
+        let read = |cores, window| format!("{:?}", export_lines_on(&text, "t", cores, window).unwrap());
+        let one = read(1, usize::MAX);
+        assert!(one.matches("Conversation {").count() >= 6, "{one:.300}");
+        for (cores, window) in [(2, usize::MAX), (2, 1), (3, 1), (2, 2000), (1, 1)] {
+            assert_eq!(read(cores, window), one, "{cores} cores, windows of {window} bytes");
+        }
+        let path = Path::new("export.jsonl");
+        same_as_whole(path, &text, &ImportOptions::default()).unwrap();
+        let idless = "{\"object\":\"trace.span\",\"span_data\":{\"type\":\"function\"}}\n";
+        let broken = format!("{text}{idless}");
+        for (cores, window) in [(1, usize::MAX), (2, 1), (2, 2000)] {
+            assert!(export_lines_on(&broken, "t", cores, window).is_none(), "{cores} cores, windows of {window}");
+        }
     }
 
     /// A file that breaks what its first lines said is read whole, with the whole reading's

@@ -1420,7 +1420,7 @@ fn jsonl_conversations_on(lines: &[&str], id: &str, how: Reading) -> Option<Vec<
     // Each line's traces that end there, once the rest of the file is surveyed.
     let mut closing: Option<Vec<Vec<usize>>> = None;
     let (mut held, mut at) = (0, 0);
-    for range in windows(lines, how.window) {
+    for range in cores::windows(lines, how.window) {
         let parsed = cores::map_in_order(lines[range.clone()].to_vec(), how.cores, |_, text| line_spans(text, otlp));
         let mut ended = Vec::new();
         for (n, spans) in range.clone().zip(parsed) {
@@ -1455,20 +1455,6 @@ fn jsonl_conversations_on(lines: &[&str], id: &str, how: Reading) -> Option<Vec<
         traces.read(ended, how.cores);
     }
     traces.finish(id, how.cores)
-}
-
-/// The lines in windows of about `size` bytes, as ranges of line numbers.
-fn windows(lines: &[&str], size: usize) -> Vec<std::ops::Range<usize>> {
-    let mut out = Vec::new();
-    let (mut from, mut bytes) = (0, 0);
-    for (n, line) in lines.iter().enumerate() {
-        bytes += line.len();
-        if bytes >= size || n + 1 == lines.len() {
-            out.push(from..n + 1);
-            (from, bytes) = (n + 1, 0);
-        }
-    }
-    out
 }
 
 /// A line's spans, not numbered yet: an OTLP request's, or a flat span; `None` when it is not
@@ -1579,7 +1565,7 @@ impl<'a> Survey<'a> {
     fn of(lines: &[&'a str], cores: usize, window: usize) -> Option<Survey<'a>> {
         let mut r = Survey { otlp: false, names: Vec::new(), last_line: Vec::new() };
         let mut index: rustc_hash::FxHashMap<Cow<'a, str>, usize> = Default::default();
-        for range in windows(lines, window) {
+        for range in cores::windows(lines, window) {
             let heads = cores::map_in_order(lines[range.clone()].to_vec(), cores, |_, line| {
                 serde_json::from_str::<SpanHead<'a>>(line).ok()
             });
