@@ -164,7 +164,7 @@ pub async fn tool_call(
                     w.note(format!("the real tool behind {name} failed: {}", fault_line(fault)));
                     // Its `retry-after`, on the run's clock.
                     called.retry_after_ms = fault.retry_after_ms().map(|ms| (ms as f64 / w.clock.scale()) as u64);
-                    tools::failed_after_all(w, name, &args, fault);
+                    tools::failed_after_all(w, (name, &args), fault, called.counted);
                 }
             }
             match answer {
@@ -192,8 +192,7 @@ pub async fn tool_call(
             limits.hand_on(tool);
         }
         if !committed {
-            let key = called.idempotency_key.as_deref();
-            return Err(tools::refused(w, (name, &args), LoadFault::Conflict, None, key));
+            return Err(tools::refused(w, (name, &args), LoadFault::Conflict, None, Some(&called)));
         }
         if w.scenario.effects[tool].write && tools::committed(&called) {
             w.wrote(tool, called.args_key, idempotency_key);

@@ -192,13 +192,13 @@ impl ServerHandler for McpTools {
                     Some(real) if called.fault.is_none() => {
                         let name = request.name.to_string();
                         tokio::select! {
-                            answer = forwarded(real, request, &shared, agent, kept.as_ref().unwrap_or(&Value::Null)) => {
+                            answer = forwarded(real, request, &shared, (agent, called.counted), kept.as_ref().unwrap_or(&Value::Null)) => {
                                 answer.map(|r| tainted_real(r, called.taint.as_ref()))
                             }
                             () = context.ct.cancelled() => {
                                 // Its outcome at the server is unknown: no success to the triggers.
                                 if let Some(w) = shared.lock().world(agent) {
-                                    tools::cancelled_for_real(w, &name);
+                                    tools::cancelled_for_real(w, &name, called.counted);
                                 }
                                 Err(ErrorData::internal_error("the request was cancelled", None))
                             }
@@ -236,12 +236,13 @@ impl ServerHandler for McpTools {
 
 /// A call no fault stopped, answered by the real server as it answers it; an `isError` result
 /// is a failure to the scenario's triggers (as a real HTTP tool's failure is), of the one class
-/// MCP tells: a tool error, here transient.
+/// MCP tells: a tool error, here transient. `counted`: whether the mock counted the call's
+/// result for the task's goal.
 async fn forwarded(
     real: &RealServer,
     request: CallToolRequestParams,
     shared: &Shared,
-    agent: u32,
+    (agent, counted): (u32, bool),
     args: &Value,
 ) -> Result<CallToolResponse, ErrorData> {
     let name = request.name.to_string();
@@ -255,7 +256,7 @@ async fn forwarded(
         let mut m = shared.lock();
         if let Some(w) = m.world(agent) {
             w.real_tool_failures += 1;
-            tools::failed_after_all(w, &name, args, &Fault::http(500));
+            tools::failed_after_all(w, (&name, args), &Fault::http(500), counted);
         }
     }
     response

@@ -107,7 +107,7 @@ pub fn respond(
             let (answer, fired) = break_answer(world, answer, format, n, fault, shape.stream);
             world.stream_fault(fault.rule, fired);
             if fired && fault.fails() {
-                world.unsucceeded(prov);
+                world.unsucceeded(prov, false);
                 undelivered(world, c, mark, tokens_in, world.model_calls > calls_before);
             }
             answer

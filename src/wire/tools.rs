@@ -30,22 +30,22 @@ pub fn index(world: &World, tool: &str) -> Option<usize> {
 
 /// A call the fleet's shared limits refused at the tool's door: 429 with the bucket's wait,
 /// 503 past the concurrency limit, 409 for a write that conflicted. A call sent before the
-/// wait this agent was last told is a wasted retry. A write's conflict names the key its call
-/// carried (`key`; a refusal at the door never reached the tool). The call's outcome is the
-/// refusal (a conflict's success, counted when it was served, is taken back).
+/// wait this agent was last told is a wasted retry. A write's conflict comes after the call
+/// was `served` ([`invoke`]'s answer, whose success is taken back) and names the key the call
+/// carried; a refusal at the door never reached the tool. The call's outcome is the refusal.
 pub fn refused(
     world: &mut World,
     (tool, args): (&str, &Value),
     load: LoadFault,
     wait_ms: Option<u64>,
-    key: Option<&str>,
+    served: Option<&Called>,
 ) -> Reply {
-    let conflict = load == LoadFault::Conflict;
+    let key = served.and_then(|c| c.idempotency_key.as_deref());
     if let Some(i) = index(world, tool) {
-        if conflict {
-            world.unsucceeded(i);
+        if let Some(called) = served {
+            world.unsucceeded(i, called.counted);
         }
-        failed(world, (i, tool), args, load.fault(), conflict);
+        failed(world, (i, tool), args, load.fault(), served.is_some());
         if let Some(w) = wait_ms {
             world.load_until[i] = world.clock.now_ms().saturating_add(w);
         }
@@ -89,6 +89,9 @@ pub struct Called {
     /// The idempotency key a write tool's call carried: its answer hands it back (the
     /// `Idempotency-Key` header, and in a failure's body or five-field envelope).
     pub idempotency_key: Option<String>,
+    /// The result counted as returned for the task's goal ([`World::returned`]): taken back
+    /// with it when the call fails after all.
+    pub counted: bool,
 }
 
 /// A request body as a tool's arguments: a JSON object, or the 400 that says why not.
@@ -206,7 +209,7 @@ pub fn invoke(world: &mut World, tool: &str, args: &Value, at: AttemptNo) -> Cal
         }
     }
     let class = decision.map(|d| world.fault(d.rule).class());
-    world.returned(tool_idx, decision.or(taint).map(|d| d.rule));
+    let counted = world.returned(tool_idx, decision.or(taint).map(|d| d.rule));
     let (fault, retry_after_ms, transport, commits) = match decision {
         None => (None, None, false, false),
         Some(d) => {
@@ -240,6 +243,7 @@ pub fn invoke(world: &mut World, tool: &str, args: &Value, at: AttemptNo) -> Cal
         args_key,
         taint: taint.map(|d| world.fault(d.rule).clone()),
         idempotency_key: None,
+        counted,
     }
 }
 
@@ -254,10 +258,11 @@ pub fn committed(called: &Called) -> bool {
 
 /// A call [`invoke`] let through that failed after all: the user's real tool failed it (live
 /// mode), or a write lost its conflict. The world remembers the failure as it would a fault
-/// of its own (the success [`invoke`] counted taken back, the call's outcome its class).
-pub fn failed_after_all(world: &mut World, tool: &str, args: &Value, fault: &Fault) {
+/// of its own (the success [`invoke`] counted taken back, and the returned result when it was
+/// `counted`; the call's outcome its class).
+pub fn failed_after_all(world: &mut World, (tool, args): (&str, &Value), fault: &Fault, counted: bool) {
     if let Some(tool_idx) = index(world, tool) {
-        world.unsucceeded(tool_idx);
+        world.unsucceeded(tool_idx, counted);
         failed(world, (tool_idx, tool), args, fault, true);
     }
 }
@@ -282,10 +287,11 @@ fn failed(world: &mut World, (tool_idx, tool): (usize, &str), args: &Value, faul
 }
 
 /// A call the mocks let through that the host cancelled while the user's real tool served it
-/// (live mode): its outcome there is unknown, so the success [`invoke`] counted is taken back.
-pub fn cancelled_for_real(world: &mut World, tool: &str) {
+/// (live mode): its outcome there is unknown, so the success [`invoke`] counted (and the
+/// result, when it was `counted`) is taken back.
+pub fn cancelled_for_real(world: &mut World, tool: &str, counted: bool) {
     if let Some(tool_idx) = index(world, tool) {
-        world.unsucceeded(tool_idx);
+        world.unsucceeded(tool_idx, counted);
     }
 }
 
@@ -408,11 +414,32 @@ mod tests {
         assert_eq!(w.outcomes.get(&key), Some(&Some(ErrorClass::RateLimited)));
         // Served again, then its write lost the conflict: no success is left of it.
         let at = w.attempt(0);
-        invoke(&mut w, "search", &args, at);
+        let called = invoke(&mut w, "search", &args, at);
         assert!(w.goal_reached(false));
-        let _ = refused(&mut w, ("search", &args), LoadFault::Conflict, None, None);
+        let _ = refused(&mut w, ("search", &args), LoadFault::Conflict, None, Some(&called));
         assert!(!w.goal_reached(false), "a lost conflict is a failure");
         assert_eq!(w.outcomes.get(&key), Some(&Some(ErrorClass::Transient)));
+    }
+
+    /// Two calls of one tool served at once: the first's wrong value, the second's good one.
+    /// When the client then cancels the first, what is taken back is the first's (no result
+    /// counted for the goal), not the latest outcome's: the goal stays reached by the second.
+    #[test]
+    fn a_call_taken_back_is_that_calls_own() {
+        let mut w =
+            crate::wire::world::search_with("[[faults]]\ntarget = \"search\"\nat = [1]\nfault = \"wrong_content\"\n");
+        let (first, second) = (json!({"q": 1}), json!({"q": 2}));
+        let at = w.attempt(0);
+        let a = invoke(&mut w, "search", &first, at);
+        assert!(a.taint.is_some() && !a.counted, "the first call's value is wrong");
+        let at = w.attempt(0);
+        let b = invoke(&mut w, "search", &second, at);
+        assert!(b.taint.is_none() && b.counted && w.goal_reached(false));
+        cancelled_for_real(&mut w, "search", a.counted);
+        assert!(w.goal_reached(false), "the second call's good result still stands");
+        // The second, failed by the real tool after all, takes its own result back.
+        failed_after_all(&mut w, ("search", &second), &Fault::http(500), b.counted);
+        assert!(!w.goal_reached(false));
     }
 
     /// A call that failed for its arguments, sent again unchanged and refused at the door, is

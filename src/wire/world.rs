@@ -439,23 +439,26 @@ impl World {
     }
 
     /// Takes back a success counted for `target` (a real tool failed the call after all, or a
-    /// write lost its conflict), and the result it counted as returned (none when the latest
-    /// call's outcome was already a failure, as a wrong value's is).
-    pub fn unsucceeded(&mut self, target: usize) {
+    /// write lost its conflict), and the result counted as returned for the task's goal when
+    /// that call's was (`counted`, as [`World::returned`] said: a wrong value's was not). The
+    /// call says, not the target's latest outcome, which may be another call's that ended
+    /// while this one was served.
+    pub fn unsucceeded(&mut self, target: usize, counted: bool) {
         self.successes[target] = self.successes[target].saturating_sub(1);
         if let Some(fleet) = &self.fleet {
             let n = &mut lock(fleet).successes[target];
             *n = n.saturating_sub(1);
         }
-        if !self.last_failed[target] {
+        if counted {
             self.returned_ok[target] = self.returned_ok[target].saturating_sub(1);
         }
     }
 
     /// Notes what a call of `target` returned, shaped by fault `rule` if one fired: a success
     /// to the triggers unless it failed (a partial or tainted result is one, as in the engine),
-    /// and for the task's goal a result unless it failed or is a wrong value.
-    pub fn returned(&mut self, target: usize, rule: Option<u16>) {
+    /// and for the task's goal a result unless it failed or is a wrong value. Whether it counted
+    /// for the goal is returned.
+    pub fn returned(&mut self, target: usize, rule: Option<u16>) -> bool {
         let fault = rule.map(|r| self.fault(r));
         let failed = fault.is_some_and(|f| f.class().is_failure());
         let wrong = fault == Some(&Fault::WrongContent);
@@ -463,6 +466,7 @@ impl World {
             self.succeeded(target);
         }
         self.outcome_of(target, failed || wrong);
+        !(failed || wrong)
     }
 
     /// Notes how a call of `target` ended for the task's goal: failed or not (a partial result
