@@ -2,7 +2,8 @@
 //! outcome class, how often the recorded model re-issued the identical call, changed its
 //! arguments, moved on, or gave up. Each fitted probability carries its 95% Wilson interval
 //! as its range; figures resting on too few observations keep the default and its plausible
-//! range. The times and the first prompt's size are the medians of what the traces recorded.
+//! range. The times and the first prompt's size are the medians of what the traces recorded,
+//! each with the median's 95% interval (by order statistics) as its range.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -59,9 +60,27 @@ fn quartiles(values: &[u64]) -> Option<[u64; 3]> {
     (!v.is_empty()).then(|| [at(1), at(2), at(3)])
 }
 
+/// The 95% interval of the median of `n` sorted observations by order statistics, as the
+/// 1-based ranks `[j, k]` of its ends: `j = n/2 − 1.96·√n/2` and `k = 1 + n/2 + 1.96·√n/2`,
+/// each rounded to the nearest whole rank (the normal approximation to the Binomial(n, ½)
+/// count of observations below the median, as Campbell and Gardner give it), kept within
+/// 1..=n (a few observations give their whole span).
+fn median_interval_ranks(n: usize) -> [usize; 2] {
+    let half = n as f64 / 2.0;
+    let spread = 0.98 * (n as f64).sqrt();
+    let j = (half - spread).round().max(1.0) as usize;
+    let k = ((1.0 + half + spread).round() as usize).clamp(1, n.max(1));
+    [j.min(k), k]
+}
+
 /// `key = { value = V, range = [LO, HI] }`.
 fn ranged(key: &str, value: f64, [lo, hi]: [f64; 2]) -> String {
     format!("{key} = {{ value = {value:?}, range = [{lo:?}, {hi:?}] }}")
+}
+
+/// `key = { value = V, range = [LO, HI] }` of whole numbers.
+fn ranged_whole(key: &str, value: u64, [lo, hi]: [u64; 2]) -> String {
+    format!("{key} = {{ value = {value}, range = [{lo}, {hi}] }}")
 }
 
 /// The class a row's outcome counts under.
@@ -268,40 +287,37 @@ impl Fit {
         for l in &lines {
             let _ = writeln!(toml, "{l}");
         }
-        // A median past what a profile may hold (a day of virtual time; a u32 of tokens) is
-        // written at that bound, and the comment says so.
-        let mut median = |key: &str, observed: &[u64], (default, most): (u64, u64), what: &str| -> u64 {
+        // A median (or an end of its interval) past what a profile may hold (a day of virtual
+        // time; a u32 of tokens) is written at that bound, and the comment says so.
+        let mut median = |key: &str, observed: &[u64], what: &str| -> Figure {
+            let default = p.measure(key).unwrap_or_default();
+            let most = crate::engine::profile::measure_bound(key);
             let n = observed.len() as u64;
             let Some([q1, mid, q3]) = quartiles(observed).filter(|_| n >= min_obs) else {
                 let _ = writeln!(toml, "{key} = {default} # default kept: {n} {what} recorded (need {min_obs})");
-                return default;
+                return Figure::Value(default as f64);
             };
-            let value = mid.min(most);
+            let mut sorted = observed.to_vec();
+            sorted.sort_unstable();
+            let [j, k] = median_interval_ranks(sorted.len());
+            let [value, lo, hi] = [mid, sorted[j - 1], sorted[k - 1]].map(|v| v.min(most));
             let bound = if value < mid { format!("; {mid} is past the most a profile holds") } else { String::new() };
-            let _ =
-                writeln!(toml, "{key} = {value} # the median of {n} {what} recorded (middle half: {q1}–{q3}){bound}");
-            value
+            let _ = writeln!(
+                toml,
+                "{} # the median of {n} {what} recorded (middle half: {q1}–{q3}); range: the median's 95% interval \
+                 (order statistics: the {j}th and {k}th of {n}){bound}",
+                ranged_whole(key, value, [lo, hi])
+            );
+            Figure::Ranged { value: value as f64, range: [lo as f64, hi as f64] }
         };
-        let ms = crate::engine::scenario::MAX_MS;
-        p.model_latency_ms = median(
-            "model_latency_ms",
-            &self.model_ms,
-            (p.model_latency_ms, ms),
-            "answered model calls' latencies (ms)",
-        );
-        p.tool_latency_ms = median(
-            "tool_latency_ms",
-            &self.tool_ms,
-            (p.tool_latency_ms, ms),
-            "successful tool results' latencies (ms)",
-        );
-        let prompt = median(
-            "prompt_tokens",
-            &self.first_prompt,
-            (u64::from(p.prompt_tokens), u64::from(u32::MAX)),
-            "traces' first answered model calls' input tokens",
-        );
-        p.prompt_tokens = u32::try_from(prompt).expect("bounded to a u32 above");
+        let fitted = [
+            median("model_latency_ms", &self.model_ms, "answered model calls' latencies (ms)"),
+            median("tool_latency_ms", &self.tool_ms, "successful tool results' latencies (ms)"),
+            median("prompt_tokens", &self.first_prompt, "traces' first answered model calls' input tokens"),
+        ];
+        for (key, figure) in crate::engine::profile::MEASURES.into_iter().zip(fitted) {
+            p.set(key, figure);
+        }
         let _ = writeln!(toml, "\n[perception] # not observable in traces: defaults kept, with their plausible ranges");
         for key in ["envelope", "flag", "object", "prefix", "raw", "unmarked"] {
             let full = format!("perception.{key}");
@@ -421,16 +437,36 @@ mod tests {
         let (p, toml) = fit.profile(3, None);
         assert_eq!((p.model_latency_ms, p.tool_latency_ms), (200, 30), "{toml}");
         assert_eq!(p.prompt_tokens, Profile::bundled_default().prompt_tokens, "{toml}");
-        assert!(toml.contains("model_latency_ms = 200 # the median of 4 "), "{toml}");
+        // Ranges: the median's interval. Of 4 (100, 200, 300, 400): ranks 2 − 1.96 = 0.04 → 1
+        // and 3 + 1.96 = 4.96 → 4 of 4: 100 to 400. Of 3 (20, 30, 40): the whole span.
+        assert!(toml.contains("model_latency_ms = { value = 200, range = [100, 400] } # the median of 4 "), "{toml}");
         assert!(toml.contains("(middle half: 100–300)"), "{toml}");
-        assert!(toml.contains("tool_latency_ms = 30 # the median of 3 "), "{toml}");
+        assert!(toml.contains("tool_latency_ms = { value = 30, range = [20, 40] } # the median of 3 "), "{toml}");
+        assert_eq!(p.ranges["model_latency_ms"], [100.0, 400.0]);
+        assert_eq!(p.ranges["tool_latency_ms"], [20.0, 40.0]);
+        assert!(!p.ranges.contains_key("prompt_tokens"), "a default kept has no range");
+        // What is written reads back as the profile fitted.
+        assert_eq!(toml::from_str::<Profile>(&toml).unwrap(), p);
         assert!(toml.contains("prompt_tokens = 600 # default kept: 2 "), "{toml}");
         // A median past a day of virtual time is written at the day, and said.
         let slow = Fit { model_ms: vec![90_000_000; 3], ..Fit::default() };
         let (p, toml) = slow.profile(3, None);
         assert_eq!(p.model_latency_ms, 86_400_000, "{toml}");
+        assert_eq!(p.ranges["model_latency_ms"], [86_400_000.0; 2], "{toml}");
         assert!(toml.contains("; 90000000 is past the most a profile holds"), "{toml}");
         assert_eq!(fit.profile(2, None).0.prompt_tokens, 50, "of 50 and 70, the lower median");
+    }
+
+    /// The ranks of the median's interval, as the published table gives them: of 25, the 8th
+    /// and 18th (12.5 − 4.9 = 7.6 and 13.5 + 4.9 = 18.4); of 100, the 40th and 61st (40.2,
+    /// 60.8); of 10, the 2nd and 9th (1.9, 9.1); a few observations, all of them.
+    #[test]
+    fn the_median_interval_ranks_follow_their_formula() {
+        assert_eq!(median_interval_ranks(25), [8, 18]);
+        assert_eq!(median_interval_ranks(100), [40, 61]);
+        assert_eq!(median_interval_ranks(10), [2, 9]);
+        assert_eq!(median_interval_ranks(4), [1, 4]);
+        assert_eq!(median_interval_ranks(1), [1, 1]);
     }
 
     #[test]

@@ -63,9 +63,11 @@ pub struct Prediction {
 }
 
 /// Simulates `draws` samples of `runs` runs of strategy `strategy`, each under a profile drawn
-/// from the scenario's profile's ranges (seeded by `seed`): the prediction for `runs` runs.
+/// from the scenario's profile's ranges (seeded by `seed`; the probabilities', and the
+/// measures' that have one): the prediction for `runs` runs.
 pub fn predict(sc: &Scenario, strategy: usize, runs: u64, draws: usize, seed: u64) -> Prediction {
-    let points = latin_hypercube(draws, crate::engine::profile::PROBABILITIES.len(), seed);
+    use crate::engine::profile::{MEASURES, PROBABILITIES};
+    let points = latin_hypercube(draws, PROBABILITIES.len() + MEASURES.len(), seed);
     let mut samples: Vec<[f64; 4]> = Vec::with_capacity(draws);
     let (mut total, mut ends) = ([0.0; 4], Vec::with_capacity(runs as usize));
     let mut drawn = sc.clone();
@@ -189,6 +191,30 @@ mod tests {
         }
         // Every run ends one way: the shares of answers and give-ups (no loop here) add to 1.
         assert!((a.point[0] + a.point[2] - 1.0).abs() < 1e-9, "{a:?}");
+    }
+
+    /// A measure with a range is drawn from it: a model call of 100 ms always finishes three
+    /// steps within a 3 000 ms budget (3 × (100 + 200 ms of tool) + 100 = 1 000 ms), one of
+    /// 2 000 ms never does (the second call would end at 4 200 ms), so a range of 100 to 2 000
+    /// ms predicts some runs cut short where the fixed value predicts none.
+    #[test]
+    fn a_measures_range_is_drawn_from() {
+        let src = |latency: &str| {
+            format!(
+                "name = \"p\"\nseed = 3\n[strategies.b]\nencoding = \"prefix\"\nrouting = \"model\"\n\
+                 partials = \"ambiguous\"\nbudgets = true\n[policy]\nmax_virtual_ms = 3000\n\
+                 [profile]\nmodel_latency_ms = {latency}\n[task]\n[[task.steps]]\ntool = \"s\"\nargs = {{ q = 1 }}\n\
+                 [[task.steps]]\ntool = \"s\"\nargs = {{ q = 2 }}\n[[task.steps]]\ntool = \"s\"\nargs = {{ q = 3 }}\n"
+            )
+        };
+        let load =
+            |latency: &str| crate::scenario::load::load_str(&src(latency), std::path::Path::new("p.toml")).unwrap();
+        let fixed = predict(&load("100"), 0, 10, 40, 9);
+        assert_eq!((fixed.point[0], fixed.interval[0]), (1.0, [1.0, 1.0]), "{fixed:?}");
+        let ranged = predict(&load("{ value = 100, range = [100, 2000] }"), 0, 10, 40, 9);
+        assert!(ranged.point[0] < 0.9 && ranged.point[0] > 0.1, "{ranged:?}");
+        assert_eq!(ranged.interval[0], [0.0, 1.0], "{ranged:?}");
+        assert!(ranged.point[3] < fixed.point[3], "fewer calls when cut short: {ranged:?}");
     }
 
     #[test]

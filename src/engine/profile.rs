@@ -1,6 +1,7 @@
 //! The simulated model's profile: documented, overridable parameters (the book: the simulated model), each
 //! probability with an optional plausible range (`p_fix_args = { value = 0.7, range = [0.5,
-//! 0.9] }`) for sensitivity sweeps.
+//! 0.9] }`) for sensitivity sweeps, and each measured quantity (times, tokens) with an
+//! optional range too (a fitted median's interval, which `predict` draws from).
 
 use std::collections::BTreeMap;
 
@@ -36,18 +37,21 @@ impl Perception {
     }
 }
 
-/// A probability as a profile file writes it: a number, or a value with its plausible range.
+/// A probability or a measure as a profile file writes it: a number, or a value with its
+/// range.
 #[derive(Clone, Copy, Debug, PartialEq, JsonSchema)]
 #[serde(untagged, deny_unknown_fields)]
 pub enum Figure {
-    /// The probability, 0 to 1, with no range of its own (`sweep` draws it from its plausible
-    /// range).
+    /// The figure with no range of its own (`sweep` draws a probability from its plausible
+    /// range; a measure stays fixed).
     Value(f64),
-    /// The probability with the range `sweep` draws it from (unless `--param` gives one).
+    /// The figure with the range it plausibly takes: `sweep` draws a probability from it
+    /// (unless `--param` gives one), `predict` a probability or a measure.
     Ranged {
-        /// The probability, 0 to 1, within `range`.
+        /// The figure (a probability 0 to 1, a measure a whole number), within `range`.
         value: f64,
-        /// `[LO, HI]`: the range the probability plausibly takes, within 0 to 1, LO ≤ HI.
+        /// `[LO, HI]`: the range the figure plausibly takes (a probability's within 0 to 1),
+        /// LO ≤ HI.
         range: [f64; 2],
     },
 }
@@ -66,7 +70,7 @@ impl<'de> Deserialize<'de> for Figure {
         impl<'de> serde::de::Visitor<'de> for V {
             type Value = Figure;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a probability, or { value = V, range = [LO, HI] }")
+                f.write_str("a number, or { value = V, range = [LO, HI] }")
             }
             fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Figure, E> {
                 Ok(Figure::Value(v))
@@ -117,6 +121,43 @@ pub const PROBABILITIES: [&str; 10] = [
     "perception.raw",
     "perception.unmarked",
 ];
+
+/// The profile's measured quantities, whole numbers: the virtual times of a model call and a
+/// tool call (ms) and the first prompt's tokens. Each may carry a range (`calibrate` writes
+/// its fitted median's 95% interval) that `predict` draws it from; `sweep` keeps them fixed.
+pub const MEASURES: [&str; 3] = ["model_latency_ms", "tool_latency_ms", "prompt_tokens"];
+
+/// The most measure `key` may be: a day of virtual time, or a `u32` of tokens.
+pub fn measure_bound(key: &str) -> u64 {
+    if key == "prompt_tokens" { u64::from(u32::MAX) } else { super::scenario::MAX_MS }
+}
+
+/// Whether `figure` is one measure `key` can take: its value and its range's ends whole
+/// numbers from 0 to [`measure_bound`], the value within its range; else what was expected.
+pub fn check_measure(key: &str, figure: Figure) -> Result<(), String> {
+    let most = measure_bound(key);
+    let unit = if key == "prompt_tokens" { "tokens" } else { "ms" };
+    let whole = |v: f64| v.is_finite() && v >= 0.0 && v.fract() == 0.0;
+    let ends = figure.range().map_or(Vec::new(), |r| r.to_vec());
+    for v in std::iter::once(figure.value()).chain(ends.iter().copied()) {
+        if !whole(v) {
+            return Err(format!("a whole number of {unit}, 0 or more, got {v}"));
+        }
+        if v > most as f64 {
+            let what = if unit == "ms" { " (a day)" } else { "" };
+            return Err(format!("at most {most} {unit}{what}, got {v}"));
+        }
+    }
+    if let Some([lo, hi]) = figure.range() {
+        if lo > hi {
+            return Err(format!("a range [LO, HI] with LO <= HI, got [{lo}, {hi}]"));
+        }
+        if !(lo..=hi).contains(&figure.value()) {
+            return Err(format!("a value within its range [{lo}, {hi}], got {}", figure.value()));
+        }
+    }
+    Ok(())
+}
 
 /// The range each probability plausibly takes when nothing was measured: the book's table (the
 /// simulated model) gives the reasoning per key (all are tracefault's assumptions around the design figures).
@@ -188,9 +229,9 @@ struct ProfileFile {
     p_fix_args: Figure,
     max_fix_attempts: u32,
     p_give_up_terminal: Figure,
-    model_latency_ms: u64,
-    tool_latency_ms: u64,
-    prompt_tokens: u32,
+    model_latency_ms: Figure,
+    tool_latency_ms: Figure,
+    prompt_tokens: Figure,
     perception: PerceptionFile,
     /// Optional in a file: a profile written before it existed takes the bundled value.
     #[serde(default)]
@@ -229,9 +270,9 @@ impl TryFrom<ProfileFile> for Profile {
             p_fix_args: 0.0,
             max_fix_attempts: f.max_fix_attempts,
             p_give_up_terminal: 0.0,
-            model_latency_ms: f.model_latency_ms,
-            tool_latency_ms: f.tool_latency_ms,
-            prompt_tokens: f.prompt_tokens,
+            model_latency_ms: 0,
+            tool_latency_ms: 0,
+            prompt_tokens: 0,
             perception: Perception { envelope: 0.0, flag: 0.0, object: 0.0, prefix: 0.0, raw: 0.0, unmarked: 0.0 },
             p_claim_success: 0.0,
             p_notice_wrong: 0.0,
@@ -255,6 +296,10 @@ impl TryFrom<ProfileFile> for Profile {
             per.unmarked,
         ];
         for (key, figure) in PROBABILITIES.into_iter().zip(figures) {
+            p.set(key, figure);
+        }
+        for (key, figure) in MEASURES.into_iter().zip([f.model_latency_ms, f.tool_latency_ms, f.prompt_tokens]) {
+            check_measure(key, figure).map_err(|e| format!("{key}: expected {e}"))?;
             p.set(key, figure);
         }
         p.validate().map_err(|(k, e)| format!("{k}: expected {e}"))?;
@@ -284,9 +329,32 @@ impl Profile {
         })
     }
 
-    /// Sets probability `key` (one of [`PROBABILITIES`]) and its range (a figure without one
-    /// fixes the value: an earlier range goes). Returns whether the key is a probability.
+    /// Measure `key` (one of [`MEASURES`]).
+    pub fn measure(&self, key: &str) -> Option<u64> {
+        Some(match key {
+            "model_latency_ms" => self.model_latency_ms,
+            "tool_latency_ms" => self.tool_latency_ms,
+            "prompt_tokens" => u64::from(self.prompt_tokens),
+            _ => return None,
+        })
+    }
+
+    /// Sets probability or measure `key` (one of [`PROBABILITIES`], the ending probabilities or
+    /// [`MEASURES`]) and its range (a figure without one fixes the value: an earlier range
+    /// goes). A measure takes the figure's value as a whole number ([`check_measure`] says
+    /// whether it is one). Returns whether the key is a probability or a measure.
     pub fn set(&mut self, key: &str, figure: Figure) -> bool {
+        if MEASURES.contains(&key) {
+            // Whole numbers within their bounds when checked; saturating otherwise.
+            let v = figure.value().round().max(0.0);
+            match key {
+                "model_latency_ms" => self.model_latency_ms = v as u64,
+                "tool_latency_ms" => self.tool_latency_ms = v as u64,
+                _ => self.prompt_tokens = v as u32,
+            }
+            self.set_range(key, figure.range());
+            return true;
+        }
         let per = &mut self.perception;
         let slot = match key {
             "p_continue" => &mut self.p_continue,
@@ -305,11 +373,15 @@ impl Profile {
             _ => return false,
         };
         *slot = figure.value();
-        match figure.range() {
+        self.set_range(key, figure.range());
+        true
+    }
+
+    fn set_range(&mut self, key: &str, range: Option<[f64; 2]>) {
+        match range {
             Some(r) => self.ranges.insert(key.to_owned(), r),
             None => self.ranges.remove(key),
         };
-        true
     }
 
     pub fn bundled_default() -> Profile {
@@ -339,18 +411,23 @@ impl Profile {
             }
         }
         for (k, &[lo, hi]) in &self.ranges {
-            let Some(v) = self.probability(k) else {
-                return Err((
-                    k.clone(),
-                    format!(
-                        "a range only on a probability ({}, {})",
-                        PROBABILITIES.join(", "),
-                        ENDING_PROBABILITIES.map(|(k, _)| k).join(", ")
-                    ),
-                ));
+            let (v, most) = match (self.probability(k), self.measure(k)) {
+                (Some(v), _) => (v, 1.0),
+                (None, Some(v)) => (v as f64, measure_bound(k) as f64),
+                (None, None) => {
+                    return Err((
+                        k.clone(),
+                        format!(
+                            "a range only on a probability ({}, {}) or a measure ({})",
+                            PROBABILITIES.join(", "),
+                            ENDING_PROBABILITIES.map(|(k, _)| k).join(", "),
+                            MEASURES.join(", ")
+                        ),
+                    ));
+                }
             };
-            if !(0.0..=1.0).contains(&lo) || !(0.0..=1.0).contains(&hi) {
-                return Err((k.clone(), format!("a range within [0, 1], got [{lo}, {hi}]")));
+            if !(0.0..=most).contains(&lo) || !(0.0..=most).contains(&hi) {
+                return Err((k.clone(), format!("a range within [0, {most}], got [{lo}, {hi}]")));
             }
             if lo > hi {
                 return Err((k.clone(), format!("a range [LO, HI] with LO <= HI, got [{lo}, {hi}]")));
@@ -414,6 +491,35 @@ mod tests {
         fixed.set("p_fix_args", Figure::Value(0.95));
         assert!(fixed.ranges.is_empty(), "a plain value fixes the figure");
         assert!(!fixed.set("max_fix_attempts", Figure::Value(2.0)), "not a probability");
+    }
+
+    /// A measure takes a whole number, or one with its range; fractions, negatives, values
+    /// past the bound or outside the range are refused with the key named.
+    #[test]
+    fn measures_take_a_whole_number_or_one_with_its_range() {
+        let with = |line: &str| DEFAULT_PROFILE_TOML.replace("model_latency_ms = 1000", line);
+        let p: Profile = toml::from_str(&with("model_latency_ms = { value = 900, range = [700, 1400] }")).unwrap();
+        assert_eq!((p.model_latency_ms, p.ranges["model_latency_ms"]), (900, [700.0, 1400.0]));
+        assert_eq!(p.measure("model_latency_ms"), Some(900));
+        let err = |line: &str| toml::from_str::<Profile>(&with(line)).unwrap_err().message().to_owned();
+        for (line, expected) in [
+            ("model_latency_ms = 1.5", "model_latency_ms: expected a whole number of ms, 0 or more, got 1.5"),
+            ("model_latency_ms = -3", "model_latency_ms: expected a whole number of ms, 0 or more, got -3"),
+            ("model_latency_ms = 99999999999", "model_latency_ms: expected at most 86400000 ms (a day)"),
+            (
+                "model_latency_ms = { value = 900, range = [1000, 1400] }",
+                "model_latency_ms: expected a value within its range [1000, 1400], got 900",
+            ),
+            (
+                "model_latency_ms = { value = 900, range = [950, 800] }",
+                "model_latency_ms: expected a range [LO, HI] with LO <= HI",
+            ),
+        ] {
+            assert!(err(line).contains(expected), "{line}: {}", err(line));
+        }
+        let mut fixed = p.clone();
+        assert!(fixed.set("model_latency_ms", Figure::Value(1200.0)));
+        assert_eq!((fixed.model_latency_ms, fixed.ranges.get("model_latency_ms")), (1200, None));
     }
 
     #[test]

@@ -401,14 +401,15 @@ pub struct ProfileOverridesDto {
     /// After a result read as terminal: the probability of giving up with an answer rather than
     /// re-issuing the call, 0 to 1 (default 0.9).
     pub p_give_up_terminal: Option<Figure>,
-    /// The virtual time one model call takes, in ms, at most a day (default 1000).
-    pub model_latency_ms: Option<u64>,
+    /// The virtual time one model call takes, in ms, at most a day (default 1000); with a
+    /// range, `{ value = V, range = [LO, HI] }`, `predict` draws it from the range.
+    pub model_latency_ms: Option<Figure>,
     /// The virtual time one tool call takes when the task or trace gives none, in ms, at most a
-    /// day (default 200).
-    pub tool_latency_ms: Option<u64>,
+    /// day (default 200); a range as `model_latency_ms`.
+    pub tool_latency_ms: Option<Figure>,
     /// Tokens of the first model call's context: system prompt, tool definitions and request
-    /// (default 600).
-    pub prompt_tokens: Option<u32>,
+    /// (default 600); a range as `model_latency_ms`.
+    pub prompt_tokens: Option<Figure>,
     /// `[profile.perception]`: how often the model reads a failed result's true class, by the
     /// strongest signal in its bytes.
     pub perception: Option<PerceptionOverridesDto>,

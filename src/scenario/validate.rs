@@ -14,7 +14,7 @@ use super::{Gate, Loaded, RANK_FIRST_SHARE, RANKED, Scenario};
 use crate::engine::breaker::{BreakerConfig, BreakerMode};
 use crate::engine::fault_plan::{FaultPlan, FaultRule, RateLimit, Target, Trigger};
 use crate::engine::limits::ToolLoad;
-use crate::engine::profile::{PROBABILITIES, Profile};
+use crate::engine::profile::{MEASURES, PROBABILITIES, Profile, check_measure};
 use crate::engine::retry::{self, Backoff, MAX_ATTEMPTS_LIMIT, RetryAfter, RetryPolicy};
 use crate::engine::rng::fnv1a64;
 use crate::engine::scenario::Price;
@@ -872,9 +872,14 @@ fn profile_from_dto(
             }
             set!(max_model_retries <- o.max_model_retries);
             set!(max_fix_attempts <- o.max_fix_attempts);
-            set!(model_latency_ms <- o.model_latency_ms);
-            set!(tool_latency_ms <- o.tool_latency_ms);
-            set!(prompt_tokens <- o.prompt_tokens);
+            let measures = [o.model_latency_ms, o.tool_latency_ms, o.prompt_tokens];
+            for (key, figure) in MEASURES.into_iter().zip(measures) {
+                if let Some(f) = figure {
+                    check_measure(key, f).map_err(|e| ctx.err(format!("profile.{key}"), e))?;
+                    p.set(key, f);
+                    changed = true;
+                }
+            }
             let per = o.perception.as_ref();
             let figures = [
                 o.p_continue,

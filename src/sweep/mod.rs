@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::profile::{Figure, PROBABILITIES, Profile, plausible};
+use crate::engine::profile::{Figure, MEASURES, PROBABILITIES, Profile, plausible};
 use crate::engine::rng::{Stream, fnv1a64, key};
 use crate::error::{Error, Result};
 use crate::scenario::{Loaded, RANKED};
@@ -134,12 +134,20 @@ pub fn latin_hypercube(n: usize, d: usize, seed: u64) -> Vec<Vec<f64>> {
     (0..n).map(|i| columns.iter().map(|c| c[i]).collect()).collect()
 }
 
-/// One profile of the design, for one scenario: each probability at its point in its range.
+/// One profile of the design, for one scenario: each probability at its point in its range;
+/// then, where the point goes on (`predict`'s does), each measure ([`MEASURES`]) the base
+/// gives a range at its point in it, to the nearest whole number (a measure without a range
+/// stays as it is).
 pub fn profile_at(base: &Profile, point: &[f64], given: &[ParamRange]) -> Profile {
     let mut p = base.clone();
     for (key, u) in PROBABILITIES.iter().zip(point) {
         let [lo, hi] = range_of(base, key, given);
         p.set(key, Figure::Value(lo + u * (hi - lo)));
+    }
+    for (key, u) in MEASURES.iter().zip(point.iter().skip(PROBABILITIES.len())) {
+        if let Some(&[lo, hi]) = base.ranges.get(*key) {
+            p.set(key, Figure::Value((lo + u * (hi - lo)).round()));
+        }
     }
     p
 }
