@@ -300,12 +300,29 @@ impl Fit {
             let mut sorted = observed.to_vec();
             sorted.sort_unstable();
             let [j, k] = median_interval_ranks(sorted.len());
-            let [value, lo, hi] = [mid, sorted[j - 1], sorted[k - 1]].map(|v| v.min(most));
-            let bound = if value < mid { format!("; {mid} is past the most a profile holds") } else { String::new() };
+            let top = sorted[k - 1];
+            let [value, lo, hi] = [mid, sorted[j - 1], top].map(|v| v.min(most));
+            let bound = if value < mid {
+                format!("; {mid} is past the most a profile holds")
+            } else if hi < top {
+                format!("; the interval's end {top} is past the most a profile holds")
+            } else {
+                String::new()
+            };
+            // So few observations that their whole span covers less than 95%: say how much.
+            let coverage = 1.0 - 0.5f64.powi(i32::try_from(n).unwrap_or(i32::MAX).saturating_sub(1));
+            let few = if [j, k] == [1, sorted.len()] && coverage < 0.95 {
+                format!(
+                    " (so few that it is their whole span, which holds the median {:.1}% of the time)",
+                    coverage * 100.0
+                )
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 toml,
                 "{} # the median of {n} {what} recorded (middle half: {q1}–{q3}); range: the median's 95% interval \
-                 (order statistics: the {j}th and {k}th of {n}){bound}",
+                 by order statistics, ranks {j} and {k} of {n}{few}{bound}",
                 ranged_whole(key, value, [lo, hi])
             );
             Figure::Ranged { value: value as f64, range: [lo as f64, hi as f64] }
@@ -454,6 +471,16 @@ mod tests {
         assert_eq!(p.model_latency_ms, 86_400_000, "{toml}");
         assert_eq!(p.ranges["model_latency_ms"], [86_400_000.0; 2], "{toml}");
         assert!(toml.contains("; 90000000 is past the most a profile holds"), "{toml}");
+        // An interval's end past the day is cut there, and said; four observations' whole span
+        // holds the median 1 − 2^-3 = 87.5% of the time.
+        let slow_end = Fit { model_ms: vec![1000, 1000, 1000, 90_000_000], ..Fit::default() };
+        let (p, toml) = slow_end.profile(3, None);
+        assert_eq!(p.ranges["model_latency_ms"], [1000.0, 86_400_000.0], "{toml}");
+        assert!(toml.contains("; the interval's end 90000000 is past the most a profile holds"), "{toml}");
+        assert!(
+            toml.contains("ranks 1 and 4 of 4 (so few that it is their whole span, which holds the median 87.5%"),
+            "{toml}"
+        );
         assert_eq!(fit.profile(2, None).0.prompt_tokens, 50, "of 50 and 70, the lower median");
     }
 

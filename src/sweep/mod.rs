@@ -136,8 +136,8 @@ pub fn latin_hypercube(n: usize, d: usize, seed: u64) -> Vec<Vec<f64>> {
 
 /// One profile of the design, for one scenario: each probability at its point in its range;
 /// then, where the point goes on (`predict`'s does), each measure ([`MEASURES`]) the base
-/// gives a range at its point in it, to the nearest whole number (a measure without a range
-/// stays as it is).
+/// gives a range at its point among the range's whole numbers, each as likely (a measure
+/// without a range stays as it is).
 pub fn profile_at(base: &Profile, point: &[f64], given: &[ParamRange]) -> Profile {
     let mut p = base.clone();
     for (key, u) in PROBABILITIES.iter().zip(point) {
@@ -146,7 +146,7 @@ pub fn profile_at(base: &Profile, point: &[f64], given: &[ParamRange]) -> Profil
     }
     for (key, u) in MEASURES.iter().zip(point.iter().skip(PROBABILITIES.len())) {
         if let Some(&[lo, hi]) = base.ranges.get(*key) {
-            p.set(key, Figure::Value((lo + u * (hi - lo)).round()));
+            p.set(key, Figure::Value((lo + (u * (hi - lo + 1.0)).floor()).min(hi)));
         }
     }
     p

@@ -89,7 +89,7 @@ pub async fn tool_call(
                 door => door,
             }
         };
-        let mut held = Held { shared: shared.clone(), epoch, tool, place: false, serving: false };
+        let mut held = Held { shared: shared.clone(), epoch, tool, place: false, serving: false, at_real: None };
         match door {
             Door::Served { place } => held.place = place,
             Door::Queued(rx) => {
@@ -153,7 +153,9 @@ pub async fn tool_call(
             // the real tool refused was not committed.
             called.commits = upstream.call_tool(url, &args).await.is_ok();
         } else if let Some((upstream, url)) = real {
+            held.at_real = Some((agent, called.counted));
             let answer = upstream.call_tool(&url, &args).await;
+            held.at_real = None;
             if let Err(fault) = answer.as_ref() {
                 let mut m = shared.lock();
                 if m.epoch == epoch
@@ -220,24 +222,32 @@ fn fault_line(f: &Fault) -> String {
 }
 
 /// A place or a service a tool call holds, given back if the call is dropped before its end
-/// (the client went away).
+/// (the client went away); and, while the user's real tool serves it, the agent whose call it
+/// is and whether its result counted for the goal: dropped then, its outcome at the real tool
+/// is unknown, so the success the mocks counted is taken back (as a cancelled MCP call's is).
 struct Held {
     shared: Arc<Shared>,
     epoch: u64,
     tool: usize,
     place: bool,
     serving: bool,
+    at_real: Option<(u32, bool)>,
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        if !(self.place || self.serving) {
+        if !(self.place || self.serving || self.at_real.is_some()) {
             return;
         }
         let mut m = self.shared.lock();
         // A call of a run the mocks were reset from holds nothing in the new one.
         if m.epoch != self.epoch {
             return;
+        }
+        if let Some((agent, counted)) = self.at_real
+            && let Some(w) = m.world(agent)
+        {
+            w.unsucceeded(self.tool, counted);
         }
         if self.serving {
             m.limits.tools[self.tool].end(None);
