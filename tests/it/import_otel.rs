@@ -218,3 +218,30 @@ fn vercel_ai_sdk_spans_in_the_js_sdk_layout() {
         "Paris is sunny at 21 C. I could not get the weather for Atlantis: the city was not found."
     );
 }
+
+/// A Grafana Tempo trace answer (`batches` of `instrumentationLibrarySpans`) from a kagent
+/// helm agent on Google ADK with OpenLLMetry's OpenAI instrumentation: each model call is an
+/// ADK `generate_content gpt-4.1-mini` span with OpenLLMetry's `openai.chat` span below it.
+/// Counted by hand from the file: 2 `openai.chat` spans (usage 2256/13, finish tool_calls;
+/// 2392/116, stop), 1 `execute_tool helm_list_releases`, no span with status code 2 (ERROR):
+/// 2 / 1 / 0 / answer (stop), each call once, not once per instrumentation.
+#[test]
+fn a_model_span_wrapping_another_is_one_call() {
+    let name = "tempo-kagent-adk-openllmetry.json";
+    let text = std::fs::read_to_string(fixture(name)).unwrap();
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let spans: Vec<&Value> = doc["batches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|b| b["instrumentationLibrarySpans"].as_array().unwrap())
+        .flat_map(|s| s["spans"].as_array().unwrap())
+        .collect();
+    let named = |prefix: &str| spans.iter().filter(|s| s["name"].as_str().unwrap().starts_with(prefix)).count();
+    assert_eq!((named("openai.chat"), named("generate_content "), named("execute_tool ")), (2, 2, 1));
+    let (v, stderr) = inspect(name);
+    assert!(stderr.contains("read as otel (1 conversation(s))"), "{stderr}");
+    assert_eq!(counts(&v[0]), (2, 1, 0, "answer", Some("stop")));
+    let traces = imported(name);
+    assert_eq!(model_calls(&traces[0]), (vec![200, 200], 2256 + 2392, 13 + 116));
+}

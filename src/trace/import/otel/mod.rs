@@ -3,7 +3,8 @@
 //!
 //! - **Containers.** OTLP/JSON (`resourceSpans` → `scopeSpans` → `spans`, attributes as
 //!   `{key, value: {stringValue|intValue|…}}`, status codes as numbers or enum names, also
-//!   Phoenix's snake_case `/spans/otlpv1` export under `data`); flat span lists: the OTel SDK's
+//!   Phoenix's snake_case `/spans/otlpv1` export under `data`, and Grafana Tempo's trace answer,
+//!   `batches` of `instrumentationLibrarySpans`); flat span lists: the OTel SDK's
 //!   `ReadableSpan.to_json()` objects (`context.span_id`, `parent_id`, `status.status_code`), the
 //!   JS SDK's `ReadableSpan` as JSON (`spanContext.{traceId,spanId}`, `parentSpanId` or
 //!   `parentSpanContext`, `startTime` as `[seconds, nanoseconds]`, `status.code`),
@@ -27,7 +28,10 @@
 //! - **Model calls.** One per model span: OpenInference `openinference.span.kind` (or
 //!   Phoenix's `span_kind`) `LLM`, `gen_ai.operation.name` chat / text_completion /
 //!   generate_content (OTel GenAI, OpenLLMetry ≥ 0.55, Logfire, pydantic-ai), or OpenLLMetry's
-//!   `llm.request.type` chat / completion. A span carrying several dialects is one call. The
+//!   `llm.request.type` chat / completion. A span carrying several dialects is one call, and so
+//!   is a model span with another below it (one instrumentation wrapping another's span of the
+//!   same call, as Google ADK's `generate_content` wraps OpenLLMetry's `openai.chat`): the
+//!   spans nearest the wire are the calls. The
 //!   request is read from `gen_ai.input.messages` (parts), `llm.input_messages`,
 //!   `gen_ai.prompt.N`, Logfire's `request_data`, pre-1.37 `gen_ai.*.message` events, or
 //!   `input.value`'s `messages`; the response from `gen_ai.output.messages`,
@@ -217,9 +221,10 @@ fn raw_spans(v: &Value) -> Option<Vec<&Value>> {
     }
 }
 
-/// An OTLP/JSON request's `resourceSpans` (or `resource_spans`).
+/// An OTLP/JSON request's `resourceSpans` (or `resource_spans`), or Grafana Tempo's trace
+/// answer's `batches` (its name for the same list).
 fn resource_spans(o: &Map<String, Value>) -> Option<&Value> {
-    o.get("resourceSpans").or_else(|| o.get("resource_spans"))
+    o.get("resourceSpans").or_else(|| o.get("resource_spans")).or_else(|| o.get("batches"))
 }
 
 /// The spans of every resource's scopes, in order (scope lists under each name in turn).
@@ -685,7 +690,7 @@ fn legacy_items(events: &[Event]) -> (Vec<Item>, Option<Item>) {
 // ---------------------------------------------------------------------------------------------
 // Spans read
 
-#[derive(PartialEq)]
+#[derive(Clone, Copy, PartialEq)]
 enum Role {
     Model,
     Tool,
@@ -711,6 +716,38 @@ fn role(s: &Span) -> Role {
     } else {
         Role::Other
     }
+}
+
+/// Each span's role in a trace, where a model span with another model span below it is no call
+/// of its own (`Other`): one instrumentation's span wrapping another's of the same call, as
+/// Google ADK's `generate_content` wraps OpenLLMetry's `openai.chat`, or LangChain's LLM span
+/// the OpenAI instrumentor's; the spans nearest the wire are the calls (a wrapper holding two,
+/// a retry within it, holds two calls).
+fn roles(spans: &[&Span]) -> Vec<Role> {
+    let mut roles: Vec<Role> = spans.iter().map(|s| role(s)).collect();
+    if roles.iter().filter(|r| **r == Role::Model).count() < 2 {
+        return roles;
+    }
+    let at: rustc_hash::FxHashMap<&str, usize> = spans.iter().enumerate().map(|(i, s)| (s.id.as_str(), i)).collect();
+    let mut wrappers = Vec::new();
+    for (i, s) in spans.iter().enumerate() {
+        if roles[i] != Role::Model {
+            continue;
+        }
+        // Up the parents (at most as many steps as spans: a cycle of parents ends too).
+        let mut parent = s.parent.as_deref();
+        for _ in 0..spans.len() {
+            let Some(&p) = parent.and_then(|p| at.get(p)) else { break };
+            if roles[p] == Role::Model {
+                wrappers.push(p);
+            }
+            parent = spans[p].parent.as_deref();
+        }
+    }
+    for p in wrappers {
+        roles[p] = Role::Other;
+    }
+    roles
 }
 
 /// A model span's request items, its response, and its finish reason.
@@ -1101,8 +1138,8 @@ fn read_trace(spans: &[&Span], gaps: &mut Vec<String>) -> TraceRead {
         model: None,
         tools: Vec::new(),
     };
-    for s in spans {
-        match role(s) {
+    for (s, role) in spans.iter().zip(roles(spans)) {
+        match role {
             Role::Tool => t.slots.push(Slot::Tool(tool_run(s))),
             Role::Model => {
                 let call = model_call(s, gaps);
@@ -2094,6 +2131,41 @@ mod tests {
             let s = stats(&t[0]);
             assert_eq!((s.model_calls, s.ended), (1, "answer"), "{span}");
         }
+    }
+
+    /// A model span with model spans below it is no call of its own: a LangChain LLM span over
+    /// the OpenAI instrumentor's one span is one call; a wrapper over two (a retry within it)
+    /// is two, the first failed; a model span beside another, in no parent chain, stays a call.
+    #[test]
+    fn a_model_span_wrapping_others_is_not_a_call() {
+        let span = |id: &str, parent: Option<&str>, start: u32, attributes: Value, status: &str| {
+            json!({"name": format!("s{id}"), "context": {"trace_id": "t", "span_id": id}, "parent_id": parent,
+                "start_time": format!("2026-01-01T00:00:0{start}Z"), "status": {"status_code": status},
+                "attributes": attributes})
+        };
+        let llm = json!({"openinference.span.kind": "LLM"});
+        let chat = json!({"gen_ai.operation.name": "chat"});
+        let agent = json!({"openinference.span.kind": "AGENT"});
+        let calls = |spans: Value| stats(&traces(&spans)[0]).model_calls;
+        let one = json!([
+            span("a", None, 1, agent.clone(), "OK"),
+            span("w", Some("a"), 2, llm.clone(), "OK"),
+            span("c", Some("w"), 3, chat.clone(), "OK")
+        ]);
+        assert_eq!(calls(one), 1);
+        let retried = json!([
+            span("w", None, 1, llm.clone(), "OK"),
+            span("c1", Some("w"), 2, chat.clone(), "ERROR"),
+            span("c2", Some("w"), 3, chat.clone(), "OK")
+        ]);
+        let t = &traces(&retried)[0];
+        assert_eq!((stats(t).model_calls, stats(t).failed_model_calls), (2, 1));
+        let beside = json!([
+            span("a", None, 1, agent, "OK"),
+            span("m1", Some("a"), 2, llm.clone(), "OK"),
+            span("m2", Some("a"), 3, chat, "OK")
+        ]);
+        assert_eq!(calls(beside), 2);
     }
 
     /// A span carrying OpenInference and GenAI attributes is one call; a TOOL span without a
