@@ -370,10 +370,12 @@ mod tests {
     fn otel_forms(v: &Value) -> Vec<(&'static str, String)> {
         let mut forms = Vec::new();
         let mut spans: Vec<Value> = Vec::new();
-        if let Some(rs) = v.get("resourceSpans").and_then(Value::as_array) {
+        // Tempo's trace answer names them `batches` and `instrumentationLibrarySpans`.
+        if let Some(rs) = v.get("resourceSpans").or_else(|| v.get("batches")).and_then(Value::as_array) {
             let mut requests = Vec::new();
             for r in rs {
-                for scope in r["scopeSpans"].as_array().unwrap() {
+                let scopes = r.get("scopeSpans").or_else(|| r.get("instrumentationLibrarySpans"));
+                for scope in scopes.and_then(Value::as_array).unwrap() {
                     spans.extend(scope["spans"].as_array().unwrap().iter().cloned());
                     requests.push(
                         serde_json::json!({"resourceSpans": [{"resource": r["resource"], "scopeSpans": [scope]}]}),
