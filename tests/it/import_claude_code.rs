@@ -172,3 +172,32 @@ fn a_real_2_1_39_subagent_with_siblings_cancelled_in_the_older_wording() {
     let (model, tools, failed, cancelled, ended, _) = counts(&v);
     assert_eq!((model, tools, failed, cancelled, ended), (12, 33, 1, 7, "answer"));
 }
+
+/// A real 2.1.39 compaction subagent transcript: one user line (the conversation to sum up)
+/// and one assistant line (`msg_01PKUiWZohLj43EHW343WeHF`, text only, no `tool_use`) whose
+/// summary quotes a ```` ```bash ```` block. Read as 1 / 0 / 0 / 0 / answer: a fenced block in a
+/// Claude Code model's text is text, not an action left unread (the check for those is for
+/// sources whose calls could be text; a chat file with the same text is still refused).
+#[test]
+fn a_quoted_shell_block_in_a_summary_is_no_missed_action() {
+    let name = "spotter-2.1.39-compaction-quotes-bash.jsonl";
+    let text = std::fs::read_to_string(fixture(name)).unwrap();
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let assistant: Vec<&Value> = lines.iter().filter(|l| l["type"] == "assistant").collect();
+    assert_eq!(assistant.len(), 1);
+    let blocks = assistant[0]["message"]["content"].as_array().unwrap();
+    assert!(blocks.iter().all(|b| b["type"] == "text"));
+    assert!(blocks.iter().any(|b| b["text"].as_str().unwrap().contains("```bash")));
+    let v = one(name);
+    let (model, tools, failed, cancelled, ended, _) = counts(&v);
+    assert_eq!((model, tools, failed, cancelled, ended), (1, 0, 0, 0, "answer"));
+    // The same model text as an OpenAI Chat conversation: refused, a text action unread.
+    let said = blocks.iter().map(|b| b["text"].as_str().unwrap()).collect::<String>();
+    let dir = tempfile::tempdir().unwrap();
+    let chat = dir.path().join("chat.json");
+    let body = serde_json::json!([{"messages": [{"role": "user", "content": "sum up"}, {"role": "assistant", "content": said}]}]);
+    std::fs::write(&chat, body.to_string()).unwrap();
+    let out = crate::tracefault().args(["inspect", chat.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("fenced shell block"));
+}

@@ -1,6 +1,6 @@
 //! What an import could not read, checked the same way for every format and every path (whole
 //! file, streamed, ZIP): the reader's own gaps, a tool call without a name, or model text that
-//! shows tool actions none of which became a call. Such a source is refused — or, with
+//! shows tool actions none of which became a call (in a source whose calls could be text). Such a source is refused — or, with
 //! `--lenient`, imported with each gap listed in its trace header.
 
 use std::path::Path;
@@ -10,6 +10,11 @@ use crate::trace::{Trace, TraceEvent};
 
 /// Texts that mean the model acted although no call was read: a fenced shell action.
 const ACTION_MARKS: [&str; 3] = ["```bash", "```sh\n", "```mswea_bash_command"];
+
+/// Sources whose tool calls are structure alone and which are known by their own structure:
+/// a fenced shell block in their model's text is text (a command shown to the user, a
+/// compaction summary quoting one), never an action misread, so it is no gap.
+const STRUCTURED: [&str; 8] = ["claude-code", "codex", "agents-sdk", "otel", "inspect", "tau2", "openhands", "mcp"];
 
 /// The gaps of one trace, its reader's own first.
 fn gaps_of(t: &Trace) -> Vec<String> {
@@ -33,7 +38,7 @@ fn gaps_of(t: &Trace) -> Vec<String> {
             _ => {}
         }
     }
-    if calls == 0 && marked {
+    if calls == 0 && marked && !STRUCTURED.contains(&t.header.source_format.as_str()) {
         gaps.push(
             "the model's text shows tool actions (a fenced shell block) but no tool call was read: \
              the file is likely another format (mini-swe-agent, SWE-agent: pass --format)"
