@@ -245,3 +245,29 @@ fn a_model_span_wrapping_another_is_one_call() {
     let traces = imported(name);
     assert_eq!(model_calls(&traces[0]), (vec![200, 200], 2256 + 2392, 13 + 116));
 }
+
+/// A Jaeger trace answer (`data` of `{traceID, spans}`: `operationName`, `references`, `tags`,
+/// `logs`, times in µs) from a kagent helm agent with OpenLLMetry's OpenAI instrumentation.
+/// Counted by hand from the file: 2 `openai.chat` spans (tags `gen_ai.usage.prompt_tokens`
+/// 1820 / `completion_tokens` 13, finish tool_calls; 1956 / 117, stop), 1 `execute_tool
+/// helm_list_releases`, no `otel.status_code` ERROR on them: 2 / 1 / 0 / answer (stop).
+#[test]
+fn a_jaeger_trace_answer_reads_as_its_spans() {
+    let name = "jaeger-kagent-openllmetry.json";
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(fixture(name)).unwrap()).unwrap();
+    let spans: Vec<&Value> =
+        doc["data"].as_array().unwrap().iter().flat_map(|t| t["spans"].as_array().unwrap()).collect();
+    let tag =
+        |s: &Value, k: &str| s["tags"].as_array().unwrap().iter().find(|t| t["key"] == k).map(|t| t["value"].clone());
+    let chats: Vec<&&Value> = spans.iter().filter(|s| s["operationName"] == "openai.chat").collect();
+    let usage: Vec<(Value, Value)> = chats
+        .iter()
+        .map(|s| (tag(s, "gen_ai.usage.prompt_tokens").unwrap(), tag(s, "gen_ai.usage.completion_tokens").unwrap()))
+        .collect();
+    assert_eq!(usage, [(1820.into(), 13.into()), (1956.into(), 117.into())]);
+    assert_eq!(spans.iter().filter(|s| s["operationName"] == "execute_tool helm_list_releases").count(), 1);
+    let (v, stderr) = inspect(name);
+    assert!(stderr.contains("read as otel (1 conversation(s))"), "{stderr}");
+    assert_eq!(counts(&v[0]), (2, 1, 0, "answer", Some("stop")));
+    assert_eq!(model_calls(&imported(name)[0]), (vec![200, 200], 1820 + 1956, 13 + 117));
+}

@@ -424,6 +424,10 @@ mod tests {
                 Ok(v) => v,
                 Err(_) => Value::Array(text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()),
             };
+            // A Jaeger trace answer is one document of Jaeger's own spans, never lines of them.
+            if v.pointer("/data/0/traceID").is_some() {
+                continue;
+            }
             let mut forms = otel_forms(&v);
             if path.extension().is_some_and(|e| e == "jsonl") {
                 forms.push(("as it is", text.clone()));

@@ -4,7 +4,9 @@
 //! - **Containers.** OTLP/JSON (`resourceSpans` → `scopeSpans` → `spans`, attributes as
 //!   `{key, value: {stringValue|intValue|…}}`, status codes as numbers or enum names, also
 //!   Phoenix's snake_case `/spans/otlpv1` export under `data`, and Grafana Tempo's trace answer,
-//!   `batches` of `instrumentationLibrarySpans`); flat span lists: the OTel SDK's
+//!   `batches` of `instrumentationLibrarySpans`); Jaeger's trace answer and UI download (`data`
+//!   of `{traceID, spans}`: `operationName`, `references`, `tags`, `logs`, times in µs), read as
+//!   flat spans; flat span lists: the OTel SDK's
 //!   `ReadableSpan.to_json()` objects (`context.span_id`, `parent_id`, `status.status_code`), the
 //!   JS SDK's `ReadableSpan` as JSON (`spanContext.{traceId,spanId}`, `parentSpanId` or
 //!   `parentSpanContext`, `startTime` as `[seconds, nanoseconds]`, `status.code`),
@@ -75,7 +77,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 mod attrs;
 mod line;
@@ -167,7 +169,65 @@ fn number(v: &Value) -> Option<u64> {
 /// Whether `v` is a span export this reader takes: OTLP/JSON, or a span list in one of the
 /// layouts above (or one span of such a list, as detection sees a list's first element).
 pub fn looks_like(v: &Value) -> bool {
-    raw_spans(v).is_some_and(|s| !s.is_empty())
+    raw_spans(v).is_some_and(|s| !s.is_empty()) || jaeger_traces(v).is_some()
+}
+
+/// The traces of a Jaeger trace answer or UI download (`{"data": [{traceID, spans,
+/// processes}]}`, or one such trace), each with a `traceID` string and a list of `spans`, at
+/// least one span in all; `None` when `v` is none.
+fn jaeger_traces(v: &Value) -> Option<Vec<&Value>> {
+    let traces: Vec<&Value> = match v.get("data") {
+        Some(Value::Array(d)) => d.iter().collect(),
+        Some(_) => return None,
+        None => vec![v],
+    };
+    let trace =
+        |t: &&Value| t.get("traceID").is_some_and(Value::is_string) && t.get("spans").is_some_and(Value::is_array);
+    let spans = traces.iter().filter_map(|t| t.get("spans")?.as_array()).map(Vec::len).sum::<usize>();
+    (!traces.is_empty() && traces.iter().all(trace) && spans > 0).then_some(traces)
+}
+
+/// Jaeger's spans as the flat spans the OTel Python SDK writes: `operationName` the name,
+/// `traceID` / `spanID` the ids, the `CHILD_OF` reference the parent, `startTime` (µs) in ns,
+/// `tags` (`{key, type, value}`) the attributes, `otel.status_code` (or a true `error` tag) the
+/// status with `otel.status_description` its message, and `logs` the events, each named by its
+/// `event` field.
+fn jaeger_spans(traces: &[&Value]) -> Value {
+    let map = |list: Option<&Value>| -> Map<String, Value> {
+        let entry = |t: &Value| Some((t.get("key")?.as_str()?.to_owned(), t.get("value")?.clone()));
+        list.and_then(Value::as_array).into_iter().flatten().filter_map(entry).collect()
+    };
+    let mut out = Vec::new();
+    for t in traces {
+        for s in t["spans"].as_array().into_iter().flatten() {
+            let attrs = map(s.get("tags"));
+            let code = attrs.get("otel.status_code").and_then(Value::as_str).unwrap_or("UNSET");
+            let flagged =
+                matches!(attrs.get("error"), Some(Value::Bool(true))) || attrs.get("error") == Some(&json!("true"));
+            let status = if flagged { "ERROR" } else { code };
+            let references = s.get("references").and_then(Value::as_array).into_iter().flatten();
+            let parent = references
+                .filter(|r| r.get("refType").and_then(Value::as_str) == Some("CHILD_OF"))
+                .find_map(|r| r.get("spanID").cloned());
+            let events: Vec<Value> = (s.get("logs").and_then(Value::as_array).into_iter().flatten())
+                .map(|l| {
+                    let mut fields = map(l.get("fields"));
+                    let name = fields.remove("event").unwrap_or(Value::String(String::new()));
+                    json!({"name": name, "attributes": fields})
+                })
+                .collect();
+            out.push(json!({
+                "name": s.get("operationName").cloned().unwrap_or(Value::String(String::new())),
+                "context": {"trace_id": s.get("traceID").unwrap_or(&t["traceID"]), "span_id": s.get("spanID")},
+                "parent_id": parent,
+                "start_time": s.get("startTime").and_then(Value::as_u64).map(|us| us.saturating_mul(1000)),
+                "status": {"status_code": status, "description": attrs.get("otel.status_description")},
+                "attributes": attrs,
+                "events": events,
+            }));
+        }
+    }
+    Value::Array(out)
 }
 
 /// Where a flat span keeps its ids: OTLP and Phoenix, the Python SDK's `context`, the JS SDK's
@@ -1313,8 +1373,14 @@ fn ending(root: Option<&Span>, last_call: Option<(&Span, Option<String>)>, faile
 }
 
 pub fn conversations(v: &Value, id: &str) -> Result<Vec<Conversation>, ImportError> {
+    let jaeger = jaeger_traces(v).map(|t| jaeger_spans(&t));
+    let v = jaeger.as_ref().unwrap_or(v);
     let raw = raw_spans(v).ok_or_else(|| {
-        ImportError::at("", "OTLP/JSON `resourceSpans`, or a list of spans (`name`, span and trace ids, `attributes`)")
+        ImportError::at(
+            "",
+            "OTLP/JSON `resourceSpans`, a list of spans (`name`, span and trace ids, `attributes`), or a Jaeger \
+             trace answer (`data` of traces with `traceID` and `spans`)",
+        )
     })?;
     let mut gaps = Vec::new();
     let mut spans = Vec::with_capacity(raw.len());
@@ -1910,7 +1976,6 @@ struct Scope<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     fn kv(k: &str, v: &str) -> Value {
         json!({"key": k, "value": {"stringValue": v}})
