@@ -65,7 +65,7 @@ fn scenario_errors_name_the_key_and_the_fix() {
     write(d, "c.toml", &format!("{MINIMAL}[profile]\np_fix_args = \"high\"\n"));
     let (_, _, err) = run_in(d, &["run", "c.toml"]);
     assert!(
-        err.contains("c.toml:13: profile.p_fix_args: invalid type: string \"high\", expected a probability, or { value = V, range = [LO, HI] }"),
+        err.contains("c.toml:13: profile.p_fix_args: invalid type: string \"high\", expected a number, or { value = V, range = [LO, HI] }"),
         "{err}"
     );
     write(d, "c2.toml", &format!("{MINIMAL}[profile]\np_fx_args = 0.5\n"));
