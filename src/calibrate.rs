@@ -51,11 +51,9 @@ pub fn wilson(k: u64, n: u64) -> [f64; 2] {
     [(lo * 1000.0).floor() / 1000.0, (hi * 1000.0).ceil() / 1000.0]
 }
 
-/// The lower quartile, the median and the upper quartile of `values` (nearest rank), `None`
+/// The lower quartile, the median and the upper quartile of sorted `v` (nearest rank), `None`
 /// when there are none.
-fn quartiles(values: &[u64]) -> Option<[u64; 3]> {
-    let mut v = values.to_vec();
-    v.sort_unstable();
+fn quartiles(v: &[u64]) -> Option<[u64; 3]> {
     let at = |q: usize| v[((v.len() * q).div_ceil(4)).saturating_sub(1)];
     (!v.is_empty()).then(|| [at(1), at(2), at(3)])
 }
@@ -293,12 +291,12 @@ impl Fit {
             let default = p.measure(key).unwrap_or_default();
             let most = crate::engine::profile::measure_bound(key);
             let n = observed.len() as u64;
-            let Some([q1, mid, q3]) = quartiles(observed).filter(|_| n >= min_obs) else {
+            let mut sorted = observed.to_vec();
+            sorted.sort_unstable();
+            let Some([q1, mid, q3]) = quartiles(&sorted).filter(|_| n >= min_obs) else {
                 let _ = writeln!(toml, "{key} = {default} # default kept: {n} {what} recorded (need {min_obs})");
                 return Figure::Value(default as f64);
             };
-            let mut sorted = observed.to_vec();
-            sorted.sort_unstable();
             let [j, k] = median_interval_ranks(sorted.len());
             let top = sorted[k - 1];
             let [value, lo, hi] = [mid, sorted[j - 1], top].map(|v| v.min(most));
